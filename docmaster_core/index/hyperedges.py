@@ -195,9 +195,21 @@ def group_hyperedges(
             )
     dim = int(getattr(embedder, "dim", 0) or (embeddings.shape[1] if embeddings is not None else 0))
     if hyperedges:
-        vecs = np.asarray(embedder.encode([h.summary for h in hyperedges]), dtype=np.float32)
-        if vecs.ndim != 2 or vecs.shape[0] != len(hyperedges):
-            raise IndexBuildError(f"embedder returned shape {vecs.shape} for {len(hyperedges)} summaries")
+        # A singleton hyper-edge's summary is extracted from its one paragraph, whose
+        # embedding is already known: reuse it (rows of ``embeddings`` are indexed by
+        # node id) and run the model only on the summaries of multi-node hyper-edges.
+        reuse = embeddings is not None and embeddings.ndim == 2 and embeddings.shape[0] == len(tree.nodes)
+        todo = [j for j, h in enumerate(hyperedges) if not (reuse and len(h.node_ids) == 1)]
+        enc = np.asarray(embedder.encode([hyperedges[j].summary for j in todo]), dtype=np.float32) if todo else None
+        if enc is not None and (enc.ndim != 2 or enc.shape[0] != len(todo)):
+            raise IndexBuildError(f"embedder returned shape {enc.shape} for {len(todo)} summaries")
+        d = enc.shape[1] if enc is not None else int(embeddings.shape[1])
+        vecs = np.zeros((len(hyperedges), d), dtype=np.float32)
+        if enc is not None:
+            vecs[todo] = enc
+        for j, h in enumerate(hyperedges):
+            if reuse and len(h.node_ids) == 1:
+                vecs[j] = embeddings[h.node_ids[0]]
     else:
         vecs = np.zeros((0, dim), dtype=np.float32)
     return HyperEdgeSet(hyperedges=hyperedges, embeddings=vecs, llm_calls=calls, repaired=repairs)

@@ -1,0 +1,470 @@
+"""``docmaster`` command line (also ``python -m docmaster_core``).
+
+Every command takes ``--workspace DIR`` and ``--json`` where it prints results.
+Exit codes: 0 success, 1 nothing done / failure, 2 usage error, 3 workspace locked.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import DocMasterError, WorkspaceLockedError
+
+__all__ = ["main", "build_parser"]
+
+
+def _settings(args: argparse.Namespace):
+    from .config import get_settings
+
+    over: dict[str, dict[str, Any]] = {}
+    if getattr(args, "parser", None):
+        over.setdefault("parsing", {})["parser"] = args.parser
+    if getattr(args, "llm", None):
+        over.setdefault("llm", {})["backend"] = args.llm
+    if getattr(args, "model", None):
+        over.setdefault("llm", {})["model"] = args.model
+    if getattr(args, "base_url", None):
+        over.setdefault("llm", {})["base_url"] = args.base_url
+    if getattr(args, "max_calls", None) is not None:
+        over.setdefault("llm", {})["max_calls"] = args.max_calls
+    return get_settings(**over)
+
+
+def _dm(args: argparse.Namespace, create: bool = False):
+    from .pipeline import DocMaster
+    from .store import Workspace
+
+    ws = Workspace(args.workspace, create=create)
+    return DocMaster(ws, _settings(args))
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def _clean(s: str) -> str:
+    """One line, no control characters (document text and file names are data)."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(s))
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    dm = _dm(args, create=True)
+    bar = None
+    show = not args.json and not args.quiet
+
+    def progress(ev):
+        nonlocal bar
+        if not show:
+            return
+        if bar is None:
+            bar = tqdm(total=max(ev.total, 1), unit="doc", dynamic_ncols=True, file=sys.stderr)
+        bar.set_description_str(f"{_clean(Path(ev.file).name)[:40]} [{ev.stage}]")
+        if ev.stage in ("done", "skipped", "failed"):
+            bar.update(1)
+            if ev.stage == "failed":
+                bar.write(f"FAILED  {_clean(ev.message)}", file=sys.stderr)
+
+    results = dm.ingest(args.paths, on_progress=progress, build_index=not args.no_index,
+                        summaries=not args.no_summaries)
+    if bar is not None:
+        bar.close()
+    n_ok = sum(r.status == "ingested" for r in results)
+    n_skip = sum(r.status == "skipped" for r in results)
+    n_fail = sum(r.status == "failed" for r in results)
+    if args.json:
+        _print_json({"ingested": n_ok, "skipped": n_skip, "failed": n_fail, "results": [r.to_dict() for r in results]})
+    else:
+        for r in results:
+            name = _clean(Path(r.file).name)
+            if r.status == "failed":
+                print(f"failed   {_clean(r.reason)}")
+            elif not args.quiet:
+                c = r.counts
+                print(f"{r.status:8} {name}  pages={r.pages} nodes={r.nodes} "
+                      f"title={c.get('TITLE', 0)} text={c.get('TEXT', 0)} table={c.get('TABLE', 0)} "
+                      f"image={c.get('IMAGE', 0)} equation={c.get('EQUATION', 0)}"
+                      + (f"  ({r.reason})" if r.reason else ""))
+        print(f"{n_ok} ingested, {n_skip} already present, {n_fail} failed")
+    if n_ok + n_skip == 0:
+        if not args.json:
+            print("error: no document was ingested", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    dm = _dm(args)
+    docs = dm.ws.documents()
+    fails = dm.ws.failures()
+    if args.json:
+        _print_json({"documents": [d.to_dict() for d in docs], "failures": fails})
+        return 0
+    if not docs:
+        print("no documents")
+    for d in docs:
+        c = d.counts
+        print(f"{d.doc_id}  {_clean(d.file_name)[:60]:60} pages={d.n_pages:4} nodes={d.n_nodes:5} "
+              f"TITLE={c.get('TITLE', 0)} TEXT={c.get('TEXT', 0)} TABLE={c.get('TABLE', 0)} "
+              f"IMAGE={c.get('IMAGE', 0)} EQUATION={c.get('EQUATION', 0)}")
+    for f in fails:
+        print(f"failed  {_clean(f['reason'])}")
+    print(f"{len(docs)} documents, {sum(d.n_pages for d in docs)} pages")
+    return 0
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    dm = _dm(args)
+    rec = dm.ws.document(args.doc)
+    tree = dm.ws.load_tree(rec.doc_id)
+    if args.json:
+        d = tree.to_nested()
+        d["doc_id"] = tree.doc_id
+        d["file"] = rec.file_name
+        _print_json(d)
+        return 0
+    for n in tree.nodes:
+        if n.type.value in ("ROOT", "TITLE") or args.all:
+            label = tree.title if n.type.value == "ROOT" else n.content
+            print(f"{'  ' * n.depth}[{n.type.value} #{n.id} p{n.page_start}] {_clean(label)[:100]}")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    dm = _dm(args)
+    over = {k: getattr(args, k) for k in ("alpha", "k", "K", "w") if getattr(args, k) is not None}
+    if args.sec_sign:
+        over["sec_sign"] = args.sec_sign
+    stats = dm.index(force=args.force, **over)
+    docs = {d.doc_id: d.file_name for d in dm.ws.documents()}
+    if args.collection:
+        coll = dm.index_collection(**over)
+        stats_c = coll
+    else:
+        stats_c = None
+    if args.json:
+        _print_json({"params": dm.index_params(**over),
+                     "documents": [{"doc_id": k, "file": docs.get(k, ""), **v} for k, v in stats.items()],
+                     "collection": stats_c})
+        return 0
+    for k, v in stats.items():
+        print(f"{_clean(docs.get(k, k))[:50]:50} " + " ".join(f"{a}={b}" for a, b in v.items()))
+    if stats_c:
+        print("collection: " + " ".join(f"{a}={b}" for a, b in stats_c.items()))
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    from .llm.cache import usage_report
+
+    dm = _dm(args)
+    rep = usage_report(dm.ws.path)
+    if args.json:
+        _print_json(rep)
+        return 0
+    print(json.dumps(rep, indent=2, default=str))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .store import Workspace
+
+    ws = Workspace(args.workspace, create=False)
+    if args.repair:
+        with ws.writing():
+            removed = ws.repair()
+        for r in removed:
+            print(f"removed {r}")
+    problems = ws.check()
+    docs = ws.documents()
+    if args.json:
+        _print_json({"ok": not problems, "documents": len(docs), "problems": problems})
+    else:
+        for p in problems:
+            print(f"problem: {_clean(p)}")
+        print(f"{'ok' if not problems else 'NOT OK'}: {len(docs)} documents, {len(problems)} problems")
+    return 0 if not problems else 1
+
+
+# ---------------------------------------------------------------------- filter, ask, eval (SPEC F6, F7)
+_MARK = {True: "yes", False: "no", None: "?"}
+
+
+def _retrieval_overrides(args: argparse.Namespace, dm) -> None:
+    """Apply --top-k / --gamma style overrides to the facade's retrieval settings."""
+    over = {}
+    for name in ("gamma", "w_title", "w_text", "w_table"):
+        v = getattr(args, name, None)
+        if v is not None:
+            over[name] = v
+    if over:
+        dm.settings.retrieval = dm.settings.retrieval.model_copy(update=over)
+
+
+def cmd_filter(args: argparse.Namespace) -> int:
+    from .retrieval.filter import compare_runs
+
+    dm = _dm(args)
+    if args.compare:
+        runs = {r["run_id"]: r for r in dm.ws.runs("filter")}
+        a, b = args.compare
+        if a not in runs or b not in runs:
+            print(f"error: no filter run {a if a not in runs else b} in this workspace", file=sys.stderr)
+            return 1
+        cmp = compare_runs(runs[a], runs[b])
+        if args.json:
+            _print_json(cmp)
+            return 0
+        print(f"run {a} vs run {b}: agreement {cmp['agreement']:.2%}")
+        for k, (va, vb) in cmp["params_changed"].items():
+            print(f"  {k}: {_clean(str(va))[:60]} -> {_clean(str(vb))[:60]}")
+        for label, key in (("only in run %d" % a, "only_a"), ("only in run %d" % b, "only_b"), ("in both", "both")):
+            print(f"{label}: {len(cmp[key])}")
+            for d in cmp[key]:
+                print(f"    {_clean(d['file'])}")
+        return 0
+    if not args.condition:
+        print("error: give a CONDITION (or --compare RUN_A RUN_B)", file=sys.stderr)
+        return 2
+    _retrieval_overrides(args, dm)
+    strategies = ["tree", "semantic", "hyperedge", "combined"]
+    if args.with_flat or args.strategy == "flat":
+        strategies.append("flat")
+    run = dm.filter(args.condition, strategy=args.strategy, strategies=strategies, top_k=args.top_k,
+                    decider=args.decider, save=not args.no_save)
+    if args.json:
+        _print_json(run.to_dict(text_chars=None if args.full_text else 400))
+        return 0
+    strats = run.strategies
+    print(f"condition: {_clean(run.condition)}")
+    print(f"decider: {run.backend}   strategy: {run.strategy}   top-k: {run.params['top_k']}")
+    head = "  ".join(f"{s[:9]:>9}" for s in strats)
+    print(f"{'file':50} {head}")
+    for d in run.documents:
+        cells = "  ".join(f"{_MARK[d.decision(s)]:>9}" for s in strats)
+        print(f"{_clean(d.file_name)[:50]:50} {cells}")
+        dec = d.decisions.get(run.strategy)
+        if dec is not None and (args.verbose or dec.decision):
+            print(f"    {run.strategy}: {_clean(dec.rationale or dec.error or '')[:220]}")
+            ev = {e.evidence_id: e for e in d.evidence.get(run.strategy, [])}
+            cites = [f"{i} p.{ev[i].page}" + (f" [{_clean(' > '.join(ev[i].section_path))[:50]}]" if ev[i].section_path else "")
+                     for i in dec.evidence_ids if i in ev]
+            if cites:
+                print(f"    evidence: {'; '.join(cites)}")
+    m = run.matches()
+    print(f"{len(m)} of {len(run.documents)} documents match ({run.strategy}); "
+          + ", ".join(f"{s} {len(run.matches(s))}" for s in strats))
+    print("tokens: " + ", ".join(f"{s} {t}" for s, t in run.tokens.items()))
+    und = run.undecided()
+    if und:
+        print(f"undecided (error or budget): {len(und)}")
+    t = run.timings
+    print(f"time: retrieval {t['embed_retrieve']:.3f} s, decisions {t['decide']:.3f} s"
+          + (f"; saved as run {run.run_id}" if run.run_id is not None else ""))
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    dm = _dm(args)
+    _retrieval_overrides(args, dm)
+    res = dm.ask(args.question, docs=args.docs, top_k=args.top_k, deep=args.deep, save=not args.no_save)
+    if args.json:
+        _print_json(res.to_dict())
+        return 0 if not res.answer.error else 1
+    if res.answer.error:
+        print(f"error: {_clean(res.answer.error)}", file=sys.stderr)
+        return 1
+    print(res.answer.text)
+    print()
+    if res.sub_queries and len(res.sub_queries) > 1:
+        print("sub-queries: " + " | ".join(_clean(q) for q in res.sub_queries[1:]))
+    for c in res.answer.citations:
+        sec = " > ".join(c.section_path)
+        print(f"[{c.evidence_id}] {_clean(c.file)} p.{c.page}" + (f" \u00a7 {_clean(sec)[:60]}" if sec else "")
+              + f" (node {c.node_id}): \"{_clean(c.quote)[:200]}\"")
+    print(f"({len(res.evidence)} passages from {len(res.doc_ids)} documents, {res.doc_source}; "
+          f"backend {res.answer.backend})")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .retrieval import evaluation as ev
+
+    dm = _dm(args)
+    _retrieval_overrides(args, dm)
+    strategies = args.strategy or list(ev.EVAL_STRATEGIES)
+    if args.what == "filter":
+        cases, texts = ev.load_filter_cases(args.cases, args.conditions)
+        r = dm.retriever()
+        llm = None if args.decider == "calibrated" else dm.llm
+        res = ev.eval_filter(dm.ws, dm.embedder, llm, dm.settings.retrieval, cases, texts, strategies=strategies,
+                             top_k=args.top_k, decider=args.decider, retriever=r)
+        if args.json:
+            _print_json(res)
+            return 0
+        print(f"{'condition':10} {'n':>3} {'pos':>3}  " + "  ".join(f"{s[:9]:>9}" for s in strategies) + "   (F1)")
+        for key, c in res["conditions"].items():
+            print(f"{_clean(key)[:10]:10} {c['n']:>3} {c['positives']:>3}  "
+                  + "  ".join(f"{c[s]['f1']:>9.3f}" for s in strategies))
+        for m in ("precision", "recall", "f1"):
+            print(f"{'macro ' + m:18}  " + "  ".join(f"{res['macro'][s][m]:>9.3f}" for s in strategies))
+        for h, ks in res["halves"].items():
+            print(f"{'F1 half ' + h:18}  " + "  ".join(f"{res['macro_half'][h][s]:>9.3f}" for s in strategies)
+                  + f"   ({', '.join(ks)})")
+        if res["missing_files"]:
+            print(f"{len(res['missing_files'])} labelled files are not in the workspace")
+        lat = res["latency"]
+        print(f"retrieval latency per condition: mean {lat['embed_retrieve_mean']:.3f} s, max {lat['embed_retrieve_max']:.3f} s;"
+              f" decisions mean {lat['decide_mean']:.3f} s")
+        return 0
+    res = ev.eval_retrieval(dm.ws, dm.embedder, dm.settings.retrieval, args.bench, k=args.k, strategies=strategies,
+                            root=args.bench_dir, retriever=dm.retriever())
+    if args.json:
+        _print_json(res)
+        return 0
+    print(f"{args.bench}: {res['questions']} answerable questions over {res['documents']} documents "
+          f"({res['skipped_questions']} questions skipped: document not in the workspace)")
+    for s in strategies:
+        print(f"  {s:10} recall@{args.k} = {res['recall'][s]:.3f}   hit@{args.k} = {res['hit'][s]:.3f}")
+    return 0
+
+
+def _add_retrieval_parsers(sub, common) -> None:
+    """Register ``filter``, ``ask`` and ``eval``."""
+    def knobs(sp):
+        sp.add_argument("--top-k", dest="top_k", type=int, help="evidence items per strategy and document (default 8)")
+        sp.add_argument("--gamma", type=float, help="depth decay in s(v,q) = w_type * cos * gamma^depth")
+        sp.add_argument("--w-title", dest="w_title", type=float, help="type weight of TITLE nodes (default 1.5)")
+        sp.add_argument("--w-text", dest="w_text", type=float, help="type weight of TEXT nodes (default 1.0)")
+        sp.add_argument("--w-table", dest="w_table", type=float, help="type weight of TABLE nodes (default 0.8)")
+
+    strategies = ["tree", "semantic", "hyperedge", "combined", "flat"]
+    sp = sub.add_parser("filter", help="decide, for every document, whether it satisfies a condition")
+    sp.add_argument("condition", nargs="?", help="natural-language condition")
+    common(sp)
+    knobs(sp)
+    sp.add_argument("--strategy", choices=strategies, default="combined", help="strategy whose decision is the match (default combined)")
+    sp.add_argument("--with-flat", dest="with_flat", action="store_true", help="also decide with the flat-chunk baseline")
+    sp.add_argument("--decider", choices=["auto", "llm", "calibrated"], default="auto",
+                    help="auto: calibrated offline rule for the offline backend, LLM otherwise")
+    sp.add_argument("--verbose", "-v", action="store_true", help="print rationale and evidence for every document")
+    sp.add_argument("--full-text", dest="full_text", action="store_true", help="JSON: full evidence texts")
+    sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
+    sp.add_argument("--compare", nargs=2, type=int, metavar=("RUN_A", "RUN_B"), help="compare two saved filter runs")
+    sp.set_defaults(func=cmd_filter)
+
+    sp = sub.add_parser("ask", help="answer a question over the filtered documents, with citations")
+    sp.add_argument("question", help="the question")
+    common(sp)
+    knobs(sp)
+    sp.add_argument("--docs", nargs="+", help="documents (file names or doc ids); default: last filter run's matches")
+    sp.add_argument("--deep", action="store_true", help="query decomposition and iterative retrieval")
+    sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
+    sp.set_defaults(func=cmd_ask)
+
+    sp = sub.add_parser("eval", help="evaluate filtering (P/R/F1) or retrieval (evidence-page recall@k)")
+    sp.add_argument("what", choices=["filter", "retrieval"], help="what to evaluate")
+    common(sp)
+    knobs(sp)
+    sp.add_argument("--cases", help="filter: TSV with columns file, condition, label")
+    sp.add_argument("--conditions", help="filter: TSV condition<TAB>text (else the condition column is the text)")
+    sp.add_argument("--strategy", nargs="+", choices=strategies, help="strategies to evaluate (default all five)")
+    sp.add_argument("--decider", choices=["auto", "llm", "calibrated"], default="auto", help="filter decider")
+    sp.add_argument("--bench", choices=["mmlongbench", "financebench"], help="retrieval: benchmark")
+    sp.add_argument("--bench-dir", dest="bench_dir", help="retrieval: benchmark folder (default ../shared/corpus/bench)")
+    sp.add_argument("--k", type=int, default=5, help="retrieval: pages predicted per question (default 5)")
+    sp.set_defaults(func=_cmd_eval_checked)
+
+
+def _cmd_eval_checked(args: argparse.Namespace) -> int:
+    if args.what == "filter" and not args.cases:
+        print("error: eval filter needs --cases FILE.tsv", file=sys.stderr)
+        return 2
+    if args.what == "retrieval" and not args.bench:
+        print("error: eval retrieval needs --bench mmlongbench|financebench", file=sys.stderr)
+        return 2
+    return cmd_eval(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``docmaster`` command."""
+    p = argparse.ArgumentParser(prog="docmaster", description="DocMaster: structure-aware document analysis.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp, llm=True):
+        sp.add_argument("--workspace", "-w", required=True, help="workspace directory")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+        if llm:
+            sp.add_argument("--llm", choices=["offline", "openai"], help="LLM backend (default: offline)")
+            sp.add_argument("--model", help="model name for the OpenAI-compatible backend")
+            sp.add_argument("--base-url", dest="base_url", help="OpenAI-compatible endpoint base URL")
+            sp.add_argument("--max-calls", dest="max_calls", type=int, help="per-run budget of LLM calls")
+
+    sp = sub.add_parser("ingest", help="parse, summarise, embed and index PDFs (files or folders)")
+    sp.add_argument("paths", nargs="+", help="PDF files, folders, or MinerU *_content_list.json files")
+    common(sp)
+    sp.add_argument("--parser", choices=["auto", "pymupdf", "mineru"], help="parser backend (default auto)")
+    sp.add_argument("--no-index", action="store_true", help="skip the semantic index step")
+    sp.add_argument("--no-summaries", action="store_true", help="skip node summaries")
+    sp.add_argument("--quiet", "-q", action="store_true", help="only print failures and the total")
+    sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("docs", help="list the documents of a workspace")
+    common(sp, llm=False)
+    sp.set_defaults(func=cmd_docs)
+
+    sp = sub.add_parser("tree", help="show a document tree")
+    sp.add_argument("doc", help="file name, path or doc_id")
+    common(sp, llm=False)
+    sp.add_argument("--all", action="store_true", help="also list content nodes (text mode)")
+    sp.set_defaults(func=cmd_tree)
+
+    sp = sub.add_parser("index", help="build the semantic index (SEC, PC-KMeans, hyper-edges)")
+    common(sp)
+    sp.add_argument("--alpha", type=float, help="SEC alpha (Eq. 1), default 0.6")
+    sp.add_argument("--k", type=int, help="anchor pairs per document")
+    sp.add_argument("--K", type=int, help="PC-KMeans clusters per document")
+    sp.add_argument("--w", type=float, help="PC-KMeans constraint penalty weight")
+    sp.add_argument("--sec-sign", dest="sec_sign", choices=["printed", "prose"], help="SEC sign convention")
+    sp.add_argument("--force", action="store_true", help="rebuild even if stored for these parameters")
+    sp.add_argument("--collection", action="store_true", help="also build the collection-level index")
+    sp.set_defaults(func=cmd_index)
+
+    sp = sub.add_parser("usage", help="LLM calls and tokens per task and per document")
+    common(sp, llm=False)
+    sp.set_defaults(func=cmd_usage)
+
+    sp = sub.add_parser("check", help="integrity check of a workspace")
+    common(sp, llm=False)
+    sp.add_argument("--repair", action="store_true", help="remove leftovers of interrupted writes")
+    sp.set_defaults(func=cmd_check)
+
+    _add_retrieval_parsers(sub, common)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except WorkspaceLockedError as e:
+        print(f"error: {_clean(e)}", file=sys.stderr)
+        return 3
+    except DocMasterError as e:
+        print(f"error: {_clean(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,698 @@
+"""The embedded offline LLM backend: extractive, embedding-based, no server, no key.
+
+Every task of the :class:`~docmaster_core.llm.base.LLM` facade is answered from the
+sentence embedder (all-MiniLM-L6-v2 by default) and results are labelled
+``backend="offline"``:
+
+* summaries: extractive; the sentences closest to the text's embedding centroid
+  (centrality), greedily, in reading order, never more than ``max_words`` words;
+* section summaries: central sentences among the children's summaries (each child
+  weighs the same in the centroid), the centroid pulled towards the section title;
+* anchor-pair labels: must-link iff cosine >= :data:`PAIR_THRESHOLD`;
+* paragraph grouping: average-linkage agglomerative clustering of the paragraph
+  embeddings with cosine-distance threshold :data:`GROUP_DISTANCE`; extractive
+  30-50 word group summaries;
+* filter decisions: the condition is scored against every evidence sentence; the
+  score ``0.5 * max + 0.5 * mean(top 3)`` of the cosines is compared with
+  :data:`DECIDE_THRESHOLD` (settable). Instructions inside document text are just
+  sentences to score, so prompt injection cannot change a decision;
+* answers: the evidence sentences most similar to the question, quoted with their
+  evidence ids as citations.
+
+Calibration (all-MiniLM-L6-v2; text blocks of >= 30 words from the first 8 pages
+of the 88 PDFs in ``../shared/corpus/pdf``, 2,426 blocks, 9,781 sentences):
+
+* pairs: cosine of adjacent blocks of one document (same topic, n = 2,339) has
+  median 0.51; blocks >= 3 pages apart in one document (n = 6,451) median 0.37;
+  blocks of different documents median 0.12. The equal-error threshold between
+  adjacent and >= 3-pages-apart blocks is 0.44 (35 % error each way: paragraph
+  topics inside one paper overlap), so must-link iff cos >= 0.44, and paragraphs are
+  grouped while their average cosine is >= 0.44 (distance threshold 0.56);
+* decisions: 12 conditions (e.g. "papers that use reinforcement learning", "a user
+  manual for a household appliance") x 87 documents, positives hand-assigned from
+  the titles (45 positive, 999 negative); evidence = the 8 blocks closest to the
+  condition. The threshold with the best balanced accuracy is 0.43: true-positive
+  rate 0.93, true-negative rate 0.92;
+* ``ANSWER_MIN_COS`` = 0.25 is a heuristic floor (not calibrated) that keeps
+  unrelated sentences out of answers.
+
+Results are cached in the workspace response cache when one is given (model name
+``offline/<embedder name>``, thresholds in the key), so re-runs skip the embedder.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import EmbeddingError
+from ..model import Answer, Citation, Decision, Evidence
+from .base import UsageTracker, count_words, normalize_ws, split_sentences, truncate_words
+from .cache import LLMCache, make_key
+
+__all__ = [
+    "OfflineLLM",
+    "OFFLINE_VERSION",
+    "PAIR_THRESHOLD",
+    "GROUP_DISTANCE",
+    "DECIDE_THRESHOLD",
+    "ANSWER_MIN_COS",
+    "extractive_summary",
+    "join_sentences",
+    "condition_core",
+]
+
+#: Version of the offline algorithms; part of every offline cache key.
+OFFLINE_VERSION = "offline-v2"
+
+#: Must-link iff cos(e_a, e_b) >= this (calibrated, see the module docstring).
+PAIR_THRESHOLD = 0.44
+#: Cosine distance (1 - cos) below which paragraphs are merged (average linkage):
+#: 1 - PAIR_THRESHOLD, i.e. a group's average cosine is a must-link cosine.
+GROUP_DISTANCE = 0.56
+#: Filter decision threshold on 0.5*max + 0.5*mean(top-3) sentence cosine (calibrated).
+DECIDE_THRESHOLD = 0.43
+#: Evidence sentences below this cosine to the question are not quoted in answers.
+ANSWER_MIN_COS = 0.25
+
+NO_ANSWER_TEXT = "The retrieved passages contain no sentence that answers this question (offline extractive mode)."
+
+_FRAMING = [
+    re.compile(
+        r"^(?:please\s+)?(?:(?:find|select|show|keep|return|list|give me|get)\s+)?(?:all\s+|any\s+)?(?:the\s+)?"
+        r"(?:documents?|papers?|reports?|articles?|files?|manuals?)\s+(?:that|which|whose|where|in which)\s+",
+        re.I,
+    ),
+    re.compile(r"^(?:does|do|is|are|did)\s+(?:the|this)\s+(?:documents?|papers?|reports?|articles?|manuals?)\s+", re.I),
+    re.compile(r"^(?:(?:find|select|show|keep|list)\s+)?(?:documents?|papers?)\s+(?:about|on)\s+", re.I),
+]
+
+
+def condition_core(condition: str) -> str:
+    """Strip request framing ("Find papers that ...", "Does the document ...?").
+
+    Returns the condition's content phrase (never empty: falls back to the input).
+    """
+    c = normalize_ws(condition).rstrip("?.! ")
+    for rx in _FRAMING:
+        c2 = rx.sub("", c)
+        if c2 != c and c2.strip():
+            c = c2
+    return c.strip() or normalize_ws(condition)
+
+
+def extractive_summary(
+    sentences: Sequence[str],
+    emb: np.ndarray,
+    max_words: int,
+    *,
+    min_words: int = 0,
+    query: np.ndarray | None = None,
+    query_weight: float = 0.5,
+    redundancy: float = 0.95,
+    weights: np.ndarray | None = None,
+) -> str:
+    """Central sentences of a text, in reading order, bounded by ``max_words`` words.
+
+    Centrality of sentence i is ``cos(e_i, c)`` with ``c`` the normalised mean of the
+    sentence embeddings (optionally plus ``query_weight * query``, e.g. the section
+    title). Sentences are taken greedily by centrality while they fit in
+    ``max_words``; near-duplicates (cos > ``redundancy``) and fragments of fewer than
+    4 words (unless all sentences are fragments) are skipped. When the result
+    has fewer than ``min_words`` words, the best remaining sentences are added, cut
+    to the words left. When no sentence fits, the most central one is cut.
+
+    Source: centroid-based extractive summarisation (Radev et al. 2004, "MEAD").
+
+    Args:
+        sentences: n sentences.
+        emb: float32 array (n, d), unit rows.
+        max_words: Upper bound on the words of the result (>= 1).
+        min_words: Lower target (reached only when the text has enough words).
+        query: Optional float32 array (d,), unit norm.
+        weights: Optional float array (n,) of sentence weights in the centroid (e.g.
+            1 / sentences-per-child so that every child counts equally); default uniform.
+
+    Returns:
+        The summary (sentences joined, each ending in punctuation); ``""`` for no
+        sentences.
+    """
+    n = len(sentences)
+    if n == 0:
+        return ""
+    emb = np.asarray(emb, dtype=np.float32)
+    words = np.array([len(s.split()) for s in sentences], dtype=np.int64)
+    w = np.ones(n, dtype=np.float32) if weights is None else np.asarray(weights, dtype=np.float32).reshape(n)
+    c = (w[:, None] * emb).sum(axis=0)
+    c /= np.linalg.norm(c) or 1.0
+    if query is not None:
+        c = c + query_weight * np.asarray(query, dtype=np.float32)
+        c /= np.linalg.norm(c) or 1.0
+    score = emb @ c
+    order = np.argsort(-score, kind="stable")
+    chosen: list[int] = []
+    text_of: dict[int, str] = {}
+    total = 0
+    short = words < 4  # fragments ("1.", "Why Retrieval?") only when nothing else fits
+    if short.all():
+        short[:] = False
+    for i in order:
+        i = int(i)
+        if total + words[i] > max_words or words[i] == 0 or short[i]:
+            continue
+        if chosen and float(np.max(emb[chosen] @ emb[i])) > redundancy:
+            continue
+        chosen.append(i)
+        text_of[i] = sentences[i]
+        total += int(words[i])
+    if not chosen:
+        return truncate_words(sentences[int(order[0])], max_words)
+    if total < min_words:
+        for i in order:
+            i = int(i)
+            room = max_words - total
+            if room <= 0 or total >= min_words:
+                break
+            if i in text_of or words[i] == 0:
+                continue
+            take = int(min(words[i], room))
+            text_of[i] = truncate_words(sentences[i], take)
+            chosen.append(i)
+            total += take
+    return join_sentences([text_of[i] for i in sorted(chosen)])
+
+
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Join sentences with spaces, ending each unterminated one with a period.
+
+    Keeps extracted pieces from running into each other ("... Retriever p(y|x) ...").
+    """
+    parts = [normalize_ws(s) for s in sentences]
+    parts = [p for p in parts if p]
+    if len(parts) <= 1:
+        return parts[0] if parts else ""
+    return " ".join(p if p[-1] in ".!?:;\"')]" else p + "." for p in parts)
+
+
+_LEX_STOP = frozenset(
+    "a an the and or of to in on for with by from as at is are was were be been being this that these those "
+    "it its we our they their he she his her them you your i not no can may might will would should could "
+    "has have had do does did than then there here which who whom what when where why how also such into "
+    "over under between both each more most other some any all only very same so too just about".split()
+)
+
+
+def lexical_vectors(texts: Sequence[str], dim: int = 4096) -> np.ndarray:
+    """Hashed bag-of-words sentence vectors for extractive summaries (no model).
+
+    Tokens are lower-cased words of >= 2 characters minus stop words, hashed (CRC32)
+    into ``dim`` buckets with sublinear term frequency ``1 + log tf``; rows are
+    L2-normalised, then scaled by ``min(1, n_tokens / 8)`` so that fragments with few
+    content words (table rows, labels) do not win centrality over prose (an
+    all-stop-word sentence gives a zero row). Tokens must start with a letter, so
+    bare numbers are ignored. Centrality over these
+    vectors is the classic lexical-centrality summariser (LexRank-style) and costs
+    microseconds per sentence, so offline summaries add almost nothing to ingest,
+    whose floor is the neural embedding of the node texts.
+
+    Returns:
+        float32 array (len(texts), dim).
+    """
+    import re
+    import zlib
+
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    n_tok = np.zeros(len(texts), dtype=np.float32)
+    for i, t in enumerate(texts):
+        counts: dict[int, int] = {}
+        for tok in re.findall(r"[a-z][a-z0-9\-]+", (t or "").lower()):
+            if tok in _LEX_STOP:
+                continue
+            h = zlib.crc32(tok.encode()) % dim
+            counts[h] = counts.get(h, 0) + 1
+        if counts:
+            idx = np.fromiter(counts.keys(), dtype=np.int64)
+            tf = np.fromiter(counts.values(), dtype=np.float32)
+            out[i, idx] = 1.0 + np.log(tf)
+            n_tok[i] = float(tf.sum())
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return out / norms * np.minimum(1.0, n_tok / 8.0)[:, None]
+
+
+class OfflineLLM:
+    """The LLM facade without a server: extractive and embedding-based (SPEC F8).
+
+    Args:
+        embedder: Sentence embedder; ``None`` = :func:`docmaster_core.embedding.get_embedder`
+            on first use.
+        cache: Optional response cache (results are deterministic; the cache only
+            saves embedder time and pins results across runs).
+        decide_threshold: Filter threshold on the evidence score (cosine units).
+        pair_threshold: Must-link threshold on the pair cosine.
+        group_distance: Cosine-distance threshold of the paragraph clustering.
+        answer_min_cos: Minimum cosine of an answer sentence to the question.
+        answer_max_sentences: Sentences quoted per answer.
+        embedding_cache_size: Texts kept in the in-memory embedding LRU (0 = off;
+            20,000 x 384 float32 is about 31 MB).
+        summary_vectors: Sentence vectors for extractive summaries: ``"lexical"``
+            (default; :func:`lexical_vectors`, no model, so summaries cost almost
+            nothing beside the node embeddings) or ``"embedding"`` (the sentence
+            embedder; better centrality, roughly doubles ingest time on CPU).
+
+    Raises:
+        EmbeddingError: from the embedder, on first use, when it cannot load.
+    """
+
+    backend_name = "offline"
+    is_offline = True
+    max_concurrency = 1
+
+    def __init__(
+        self,
+        embedder=None,
+        *,
+        cache: LLMCache | None = None,
+        decide_threshold: float = DECIDE_THRESHOLD,
+        pair_threshold: float = PAIR_THRESHOLD,
+        group_distance: float = GROUP_DISTANCE,
+        answer_min_cos: float = ANSWER_MIN_COS,
+        answer_max_sentences: int = 3,
+        embedding_cache_size: int = 20000,
+        summary_vectors: str = "lexical",
+    ):
+        self._embedder = embedder
+        self.cache = cache
+        self.decide_threshold = float(decide_threshold)
+        self.pair_threshold = float(pair_threshold)
+        self.group_distance = float(group_distance)
+        self.answer_min_cos = float(answer_min_cos)
+        self.answer_max_sentences = int(answer_max_sentences)
+        self.embedding_cache_size = int(embedding_cache_size)
+        if summary_vectors not in ("lexical", "embedding"):
+            raise ValueError(f"summary_vectors must be 'lexical' or 'embedding', got {summary_vectors!r}")
+        self.summary_vectors = summary_vectors
+        self.usage = UsageTracker()
+        self._vecs: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vec_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OfflineLLM(decide_threshold={self.decide_threshold}, pair_threshold={self.pair_threshold})"
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def embedder(self):
+        """The sentence embedder (loaded lazily)."""
+        if self._embedder is None:
+            from ..embedding import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+    @property
+    def model_key(self) -> str:
+        """Model name used in cache keys: ``offline/<embedder name>``."""
+        return f"offline/{getattr(self.embedder, 'name', type(self.embedder).__name__)}/{self.summary_vectors}"
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts, float32 (n, d); repeated texts come from a bounded in-memory LRU.
+
+        The LRU (``embedding_cache_size`` texts) makes repeated evidence cheap, e.g.
+        the same passages judged against several conditions or configurations.
+        """
+        dim = int(getattr(self.embedder, "dim", 384))
+        if not texts:
+            return np.zeros((0, dim), dtype=np.float32)
+        with self._vec_lock:
+            found = {t: self._vecs[t] for t in dict.fromkeys(texts) if t in self._vecs}
+            for t in found:
+                self._vecs.move_to_end(t)
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            new = np.asarray(self.embedder.encode(missing), dtype=np.float32)
+            if new.ndim != 2 or new.shape[0] != len(missing):
+                raise EmbeddingError(f"embedder returned shape {new.shape} for {len(missing)} texts")
+            with self._vec_lock:
+                for t, v in zip(missing, new):
+                    found[t] = v
+                    if self.embedding_cache_size > 0:
+                        self._vecs[t] = v
+                while len(self._vecs) > self.embedding_cache_size:
+                    self._vecs.popitem(last=False)
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+
+    def _summary_encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Sentence vectors used by the extractive summaries (see ``summary_vectors``)."""
+        if self.summary_vectors == "lexical":
+            return lexical_vectors(texts)
+        return self._encode(texts)
+
+    def _cached_many(
+        self, task: str, payloads: list[Any], compute: Callable[[list[int]], list[Any]]
+    ) -> list[Any]:
+        """Look payloads up in the cache, compute the misses in one batch, store them."""
+        n = len(payloads)
+        if self.cache is None:
+            return compute(list(range(n)))
+        model = self.model_key
+        keys = [make_key(task, model, OFFLINE_VERSION, p) for p in payloads]
+        hits = self.cache.get_many(keys)
+        out: list[Any] = [hits.get(k) for k in keys]
+        miss = [i for i, k in enumerate(keys) if k not in hits]
+        if miss:
+            vals = compute(miss)
+            for i, v in zip(miss, vals):
+                out[i] = v
+            self.cache.put_many([(keys[i], task, model, OFFLINE_VERSION, out[i]) for i in miss])
+        for _ in range(n - len(miss)):
+            self.usage.record(task, None, cached=True)
+        return out
+
+    # ------------------------------------------------------------------ summaries
+    def summarize(self, text: str, *, doc_id: str | None = None, max_words: int = 50) -> str:
+        """Extractive summary of at most ``max_words`` words; short text is its own summary."""
+        return self.summarize_many([text], doc_id=doc_id, max_words=max_words)[0]
+
+    def summarize_many(self, texts: Sequence[str], *, doc_id: str | None = None, max_words: int = 50) -> list[str]:
+        """:meth:`summarize` for many texts with one embedder call.
+
+        Returns:
+            One summary per text (``""`` for blank text), each <= ``max_words`` words.
+        """
+        if max_words < 1:
+            raise ValueError("max_words must be >= 1")
+        norm = [normalize_ws(t) for t in texts]
+        out = [t if count_words(t) <= max_words else None for t in norm]
+        todo = [i for i, v in enumerate(out) if v is None]
+        if todo:
+            payloads = [{"text": norm[i], "max_words": max_words} for i in todo]
+
+            def compute(idx: list[int]) -> list[str]:
+                sent_lists = [split_sentences(norm[todo[j]]) for j in idx]
+                flat = [s for sl in sent_lists for s in sl if len(sl) > 1]
+                emb = self._summary_encode(flat)
+                res, pos = [], 0
+                for sl in sent_lists:
+                    if len(sl) <= 1:
+                        res.append(truncate_words(sl[0] if sl else "", max_words))
+                        continue
+                    res.append(extractive_summary(sl, emb[pos : pos + len(sl)], max_words))
+                    pos += len(sl)
+                return res
+
+            for i, v in zip(todo, self._cached_many("summarize", payloads, compute)):
+                out[i] = v
+        return [v or "" for v in out]
+
+    def summarize_section(
+        self, title: str, child_summaries: list[str], *, doc_id: str | None = None, max_words: int = 80
+    ) -> str:
+        """Section summary: central sentences among the children's summaries (<= ``max_words`` words).
+
+        With no child summaries, the title is returned.
+        """
+        return self.summarize_section_many([(title, child_summaries)], doc_id=doc_id, max_words=max_words)[0]
+
+    def summarize_section_many(
+        self, items: Sequence[tuple[str, list[str]]], *, doc_id: str | None = None, max_words: int = 80
+    ) -> list[str]:
+        """:meth:`summarize_section` for many sections with one embedder call."""
+        if max_words < 1:
+            raise ValueError("max_words must be >= 1")
+        titles = [normalize_ws(t) for t, _ in items]
+        children = [[normalize_ws(s) for s in ch if s and s.strip()] for _, ch in items]
+        out: list[str | None] = []
+        for t, ch in zip(titles, children):
+            if not ch:
+                out.append(truncate_words(t, max_words) if t else "")
+            elif sum(count_words(s) for s in ch) <= max_words:
+                out.append(join_sentences(ch))
+            else:
+                out.append(None)
+        todo = [i for i, v in enumerate(out) if v is None]
+        if todo:
+            payloads = [{"title": titles[i], "children": children[i], "max_words": max_words} for i in todo]
+
+            def compute(idx: list[int]) -> list[str]:
+                sent_lists, weight_lists = [], []
+                for j in idx:
+                    sl, wl = [], []
+                    for c in children[todo[j]]:
+                        cs = split_sentences(c)
+                        sl.extend(cs)
+                        wl.extend([1.0 / len(cs)] * len(cs))  # every child counts equally
+                    sent_lists.append(sl)
+                    weight_lists.append(wl)
+                heads = [titles[todo[j]] or " " for j in idx]
+                emb = self._summary_encode(heads + [s for sl in sent_lists for s in sl])
+                res, pos = [], len(heads)
+                for k, (sl, wl) in enumerate(zip(sent_lists, weight_lists)):
+                    title_vec = emb[k] if titles[todo[idx[k]]] else None
+                    res.append(
+                        extractive_summary(
+                            sl, emb[pos : pos + len(sl)], max_words, query=title_vec, query_weight=0.3, weights=np.asarray(wl)
+                        )
+                    )
+                    pos += len(sl)
+                return res
+
+            for i, v in zip(todo, self._cached_many("summarize_section", payloads, compute)):
+                out[i] = v
+        return [v or "" for v in out]
+
+    # ------------------------------------------------------------------ index tasks
+    def label_pairs(
+        self,
+        pairs: list[tuple[str, str]],
+        *,
+        cosines: np.ndarray | None = None,
+        doc_id: str | None = None,
+    ) -> list[bool]:
+        """Must-link iff the pair cosine >= :attr:`pair_threshold` (0 calls).
+
+        Args:
+            pairs: k text pairs.
+            cosines: Optional float array (k,) of pair cosines; computed with the
+                embedder when ``None``.
+
+        Raises:
+            ValueError: when ``cosines`` does not have shape (k,).
+        """
+        k = len(pairs)
+        if k == 0:
+            return []
+        if cosines is not None:
+            cos = np.asarray(cosines, dtype=np.float64).reshape(-1)
+            if cos.shape[0] != k:
+                raise ValueError(f"cosines has {cos.shape[0]} values for {k} pairs")
+        else:
+            emb = self._encode([a or " " for a, _ in pairs] + [b or " " for _, b in pairs])
+            cos = np.einsum("ij,ij->i", emb[:k], emb[k:]).astype(np.float64)
+        return [bool(c >= self.pair_threshold) for c in cos]
+
+    def group_paragraphs(
+        self, texts: list[str], *, embeddings: np.ndarray | None = None, doc_id: str | None = None
+    ) -> list[tuple[list[int], str]]:
+        """Hyper-edge groups by average-linkage clustering of paragraph embeddings.
+
+        Paragraphs whose cosine distance (1 - cos, average linkage) stays below
+        :attr:`group_distance` form one group. Summaries are extractive, 30-50 words
+        (fewer only when the members have fewer words).
+
+        Args:
+            texts: n paragraph texts.
+            embeddings: Optional float32 array (n, d); computed when ``None``.
+
+        Returns:
+            Groups ``(indices ascending, summary)`` ordered by their first index; a
+            partition of ``range(n)``.
+
+        Raises:
+            ValueError: when ``embeddings`` does not have n rows.
+        """
+        n = len(texts)
+        if n == 0:
+            return []
+        if embeddings is None:
+            emb = self._encode([t or " " for t in texts])
+        else:
+            emb = np.asarray(embeddings, dtype=np.float32)
+            if emb.ndim != 2 or emb.shape[0] != n:
+                raise ValueError(f"embeddings shape {emb.shape} does not match {n} texts")
+        labels = self._cluster(emb)
+        groups: dict[int, list[int]] = {}
+        for i, lab in enumerate(labels):
+            groups.setdefault(int(lab), []).append(i)
+        members = sorted(groups.values(), key=lambda g: g[0])
+        payloads = [{"texts": [normalize_ws(texts[i]) for i in g], "min_words": 30, "max_words": 50} for g in members]
+
+        def compute(idx: list[int]) -> list[str]:
+            sent_lists = [[s for t in payloads[j]["texts"] for s in split_sentences(t)] for j in idx]
+            emb_s = self._summary_encode([s for sl in sent_lists for s in sl])
+            res, pos = [], 0
+            for sl in sent_lists:
+                res.append(extractive_summary(sl, emb_s[pos : pos + len(sl)], 50, min_words=30))
+                pos += len(sl)
+            return res
+
+        summaries = self._cached_many("group_paragraphs", payloads, compute)
+        return [(g, s) for g, s in zip(members, summaries)]
+
+    def _cluster(self, emb: np.ndarray) -> np.ndarray:
+        """Average-linkage labels on cosine distance; shape (n,), int."""
+        n = emb.shape[0]
+        if n == 1:
+            return np.zeros(1, dtype=np.int64)
+        norms = np.linalg.norm(emb, axis=1, keepdims=True)
+        unit = emb / np.where(norms == 0, 1.0, norms)
+        dist = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+        np.fill_diagonal(dist, 0.0)
+        from sklearn.cluster import AgglomerativeClustering
+
+        model = AgglomerativeClustering(
+            n_clusters=None, metric="precomputed", linkage="average", distance_threshold=self.group_distance
+        )
+        return model.fit(dist).labels_
+
+    # ------------------------------------------------------------------ filter and QA
+    def _units(self, evidence: Sequence[Evidence]) -> tuple[list[str], np.ndarray]:
+        """Evidence sentences and the index of their evidence item, shape (n_units,), int64."""
+        units, owner = [], []
+        for j, e in enumerate(evidence):
+            for s in split_sentences(e.text, max_words=60):
+                units.append(s)
+                owner.append(j)
+        return units, np.asarray(owner, dtype=np.int64)
+
+    def decide(self, condition: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Decision:
+        """Score-threshold filter decision (0 calls).
+
+        Score = ``0.5 * max + 0.5 * mean(top-3)`` of the cosines between the condition
+        (framing stripped, see :func:`condition_core`) and every evidence sentence;
+        ``decision = score >= decide_threshold``. The rationale quotes the best
+        sentence. ``evidence_ids`` are the items whose best sentence reaches the
+        threshold (for a negative decision: the single closest item). Negated
+        conditions ("not about X") are not understood by this backend.
+        """
+        if not evidence:
+            return Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, self.backend_name)
+        payload = {
+            "condition": condition,
+            "evidence": [[e.evidence_id, e.text] for e in evidence],
+            "threshold": self.decide_threshold,
+        }
+
+        def compute(_: list[int]) -> list[dict[str, Any]]:
+            return [self._decide(condition, evidence)]
+
+        d = self._cached_many("decide", [payload], compute)[0]
+        return Decision(
+            decision=d["decision"],
+            rationale=d["rationale"],
+            evidence_ids=list(d["evidence_ids"]),
+            score=float(d["score"]),
+            tokens=0,
+            backend=self.backend_name,
+        )
+
+    def _decide(self, condition: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
+        units, owner = self._units(evidence)
+        if not units:
+            return {"decision": False, "rationale": "The evidence has no text.", "evidence_ids": [], "score": 0.0}
+        emb = self._encode([condition_core(condition)] + units)
+        cos = emb[1:] @ emb[0]
+        top = np.sort(cos)[::-1][:3]
+        score = float(0.5 * top[0] + 0.5 * top.mean())
+        best_unit = int(np.argmax(cos))
+        best_item = np.full(len(evidence), -np.inf)
+        np.maximum.at(best_item, owner, cos)
+        thr = self.decide_threshold
+        decision = score >= thr
+        order = np.argsort(-best_item, kind="stable")
+        if decision:
+            ids = [evidence[int(j)].evidence_id for j in order if best_item[j] >= thr]
+            ids = ids or [evidence[int(owner[best_unit])].evidence_id]
+        else:
+            ids = [evidence[int(owner[best_unit])].evidence_id]
+        best_id = evidence[int(owner[best_unit])].evidence_id
+        quote = truncate_words(units[best_unit], 40)
+        rationale = (
+            f"Offline score {score:.2f} {'>=' if decision else '<'} threshold {thr:.2f}; "
+            f'closest sentence [{best_id}] (cos {float(cos[best_unit]):.2f}): "{quote}"'
+        )
+        return {"decision": bool(decision), "rationale": rationale, "evidence_ids": ids, "score": float(np.clip(score, 0.0, 1.0))}
+
+    def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Answer:
+        """Extractive answer: the evidence sentences closest to the question, cited.
+
+        Up to ``answer_max_sentences`` sentences with cosine >= ``answer_min_cos``,
+        most similar first, each followed by its evidence id (``[E3]``); one citation
+        per evidence item used. With no such sentence the answer says so and cites
+        nothing.
+        """
+        if not evidence:
+            return Answer("No passages were retrieved, so the question cannot be answered from the documents.", [], 0, self.backend_name)
+        payload = {
+            "question": question,
+            "evidence": [[e.evidence_id, e.text] for e in evidence],
+            "min_cos": self.answer_min_cos,
+            "max_sentences": self.answer_max_sentences,
+        }
+
+        def compute(_: list[int]) -> list[dict[str, Any]]:
+            return [self._answer(question, evidence)]
+
+        d = self._cached_many("answer", [payload], compute)[0]
+        by_id = {e.evidence_id: e for e in evidence}
+        cites = [
+            Citation(
+                evidence_id=eid,
+                doc_id=by_id[eid].doc_id,
+                node_id=by_id[eid].node_id,
+                page=by_id[eid].page,
+                section_path=list(by_id[eid].section_path),
+                quote=q,
+            )
+            for eid, q in d["citations"]
+            if eid in by_id
+        ]
+        return Answer(d["text"], cites, 0, self.backend_name)
+
+    def _answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
+        units, owner = self._units(evidence)
+        if not units:
+            return {"text": NO_ANSWER_TEXT, "citations": []}
+        emb = self._encode([normalize_ws(question)] + units)
+        cos = emb[1:] @ emb[0]
+        picked: list[int] = []
+        seen: set[str] = set()
+        words = 0
+        for i in np.argsort(-cos, kind="stable"):
+            i = int(i)
+            if cos[i] < self.answer_min_cos or len(picked) >= self.answer_max_sentences:
+                break
+            key = units[i].lower()
+            if key in seen or words + count_words(units[i]) > 150:
+                continue
+            seen.add(key)
+            picked.append(i)
+            words += count_words(units[i])
+        if not picked:
+            return {"text": NO_ANSWER_TEXT, "citations": []}
+        text = " ".join(f"{units[i]} [{evidence[int(owner[i])].evidence_id}]" for i in picked)
+        cites: dict[str, str] = {}
+        for i in picked:
+            eid = evidence[int(owner[i])].evidence_id
+            cites.setdefault(eid, truncate_words(units[i], 60))
+        return {"text": text, "citations": [[k, v] for k, v in cites.items()]}
+
+    def answer_stream(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Iterator[str]:
+        """The :meth:`answer` text in pieces of a few words (joined they equal the text)."""
+        text = self.answer(question, evidence, doc_id=doc_id).text
+        toks = text.split(" ")
+        for i in range(0, len(toks), 4):
+            chunk = " ".join(toks[i : i + 4])
+            yield chunk if i + 4 >= len(toks) else chunk + " "

@@ -1,0 +1,113 @@
+"""Parsing backends (SPEC F1): PDF -> :class:`~docmaster_core.model.ParsedDocument`.
+
+Backends:
+
+* ``"pymupdf"`` — the embedded default (:class:`PyMuPDFParser`), no model download.
+* ``"mineru"`` — an installed MinerU run as a subprocess (:class:`MinerUParser`).
+* ``"mineru-import"`` — MinerU output produced elsewhere (:func:`import_mineru`).
+* ``"auto"`` — MinerU output next to the PDF if present, else an installed MinerU,
+  else PyMuPDF (see :class:`AutoParser`).
+
+PyMuPDF is imported lazily by the backends, so importing this package is cheap.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import ParsingSettings
+from ..errors import ConfigError
+from ..model import ParsedDocument
+from .base import Parser
+from .mineru import MinerUParser, find_mineru_output, import_mineru
+from .pymupdf_parser import PyMuPDFParser
+
+__all__ = [
+    "Parser",
+    "AutoParser",
+    "PyMuPDFParser",
+    "MinerUParser",
+    "get_parser",
+    "parse_document",
+    "import_mineru",
+    "find_mineru_output",
+]
+
+
+class AutoParser:
+    """Chooses a backend per file (SPEC F1 "auto").
+
+    Order: (1) MinerU output beside the PDF (``<stem>_content_list.json``,
+    ``<stem>/**/*_content_list.json``, ...; see :func:`find_mineru_output`) is
+    imported; (2) else, when the ``mineru`` command is on PATH, it is run; (3) else
+    the PyMuPDF parser is used. ``parsed.parser`` names the backend that ran.
+
+    Attributes:
+        name: ``"auto"``.
+    """
+
+    name = "auto"
+
+    def __init__(self, settings: ParsingSettings | None = None) -> None:
+        self.settings = settings or ParsingSettings()
+
+    def parse(self, path: str | Path) -> ParsedDocument:
+        """Parse ``path`` with the first available backend.
+
+        Raises:
+            ParseError: (or a subclass) from the backend that ran.
+        """
+        cl = find_mineru_output(path)
+        if cl is not None:
+            parsed = import_mineru(cl, pdf_path=path)
+            parsed.path = str(path)
+            return parsed
+        mineru = MinerUParser(self.settings)
+        if mineru.command is not None:
+            return mineru.parse(path)
+        return PyMuPDFParser(self.settings).parse(path)
+
+
+def get_parser(name: str = "auto", settings: ParsingSettings | None = None) -> Parser:
+    """Return a parser by name.
+
+    Args:
+        name: ``"auto"``, ``"pymupdf"`` or ``"mineru"`` (``settings.parser`` is the
+            usual source of the name).
+        settings: Parsing settings passed to the backend.
+
+    Raises:
+        ConfigError: unknown name, or ``"mineru"`` when the MinerU command is missing.
+    """
+    st = settings or ParsingSettings()
+    key = (name or "auto").lower()
+    if key == "auto":
+        return AutoParser(st)
+    if key == "pymupdf":
+        return PyMuPDFParser(st)
+    if key == "mineru":
+        p = MinerUParser(st)
+        if p.command is None:
+            raise ConfigError(f"parser 'mineru' requested but {st.mineru_command!r} is not on PATH; "
+                              "install MinerU or use parser='pymupdf' / 'auto'")
+        return p
+    raise ConfigError(f"unknown parser {name!r}; choose 'auto', 'pymupdf' or 'mineru'")
+
+
+def parse_document(path: str | Path, settings: ParsingSettings | None = None, parser: str = "auto") -> ParsedDocument:
+    """Parse one document with :func:`get_parser` ``(parser, settings)``.
+
+    Args:
+        path: The PDF file.
+        settings: Parsing settings (defaults).
+        parser: Backend name (``"auto"``, ``"pymupdf"``, ``"mineru"``).
+
+    Returns:
+        The :class:`ParsedDocument` (elements in reading order, pages 1-based, boxes
+        in PDF points).
+
+    Raises:
+        ParseError: unreadable file (subclasses ``EncryptedPDFError``,
+            ``EmptyDocumentError``).
+        ConfigError: unknown parser name.
+    """
+    return get_parser(parser, settings).parse(path)

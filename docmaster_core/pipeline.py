@@ -1,0 +1,418 @@
+"""The one place that turns settings into concrete parts, and the ingest pipeline.
+
+``DocMaster`` wires a :class:`~docmaster_core.store.Workspace`, a parser, the
+embedder and the LLM layer together. The CLI and the app both go through it.
+
+Ingest of one file (SPEC F1, F2, F9): hash -> skip if already stored -> parse ->
+document tree -> bottom-up summaries -> node embeddings -> one atomic store ->
+per-document semantic index. A file that fails at any stage is reported with a
+one-line reason and skipped; the batch goes on.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .config import Settings, get_settings
+from .embedding import Embedder, get_embedder
+from .errors import DocMasterError, ParseError
+from .model import DocumentTree, NodeType
+from .store import Workspace, file_sha256
+
+__all__ = ["DocMaster", "IngestEvent", "IngestResult", "collect_inputs", "node_embedding_text"]
+
+INPUT_SUFFIXES = (".pdf",)
+MINERU_SUFFIX = "_content_list.json"
+
+
+@dataclass
+class IngestEvent:
+    """A progress event: ``stage`` is one of queued, parsing, summarising, embedding,
+    storing, indexing, done, skipped, failed. ``elapsed`` is seconds since the file started."""
+
+    file: str
+    index: int
+    total: int
+    stage: str
+    elapsed: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class IngestResult:
+    """Outcome for one input file."""
+
+    file: str
+    status: str  # "ingested", "skipped", "failed"
+    doc_id: str | None = None
+    reason: str = ""
+    pages: int = 0
+    nodes: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "status": self.status,
+            "doc_id": self.doc_id,
+            "reason": self.reason,
+            "pages": self.pages,
+            "nodes": self.nodes,
+            "counts": self.counts,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def collect_inputs(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[IngestResult]]:
+    """Expand files and folders into the PDFs (and MinerU content lists) to ingest.
+
+    Folders are searched recursively for ``*.pdf``; a ``*_content_list.json`` is taken
+    only when given directly (beside a PDF it is picked up by the parser).
+    Returns the inputs (sorted, de-duplicated) and failures for paths that do not exist
+    or have an unsupported type.
+    """
+    out: list[Path] = []
+    bad: list[IngestResult] = []
+    seen = set()
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in INPUT_SUFFIXES)
+        elif p.is_file():
+            if p.suffix.lower() in INPUT_SUFFIXES or p.name.endswith(MINERU_SUFFIX):
+                found = [p]
+            else:
+                bad.append(IngestResult(str(p), "failed", reason=f"{p.name}: unsupported file type (expected .pdf or *{MINERU_SUFFIX})"))
+                found = []
+        else:
+            bad.append(IngestResult(str(p), "failed", reason=f"{p}: no such file or folder"))
+            found = []
+        for q in found:
+            rq = q.resolve()
+            if rq not in seen:
+                seen.add(rq)
+                out.append(q)
+    return out, bad
+
+
+def node_embedding_text(tree: DocumentTree, node_id: int) -> str:
+    """The text embedded for a node: its content; a section path for empty content;
+    the document title for ROOT."""
+    n = tree.nodes[node_id]
+    if n.type == NodeType.ROOT:
+        return tree.title or tree.source or "document"
+    text = (n.content or "").strip()
+    if n.type in (NodeType.IMAGE, NodeType.TABLE) and n.extra.get("caption") and n.extra["caption"] not in text:
+        text = (n.extra["caption"] + "\n" + text).strip()
+    if not text:
+        text = " / ".join(n.section_path) or n.type.value.lower()
+    return text
+
+
+class DocMaster:
+    """Facade over one workspace: ingest, index, retrieval, filtering and QA.
+
+    Args:
+        workspace: Workspace directory (created if missing) or an open :class:`Workspace`.
+        settings: Settings; defaults from the environment (``DOCMASTER_*``).
+        embedder: Embedder to use; default the shared all-MiniLM-L6-v2 (loaded lazily).
+        llm: LLM facade; default built from ``settings.llm`` with the workspace's cache.
+    """
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike | Workspace,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: Any | None = None,
+    ):
+        self.settings = settings or get_settings()
+        self.ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self._embedder = embedder
+        self._llm = llm
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self.settings.embedding)
+        return self._embedder
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            from .llm import make_llm
+
+            self._llm = make_llm(self.settings.llm, cache_dir=self.ws.path, embedder=self.embedder)
+        return self._llm
+
+    # ------------------------------------------------------------------ ingest
+    def _parse(self, path: Path):
+        from .parsing import parse_document
+
+        t0 = time.perf_counter()
+        parsed = parse_document(path, settings=self.settings.parsing, parser=self.settings.parsing.parser)
+        return parsed, time.perf_counter() - t0
+
+    def ingest(
+        self,
+        paths: Sequence[str | os.PathLike],
+        *,
+        on_progress: Callable[[IngestEvent], None] | None = None,
+        build_index: bool = True,
+        summaries: bool = True,
+    ) -> list[IngestResult]:
+        """Ingest files/folders into the workspace; returns one result per input.
+
+        Holds the workspace write lock for the whole batch. Already-stored documents
+        (same SHA-256) are skipped without parsing. Parsing of the next file overlaps
+        the embedding of the current one (one background thread).
+
+        Raises:
+            WorkspaceLockedError: another process is writing to the workspace.
+        """
+        inputs, results = collect_inputs(paths)
+        emit = on_progress or (lambda e: None)
+        total = len(inputs)
+        with self.ws.writing():
+            todo: list[tuple[int, Path, str]] = []
+            for i, p in enumerate(inputs):
+                try:
+                    sha = file_sha256(p)
+                except OSError as e:
+                    results.append(IngestResult(str(p), "failed", reason=f"{p.name}: cannot read file: {e.strerror or e}"))
+                    emit(IngestEvent(str(p), i, total, "failed", 0.0, results[-1].reason))
+                    continue
+                doc_id = self.ws.has_sha(sha)
+                if doc_id is not None:
+                    rec = self.ws.document(doc_id)
+                    results.append(IngestResult(str(p), "skipped", doc_id, "already in workspace", rec.n_pages, rec.n_nodes, rec.counts))
+                    emit(IngestEvent(str(p), i, total, "skipped", 0.0, "already in workspace"))
+                    continue
+                todo.append((i, p, sha))
+            with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="docmaster-parse") as pool:
+                futures = {}
+                if todo:
+                    futures[0] = pool.submit(self._parse, todo[0][1])
+                for j, (i, p, sha) in enumerate(todo):
+                    t_start = time.perf_counter()
+                    emit(IngestEvent(str(p), i, total, "parsing", 0.0))
+                    if j + 1 < len(todo):
+                        futures[j + 1] = pool.submit(self._parse, todo[j + 1][1])
+                    try:
+                        parsed, t_parse = futures.pop(j).result()
+                        res = self._ingest_parsed(parsed, p, sha, i, total, t_start, t_parse, emit, build_index, summaries)
+                    except DocMasterError as e:
+                        res = self._fail(p, sha, str(e))
+                    except Exception as e:  # noqa: BLE001 - one bad file must not stop the batch
+                        res = self._fail(p, sha, f"{p.name}: unexpected {type(e).__name__}: {e}")
+                    results.append(res)
+                    emit(IngestEvent(str(p), i, total, res.status if res.status != "ingested" else "done",
+                                     time.perf_counter() - t_start, res.reason))
+        return results
+
+    def _fail(self, p: Path, sha: str, reason: str) -> IngestResult:
+        reason = " ".join(reason.split())
+        if p.name not in reason:
+            reason = f"{p.name}: {reason}"
+        try:
+            self.ws.record_failure(sha, p.name, reason)
+        except DocMasterError:
+            pass
+        return IngestResult(str(p), "failed", reason=reason)
+
+    def _ingest_parsed(self, parsed, p: Path, sha: str, i: int, total: int, t_start: float, t_parse: float,
+                       emit, build_index: bool, summaries: bool) -> IngestResult:
+        from .tree import build_tree
+
+        timings = {"parse": t_parse}
+        doc_id = sha[:16]
+        t0 = time.perf_counter()
+        tree = build_tree(parsed, doc_id, self.settings.parsing)
+        tree.source = tree.source or (p.name if p.suffix.lower() == ".pdf" else Path(parsed.path).name)
+        timings["tree"] = time.perf_counter() - t0
+        if not any(n.type.is_content for n in tree.nodes):
+            raise ParseError(f"{p.name}: no content found")
+
+        emit(IngestEvent(str(p), i, total, "embedding", time.perf_counter() - t_start))
+        t0 = time.perf_counter()
+        texts = [node_embedding_text(tree, n.id) for n in tree.nodes]
+        emb = self.embedder.encode(texts)
+        timings["embed"] = time.perf_counter() - t0
+
+        if summaries:
+            emit(IngestEvent(str(p), i, total, "summarising", time.perf_counter() - t_start))
+            t0 = time.perf_counter()
+            from .llm.summaries import summarize_tree
+
+            summarize_tree(tree, self.llm)
+            timings["summarise"] = time.perf_counter() - t0
+
+        emit(IngestEvent(str(p), i, total, "storing", time.perf_counter() - t_start))
+        t0 = time.perf_counter()
+        rec = self.ws.add_document(
+            tree, emb, sha256=sha, source_path=str(p), parser=parsed.parser, page_sizes=parsed.page_sizes,
+            embedding_model=self.embedder.name, timings=timings,
+        )
+        timings["store"] = time.perf_counter() - t0
+        if build_index:
+            emit(IngestEvent(str(p), i, total, "indexing", time.perf_counter() - t_start))
+            t0 = time.perf_counter()
+            try:
+                self.index_document(tree.doc_id, tree=tree, embeddings=emb)
+            except DocMasterError as e:
+                timings["index_error"] = 0.0
+                rec_reason = f"indexed with error: {e}"
+                return IngestResult(str(p), "ingested", rec.doc_id, rec_reason, rec.n_pages, rec.n_nodes, rec.counts, timings)
+            timings["index"] = time.perf_counter() - t0
+        timings["total"] = time.perf_counter() - t_start
+        return IngestResult(str(p), "ingested", rec.doc_id, "", rec.n_pages, rec.n_nodes, rec.counts, timings)
+
+    # ------------------------------------------------------------------ index
+    def index_params(self, **overrides) -> dict[str, Any]:
+        """The index parameters in force (settings.index with overrides), as a plain dict."""
+        p = self.settings.index.model_dump()
+        p.update({k: v for k, v in overrides.items() if v is not None})
+        p["llm"] = self.llm.backend_name
+        return p
+
+    def index_document(self, doc_id: str, *, tree: DocumentTree | None = None, embeddings: np.ndarray | None = None,
+                       force: bool = False, **overrides) -> dict[str, Any]:
+        """Build (or reuse) the semantic index of one document; returns its stats dict."""
+        from .config import IndexSettings
+        from .index.builder import DocumentIndex, build_document_index
+
+        params = self.index_params(**overrides)
+        if not force:
+            stored = self.ws.load_index(doc_id, params)
+            if stored is not None:
+                return DocumentIndex.from_json_dict(stored).stats
+        tree = tree or self.ws.load_tree(doc_id)
+        emb = np.asarray(embeddings if embeddings is not None else self.ws.load_embeddings(doc_id, mmap=False))
+        isettings = IndexSettings(**{k: v for k, v in params.items() if k in IndexSettings.model_fields})
+        idx = build_document_index(tree, emb, self.llm, self.embedder, isettings)
+        self.ws.save_index(doc_id, params, idx.to_json_dict())
+        return idx.stats
+
+    def load_index(self, doc_id: str, **overrides):
+        """The stored :class:`~docmaster_core.index.builder.DocumentIndex` for the parameters, or None."""
+        from .index.builder import DocumentIndex
+
+        d = self.ws.load_index(doc_id, self.index_params(**overrides))
+        return None if d is None else DocumentIndex.from_json_dict(d)
+
+    def index(self, *, force: bool = False, on_progress: Callable[[str, int, int], None] | None = None,
+              **overrides) -> dict[str, dict[str, Any]]:
+        """Build the semantic index for every document (reusing stored ones for the same
+        parameters); returns ``{doc_id: stats}``."""
+        out = {}
+        docs = self.ws.documents()
+        with self.ws.writing():
+            for i, d in enumerate(docs):
+                if on_progress:
+                    on_progress(d.file_name, i, len(docs))
+                out[d.doc_id] = self.index_document(d.doc_id, force=force, **overrides)
+        return out
+
+    COLLECTION_KEY = "__collection__"
+
+    def index_collection(self, *, force: bool = False, n_clusters: int | None = None,
+                         link_threshold: float = 0.5, **overrides) -> dict[str, Any]:
+        """Build (or reuse) the optional collection-level index: PC-KMeans over all
+        documents' TEXT nodes and hyper-edge links across documents. Returns its stats."""
+        from .config import IndexSettings
+        from .index.builder import CollectionIndex, DocumentIndex, build_collection_index
+
+        params = self.index_params(**overrides)
+        params["collection_K"] = n_clusters
+        params["link_threshold"] = link_threshold
+        docs = self.ws.documents()
+        params["docs"] = sorted(d.doc_id for d in docs)
+        if not force:
+            stored = self.ws.load_index(self.COLLECTION_KEY, params)
+            if stored is not None:
+                return CollectionIndex.from_json_dict(stored).stats
+        doc_params = {k: v for k, v in params.items() if k not in ("collection_K", "link_threshold", "docs")}
+        trees, embs, idxs = [], {}, {}
+        for d in docs:
+            self.index_document(d.doc_id, **{k: v for k, v in overrides.items()})
+            trees.append(self.ws.load_tree(d.doc_id))
+            embs[d.doc_id] = np.asarray(self.ws.load_embeddings(d.doc_id, mmap=False))
+            stored = self.ws.load_index(d.doc_id, doc_params)
+            if stored is not None:
+                idxs[d.doc_id] = DocumentIndex.from_json_dict(stored)
+        isettings = IndexSettings(**{k: v for k, v in params.items() if k in IndexSettings.model_fields})
+        coll = build_collection_index(trees, embs, self.llm, self.embedder, isettings, doc_indexes=idxs,
+                                      n_clusters=n_clusters, link_threshold=link_threshold)
+        self.ws.save_index(self.COLLECTION_KEY, params, coll.to_json_dict())
+        return coll.stats
+
+    def load_collection_index(self, *, n_clusters: int | None = None, link_threshold: float = 0.5, **overrides):
+        """The stored :class:`~docmaster_core.index.builder.CollectionIndex` for these parameters, or None."""
+        from .index.builder import CollectionIndex
+
+        params = self.index_params(**overrides)
+        params["collection_K"] = n_clusters
+        params["link_threshold"] = link_threshold
+        params["docs"] = sorted(d.doc_id for d in self.ws.documents())
+        d = self.ws.load_index(self.COLLECTION_KEY, params)
+        return None if d is None else CollectionIndex.from_json_dict(d)
+
+    # ------------------------------------------------------------------ retrieval, filter, QA (SPEC F6, F7)
+    def retriever(self):
+        """The :class:`~docmaster_core.retrieval.retriever.Retriever` of this workspace
+        (tri-modal strategies plus the flat baseline; hyper-edges from the stored index for
+        the index parameters in force). Built once per facade."""
+        from .retrieval.retriever import Retriever
+
+        r = getattr(self, "_retriever_obj", None)
+        if r is None:
+            key = self.ws.params_key(self.index_params())
+            r = Retriever(self.ws, self.embedder, self.settings.retrieval, load_index=self.load_index, index_key=key)
+            self._retriever_obj = r
+        return r
+
+    def filter(self, condition: str, *, strategy: str = "combined", strategies: Sequence[str] | None = None,
+               top_k: int | None = None, doc_ids: Sequence[str] | None = None, decider: str = "auto",
+               save: bool = True, **options):
+        """Filter the workspace's documents by a natural-language condition (SPEC F6).
+
+        Returns a :class:`~docmaster_core.retrieval.filter.FilterRun` with, per document,
+        the decision, rationale, cited evidence ids and tokens of every strategy; the run
+        is saved in the workspace unless ``save`` is false. See
+        :func:`docmaster_core.retrieval.filter.run_filter` for the options.
+
+        Raises:
+            RetrievalError: empty condition, unknown strategy or document, empty workspace.
+        """
+        from .retrieval.filter import run_filter
+
+        r = self.retriever()
+        llm = None if decider == "calibrated" else self.llm
+        return run_filter(self.ws, self.embedder, llm, self.settings.retrieval, condition, strategy=strategy,
+                          strategies=strategies, top_k=top_k, doc_ids=doc_ids, decider=decider, retriever=r,
+                          index_key=r._index_key, save=save, **options)
+
+    def ask(self, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
+            deep: bool = False, save: bool = True, **options):
+        """Answer a question over chosen documents with cited passages (SPEC F7).
+
+        ``docs`` defaults to the last filter run's matches. ``deep`` adds query
+        decomposition and iterative retrieval (Doc-Researcher). Returns a
+        :class:`~docmaster_core.retrieval.qa.QAResult`.
+
+        Raises:
+            RetrievalError: empty question, unknown documents, nothing to search.
+        """
+        from .retrieval.qa import ask
+
+        return ask(self.ws, self.embedder, self.llm, self.settings.retrieval, question, docs=docs, top_k=top_k,
+                   deep=deep, retriever=self.retriever(), save=save, **options)

@@ -1,0 +1,183 @@
+"""Bottom-up tree summaries (SPEC F2) on both LLM backends."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from docmaster_core.config import LLMSettings
+from docmaster_core.errors import LLMError
+from docmaster_core.llm import OfflineLLM, make_llm, summarize_tree
+from docmaster_core.llm.base import split_sentences
+from docmaster_core.llm.summaries import leaf_text
+from docmaster_core.model import DocumentTree, Node, NodeType
+
+try:
+    from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+except ImportError:  # tests imported as a package
+    from tests.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+LONG_A = (
+    "Retrieval-augmented generation combines a parametric language model with a non-parametric memory. "
+    "A dense retriever selects passages from a Wikipedia index for every input question. "
+    "The generator conditions on the retrieved passages when it produces the answer tokens. "
+    "Both components are fine-tuned end to end without supervision on which documents to retrieve. "
+    "The approach sets a new state of the art on three open-domain question answering benchmarks."
+)
+LONG_B = (
+    "The retriever is a bi-encoder built from two BERT base models, one for queries and one for documents. "
+    "Maximum inner product search over the document embeddings is approximated with a FAISS index. "
+    "The document encoder is kept fixed during training because updating the index is expensive. "
+    "Only the query encoder and the BART generator are updated by gradient descent."
+)
+TABLE = "| Model | NQ | TQA |\n|---|---|---|\n| RAG-Token | 44.1 | 55.2 |\n| RAG-Seq | 44.5 | 56.8 |\n" + "\n".join(
+    f"| Baseline {i} | {30 + i}.0 | {40 + i}.5 |" for i in range(12)
+)
+
+
+def build_tree() -> DocumentTree:
+    """ROOT > 1 Intro (long text, short text); 2 Method > (2.1 Retriever > long text, table, image, equation), text; 3 Empty."""
+    spec = [
+        # id, type, parent, content, page
+        (0, NodeType.ROOT, None, "", 1),
+        (1, NodeType.TITLE, 0, "1 Introduction", 1),
+        (2, NodeType.TEXT, 1, LONG_A, 1),
+        (3, NodeType.TEXT, 1, "We release code and models.", 1),
+        (4, NodeType.TITLE, 0, "2 Method", 2),
+        (5, NodeType.TITLE, 4, "2.1 Retriever", 2),
+        (6, NodeType.TEXT, 5, LONG_B, 2),
+        (7, NodeType.TABLE, 5, TABLE, 3),
+        (8, NodeType.IMAGE, 5, "", 3),
+        (9, NodeType.EQUATION, 5, "p(y|x) = sum_z p(z|x) p(y|x,z)", 3),
+        (10, NodeType.TEXT, 4, LONG_A.replace("Wikipedia", "news"), 4),
+        (11, NodeType.TITLE, 0, "3 Empty Section", 5),
+    ]
+    nodes: list[Node] = []
+    for nid, typ, parent, content, page in spec:
+        depth = 0 if parent is None else nodes[parent].depth + 1
+        path = [] if parent is None else list(nodes[parent].section_path)
+        if typ == NodeType.TITLE:
+            path = path + [content]
+        nodes.append(Node(nid, typ, depth, parent, [], content, page, page, section_path=path, level=depth or None))
+        if parent is not None:
+            nodes[parent].children.append(nid)
+    tree = DocumentTree("doc0001", "Retrieval-Augmented Generation", nodes, n_pages=5, source="rag.pdf")
+    tree.validate()
+    return tree
+
+
+LONG_IDS = {2, 6, 7, 10}  # leaves over 50 words
+SECTION_IDS = {0, 1, 4, 5}  # internal nodes with children
+
+
+def check_tree(tree: DocumentTree) -> None:
+    for n in tree.nodes:
+        assert n.summary.strip(), f"node {n.id} has no summary"
+        limit = 50 if n.type.is_content else 80
+        assert len(n.summary.split()) <= limit, (n.id, n.summary)
+
+
+def test_leaf_text_of_tables_and_images():
+    nodes = build_tree().nodes
+    t = leaf_text(nodes[7])
+    assert "---" not in t and "|" not in t and t.startswith("Model; NQ; TQA.")
+    img = Node(0, NodeType.IMAGE, 1, 0, [], "", 1, 1, extra={"caption": "Figure 1: Overview."})
+    assert leaf_text(img) == "Figure 1: Overview."
+
+
+def test_offline_summaries_bottom_up(embedder):
+    tree = build_tree()
+    summarize_tree(tree, OfflineLLM(embedder))
+    check_tree(tree)
+    n = tree.nodes
+    assert n[3].summary == "We release code and models."  # short content is its own summary
+    assert n[9].summary == n[9].content
+    assert n[8].summary == "Image on page 3 in section 2.1 Retriever"  # empty caption fallback
+    assert n[11].summary == "3 Empty Section"  # no children: the title
+    assert all(s in LONG_A for s in split_sentences(n[2].summary))
+    assert n[7].summary.startswith("Model; NQ; TQA. RAG-Token; 44.1; 55.2.")  # offline table: header and first rows
+
+    # sections are composed from their children's summaries (a period may close a piece)
+    for sec in (5, 4, 0):
+        kids = " ".join(n[c].summary for c in n[sec].children).replace(".", "")
+        for sent in split_sentences(n[sec].summary):
+            assert sent.replace(".", "") in kids, (sec, sent)
+    assert "bi-encoder" in n[5].summary  # prose is not crowded out by table rows
+
+
+def _fake_model(req) -> Reply:
+    """Summaries that name what they summarised, so the test can check the bottom-up order."""
+    text = user_text(req)
+    docs = documents_in(text)
+    if "Section title" in text:
+        title = docs[0][1].strip()
+        return Reply(content=json.dumps({"summary": f"Section {title} with {len(docs) - 1} parts."}), delay=0.05)
+    words = docs[0][1].split()
+    return Reply(content=json.dumps({"summary": "Leaf: " + " ".join(words[:6])}), delay=0.05)
+
+
+def test_openai_summaries_parallel_cached_and_bottom_up(tmp_path):
+    with FakeOpenAIServer(_fake_model) as server:
+        settings = LLMSettings(
+            backend="openai", model="gpt-4o-mini", base_url=server.base_url, api_key="sk-test", max_concurrency=4, timeout=5
+        )
+        tree = build_tree()
+        summarize_tree(tree, make_llm(settings, cache_dir=tmp_path, backoff_base=0.01))
+        check_tree(tree)
+        assert server.count == len(LONG_IDS) + len(SECTION_IDS)
+        assert server.max_in_flight > 1  # leaves were summarised in parallel
+        n = tree.nodes
+        assert n[2].summary.startswith("Leaf: Retrieval-augmented generation")
+        assert n[5].summary == "Section 2.1 Retriever with 4 parts."
+        assert n[4].summary == "Section 2 Method with 2 parts."
+        assert n[0].summary == "Section Retrieval-Augmented Generation with 3 parts."
+        # the section prompt carries the children's summaries, not their raw text
+        sec_req = [r for r in server.requests if "2.1 Retriever" in user_text(r) and "Section title" in user_text(r)][0]
+        assert "Leaf: The retriever is a bi-encoder" in user_text(sec_req)
+        # a second run on the same workspace costs zero requests
+        again = build_tree()
+        summarize_tree(again, make_llm(settings, cache_dir=tmp_path))
+        assert server.count == len(LONG_IDS) + len(SECTION_IDS)
+        assert [x.summary for x in again.nodes] == [x.summary for x in tree.nodes]
+
+
+def test_openai_failures_fall_back_or_raise():
+    with FakeOpenAIServer(lambda req: Reply(status=500)) as server:
+        settings = LLMSettings(backend="openai", base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=5)
+        tree = build_tree()
+        summarize_tree(tree, make_llm(settings, cache_dir=None))
+        check_tree(tree)
+        assert tree.nodes[2].summary == " ".join(LONG_A.split()[:50])
+        with pytest.raises(LLMError):
+            summarize_tree(build_tree(), make_llm(settings, cache_dir=None), on_error="raise")
+        with pytest.raises(ValueError):
+            summarize_tree(build_tree(), make_llm(settings, cache_dir=None), on_error="ignore")  # type: ignore[arg-type]
+
+
+def test_real_pdf_tree_offline(embedder):
+    pdf = SHARED / "corpus" / "pdf" / "2005.11401_rag-knowledge-intensive-nlp.pdf"
+    if not pdf.exists():
+        pytest.skip("shared corpus not available")
+    import pymupdf
+
+    nodes = [Node(0, NodeType.ROOT, 0, None, [], "", 1, 1)]
+    with pymupdf.open(pdf) as doc:
+        for pno in range(2):
+            tid = len(nodes)
+            nodes.append(Node(tid, NodeType.TITLE, 1, 0, [], f"Page {pno + 1}", pno + 1, pno + 1, section_path=[f"Page {pno + 1}"]))
+            nodes[0].children.append(tid)
+            for b in doc[pno].get_text("blocks"):
+                text = " ".join(b[4].split())
+                if text:
+                    nid = len(nodes)
+                    nodes.append(Node(nid, NodeType.TEXT, 2, tid, [], text, pno + 1, pno + 1))
+                    nodes[tid].children.append(nid)
+    tree = DocumentTree("rag", "RAG", nodes)
+    tree.validate()
+    summarize_tree(tree, OfflineLLM(embedder), max_section_words=60)
+    for n in tree.nodes:
+        assert n.summary.strip()
+        assert len(n.summary.split()) <= (50 if n.type.is_content else 60)
