@@ -24,9 +24,10 @@ Matching rules (documented here because they decide the numbers):
   are reported separately as ``not_visible``.
 * **Precision** = matched detected titles / detected titles, where a detected title
   that matches no entry but is a standard front/back-matter heading (Abstract,
-  References, Acknowledgments, Appendix, ... — the set ``FRONT_BACK_MATTER`` in
-  ``docmaster_core.parsing.pymupdf_parser``) is ignored: outlines built by LaTeX
-  hyperref usually omit them although they are real headings in the text.
+  References, Acknowledgments, Appendix, Keywords, ... — ``FRONT_BACK_MATTER`` in
+  ``docmaster_core.parsing.pymupdf_parser`` minus Introduction/Summary) is ignored:
+  outlines built by LaTeX hyperref usually omit them although they are real
+  headings in the text.
 * Overall figures are micro-averaged over all documents.
 
 Usage::
@@ -56,8 +57,9 @@ from docmaster_core.parsing.base import normalize_heading  # noqa: E402
 from docmaster_core.parsing.pymupdf_parser import FRONT_BACK_MATTER, PyMuPDFParser  # noqa: E402
 
 
-def _variants(t: str) -> set[str]:
-    return {t}
+# front/back matter headings that outlines often omit (not counted when unmatched);
+# "Introduction"/"Summary" are real sections and stay counted
+IGNORABLE = FRONT_BACK_MATTER - {"introduction", "summary", "executivesummary"}
 
 
 def _strip_letter(title: str) -> str:
@@ -131,7 +133,7 @@ def evaluate_file(path: Path, parser: PyMuPDFParser) -> dict | None:
     matched_p = {pi for _, pi in pairs}
     matched_g = {gi for gi, _ in pairs}
     gold_norms = {g[1] for g in gold} | {g[1] for g in not_visible}
-    ignored = [i for i, p in enumerate(pred) if i not in matched_p and p[1] in FRONT_BACK_MATTER and p[1] not in gold_norms]
+    ignored = [i for i, p in enumerate(pred) if i not in matched_p and p[1] in IGNORABLE and p[1] not in gold_norms]
     fp = [pred[i][0] for i in range(len(pred)) if i not in matched_p and i not in ignored]
     fn = [gold[i][0] for i in range(len(gold)) if i not in matched_g]
     tp = len(pairs)

@@ -1635,7 +1635,7 @@ class PyMuPDFParser:
                 if not (0 <= pi < len(pages)):
                     continue
                 for l in pages[pi].lines:
-                    if id(l) in used or l.role in ("header", "pagenum", "caption-used", "doctitle"):
+                    if id(l) in used or l.role in ("header", "pagenum", "caption-used", "doctitle", "region", "equation", "merged"):
                         continue
                     nl = norm(l)
                     if not nl:
