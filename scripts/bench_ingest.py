@@ -32,6 +32,9 @@ def main() -> int:
     ap.add_argument("--corpus", default=str(Path(__file__).resolve().parents[2] / "shared" / "corpus" / "pdf"))
     ap.add_argument("--workspace", required=True, help="workspace to create (must not hold documents yet)")
     ap.add_argument("--skip-e2e", action="store_true", help="reuse an existing workspace for steps 2-4")
+    ap.add_argument("--embed-only", choices=["rerun", "stored"], default="rerun",
+                    help="rerun: encode all node texts again (a second model pass); stored: use the "
+                         "per-document embedding times recorded during the ingest (same load conditions)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -63,12 +66,18 @@ def main() -> int:
         tree = dm.ws.load_tree(d.doc_id)
         texts.extend(node_embedding_text(tree, n.id) for n in tree.nodes)
     out["nodes"] = len(texts)
-    t0 = time.perf_counter()
-    dm.embedder.encode(texts)
-    out["embed_only_s"] = time.perf_counter() - t0
+    stored_total = sum(d.timings.get("total", 0.0) for d in docs)
+    stored_embed = sum(d.timings.get("embed", 0.0) for d in docs)
+    out["stored_total_s"] = stored_total
+    out["stored_embed_s"] = stored_embed
+    if args.embed_only == "rerun":
+        t0 = time.perf_counter()
+        dm.embedder.encode(texts)
+        out["embed_only_s"] = time.perf_counter() - t0
+    else:
+        out["embed_only_s"] = stored_embed
     out["embed_texts_per_s"] = len(texts) / out["embed_only_s"]
-    if "e2e_s" in out:
-        out["ratio_e2e_to_embed"] = out["e2e_s"] / out["embed_only_s"]
+    out["ratio_e2e_to_embed"] = out.get("e2e_s", stored_total) / out["embed_only_s"]
 
     from docmaster_core.parsing import parse_document
     from docmaster_core.tree import build_tree
@@ -90,8 +99,7 @@ def main() -> int:
     res2 = DocMaster(args.workspace, embedder=dm.embedder).ingest([args.corpus])
     out["second_ingest_s"] = time.perf_counter() - t0
     out["second_ingest_skipped"] = sum(r.status == "skipped" for r in res2)
-    if "e2e_s" in out:
-        out["second_to_first_pct"] = 100.0 * out["second_ingest_s"] / out["e2e_s"]
+    out["second_to_first_pct"] = 100.0 * out["second_ingest_s"] / out.get("e2e_s", stored_total)
 
     if args.json:
         print(json.dumps(out, indent=2))
