@@ -1,7 +1,26 @@
-"""DocMaster Streamlit app: router only (pages live in pages/)."""
+"""DocMaster Streamlit app: the router.
+
+Sets the page config, fills the session state with its defaults, draws the shared
+sidebar settings panel and runs the chosen page. Pages live in ``pages/``; the glue
+they share lives in ``ui/``. Run with ``streamlit run app.py``.
+"""
 import streamlit as st
 
-st.set_page_config(page_title="DocMaster", page_icon="📚", layout="wide")
+from ui.sidebar import render_sidebar
+from ui.state import ROUTER_ACTIVE, init_state
 
-pages = [st.Page("pages/upload.py", title="Upload", icon="📥", default=True)]
-st.navigation(pages).run()
+st.set_page_config(page_title="DocMaster", page_icon=":material/account_tree:", layout="wide")
+init_state()
+
+pages = [
+    st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", default=True),
+    st.Page("pages/tree.py", title="Tree explorer", icon=":material/account_tree:"),
+    st.Page("pages/hyperedges.py", title="Hyper-edge graph", icon=":material/hub:"),
+    st.Page("pages/clusters.py", title="Semantic clusters", icon=":material/scatter_plot:"),
+    st.Page("pages/filter.py", title="Filter", icon=":material/filter_alt:"),
+    st.Page("pages/chat.py", title="Chat", icon=":material/forum:"),
+]
+page = st.navigation(pages)
+render_sidebar()
+st.session_state[ROUTER_ACTIVE] = True  # this session's pages have gone through the router
+page.run()

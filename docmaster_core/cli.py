@@ -42,8 +42,11 @@ def _dm(args: argparse.Namespace, create: bool = False):
 
 
 def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+    # lone surrogates (non-UTF-8 file names) cannot be written to a UTF-8 stream:
+    # escape them as JSON \\uXXXX escapes, which keeps the output valid JSON
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    sys.stdout.write(text + "\n")
 
 
 def _clean(s: str) -> str:
@@ -181,13 +184,16 @@ def cmd_check(args: argparse.Namespace) -> int:
             removed = ws.repair()
         for r in removed:
             print(f"removed {r}")
-    problems = ws.check()
+    problems = ws.check(leftovers=False)
+    leftovers = ws.leftovers()
     docs = ws.documents()
     if args.json:
-        _print_json({"ok": not problems, "documents": len(docs), "problems": problems})
+        _print_json({"ok": not problems, "documents": len(docs), "problems": problems, "leftovers": leftovers})
     else:
         for p in problems:
             print(f"problem: {_clean(p)}")
+        for p in leftovers:
+            print(f"note: {_clean(p)} (an interrupted write; harmless, --repair removes it)")
         print(f"{'ok' if not problems else 'NOT OK'}: {len(docs)} documents, {len(problems)} problems")
     return 0 if not problems else 1
 

@@ -23,7 +23,7 @@ from .config import Settings, get_settings
 from .embedding import Embedder, get_embedder
 from .errors import DocMasterError, ParseError
 from .model import DocumentTree, NodeType
-from .store import Workspace, file_sha256
+from .store import Workspace, file_sha256, storable_text
 
 __all__ = ["DocMaster", "IngestEvent", "IngestResult", "collect_inputs", "node_embedding_text"]
 
@@ -183,20 +183,41 @@ class DocMaster:
         emit = on_progress or (lambda e: None)
         total = len(inputs)
         with self.ws.writing():
+            # we hold the single-writer lock: temp/orphan vector files can only be
+            # leftovers of an interrupted (killed) writer
+            self.ws.repair()
             todo: list[tuple[int, Path, str]] = []
+            in_batch: dict[str, Path] = {}  # sha -> first file of this batch with that content
             for i, p in enumerate(inputs):
                 try:
                     sha = file_sha256(p)
                 except OSError as e:
-                    results.append(IngestResult(str(p), "failed", reason=f"{p.name}: cannot read file: {e.strerror or e}"))
+                    results.append(IngestResult(str(p), "failed", reason=storable_text(
+                        f"{' '.join(p.name.split())}: cannot read file: {e.strerror or e}")))
                     emit(IngestEvent(str(p), i, total, "failed", 0.0, results[-1].reason))
                     continue
                 doc_id = self.ws.has_sha(sha)
                 if doc_id is not None:
                     rec = self.ws.document(doc_id)
-                    results.append(IngestResult(str(p), "skipped", doc_id, "already in workspace", rec.n_pages, rec.n_nodes, rec.counts))
-                    emit(IngestEvent(str(p), i, total, "skipped", 0.0, "already in workspace"))
+                    why = "already in workspace"
+                    if build_index and self.ws.load_index(doc_id, self.index_params()) is None:
+                        # stored by a run that was interrupted (or failed) before its index step
+                        emit(IngestEvent(str(p), i, total, "indexing", 0.0))
+                        try:
+                            self.index_document(doc_id)
+                            why = "already in workspace; its semantic index was completed"
+                        except DocMasterError as e:
+                            why = storable_text(" ".join(f"already in workspace; index failed: {e}".split()))
+                    results.append(IngestResult(str(p), "skipped", doc_id, why, rec.n_pages, rec.n_nodes, rec.counts))
+                    emit(IngestEvent(str(p), i, total, "skipped", 0.0, why))
                     continue
+                first = in_batch.get(sha)
+                if first is not None:  # the same bytes twice in one batch: store once
+                    why = f"same content as {' '.join(first.name.split())} in this batch"
+                    results.append(IngestResult(str(p), "skipped", None, why))
+                    emit(IngestEvent(str(p), i, total, "skipped", 0.0, why))
+                    continue
+                in_batch[sha] = p
                 todo.append((i, p, sha))
             with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="docmaster-parse") as pool:
                 futures = {}
@@ -221,8 +242,10 @@ class DocMaster:
 
     def _fail(self, p: Path, sha: str, reason: str) -> IngestResult:
         reason = " ".join(reason.split())
-        if p.name not in reason:
-            reason = f"{p.name}: {reason}"
+        name = " ".join(p.name.split())  # a file name may hold newlines/tabs: one line
+        if name not in reason:
+            reason = f"{name}: {reason}"
+        reason = storable_text(reason)
         try:
             self.ws.record_failure(sha, p.name, reason)
         except DocMasterError:
@@ -269,11 +292,11 @@ class DocMaster:
             try:
                 self.index_document(tree.doc_id, tree=tree, embeddings=emb)
             except DocMasterError as e:
-                timings["index_error"] = 0.0
-                rec_reason = f"indexed with error: {e}"
+                rec_reason = f"stored, but the semantic index failed: {e}"
                 return IngestResult(str(p), "ingested", rec.doc_id, rec_reason, rec.n_pages, rec.n_nodes, rec.counts, timings)
             timings["index"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
+        self.ws.update_timings(rec.doc_id, timings)
         return IngestResult(str(p), "ingested", rec.doc_id, "", rec.n_pages, rec.n_nodes, rec.counts, timings)
 
     # ------------------------------------------------------------------ index

@@ -33,7 +33,7 @@ import numpy as np
 from .errors import WorkspaceError, WorkspaceLockedError
 from .model import DocumentTree, Node, NodeType
 
-__all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256"]
+__all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256", "storable_text"]
 
 SCHEMA_VERSION = 1
 
@@ -100,6 +100,25 @@ CREATE TABLE IF NOT EXISTS runs (
     result_json TEXT NOT NULL
 );
 """
+
+
+def storable_text(text: str) -> str:
+    """``text`` made storable as UTF-8 (SQLite TEXT, JSON output).
+
+    A file name read from a non-UTF-8 file system name carries lone surrogates
+    (Python's ``surrogateescape``); PDF text can carry them too (a ToUnicode map to half
+    a surrogate pair). SQLite refuses them with ``UnicodeEncodeError``, which would lose
+    a whole document, so undecodable bytes become U+FFFD (other lone surrogates ``?``).
+    Valid text is returned unchanged.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -298,6 +317,7 @@ class Workspace:
             WorkspaceError: no such document, or the reference is ambiguous.
         """
         con = self._con()
+        ref = storable_text(str(ref))
         r = con.execute("SELECT * FROM documents WHERE doc_id=?", (ref,)).fetchone()
         if r is not None:
             return _row_to_record(r)
@@ -341,9 +361,9 @@ class Workspace:
         rec = DocumentRecord(
             doc_id=tree.doc_id,
             sha256=sha256,
-            file_name=tree.source or Path(source_path).name,
-            source_path=str(source_path),
-            title=tree.title,
+            file_name=storable_text(tree.source or Path(source_path).name),
+            source_path=storable_text(str(source_path)),
+            title=storable_text(tree.title or ""),
             n_pages=tree.n_pages,
             parser=parser,
             n_nodes=len(tree.nodes),
@@ -371,7 +391,7 @@ class Workspace:
                     (
                         tree.doc_id, n.id, n.type.value, n.depth, n.parent, n.level, n.order, n.page_start,
                         n.page_end, json.dumps([list(b) for b in n.bboxes]), json.dumps(n.section_path),
-                        n.content, n.summary, json.dumps(n.extra, default=str),
+                        storable_text(n.content or ""), storable_text(n.summary or ""), json.dumps(n.extra, default=str),
                     )
                     for n in tree.nodes
                 ],
@@ -382,6 +402,11 @@ class Workspace:
             )
             con.execute("DELETE FROM failures WHERE sha256=?", (sha256,))
         return rec
+
+    def update_timings(self, doc_id: str, timings: dict[str, float]) -> None:
+        """Replace a document's recorded stage timings (seconds per stage)."""
+        with self.transaction() as con:
+            con.execute("UPDATE documents SET timings_json=? WHERE doc_id=?", (json.dumps(timings), doc_id))
 
     def remove_document(self, doc_id: str) -> None:
         """Delete a document, its nodes, edges, indexes and vector file."""
@@ -398,7 +423,7 @@ class Workspace:
         with self.transaction() as con:
             con.execute(
                 "INSERT OR REPLACE INTO failures(sha256, file_name, reason, at) VALUES(?,?,?,?)",
-                (sha256, file_name, reason, time.time()),
+                (sha256, storable_text(file_name), storable_text(reason), time.time()),
             )
 
     def failures(self) -> list[dict[str, Any]]:
@@ -465,7 +490,7 @@ class Workspace:
         with self.transaction() as con:
             con.executemany(
                 "UPDATE nodes SET summary=? WHERE doc_id=? AND node_id=?",
-                [(s, doc_id, int(i)) for i, s in summaries.items()],
+                [(storable_text(s), doc_id, int(i)) for i, s in summaries.items()],
             )
 
     # ------------------------------------------------------------------ index and runs
@@ -520,12 +545,17 @@ class Workspace:
         ]
 
     # ------------------------------------------------------------------ integrity
-    def check(self) -> list[str]:
+    def check(self, leftovers: bool = True) -> list[str]:
         """Integrity check; returns a list of problems (empty when the workspace is sound).
 
         Checks SQLite's own integrity, that every document has its nodes (count matches
         ``n_nodes``, ids contiguous, ROOT first) and a vector file of matching shape, and
         reports orphan vector files.
+
+        Args:
+            leftovers: Also report leftovers of interrupted writes (temporary and orphan
+                vector files, see :meth:`leftovers`). They are garbage, not damage: no
+                stored document depends on them, and :meth:`repair` removes them.
         """
         problems: list[str] = []
         con = self._con()
@@ -550,12 +580,24 @@ class Workspace:
                     problems.append(f"{d.file_name}: vector file has {arr.shape[0]} rows, {d.n_nodes} nodes")
             except WorkspaceError as e:
                 problems.append(f"{d.file_name}: {e}")
-        for p in self.vectors_dir.glob("*.npy"):
-            if p.name.startswith("."):
-                problems.append(f"leftover temporary vector file {p.name}")
-            elif p.stem not in known:
-                problems.append(f"orphan vector file {p.name}")
+        if leftovers:
+            problems.extend(self._leftovers(known))
         return problems
+
+    def _leftovers(self, known: set[str]) -> list[str]:
+        out = []
+        for p in sorted(self.vectors_dir.glob("*.npy")):
+            if p.name.startswith("."):
+                out.append(f"leftover temporary vector file {p.name}")
+            elif p.stem not in known:
+                out.append(f"orphan vector file {p.name}")
+        return out
+
+    def leftovers(self) -> list[str]:
+        """Leftovers of interrupted writes: temporary vector files and vector files of
+        documents that were never committed (a crash between the vector write and the
+        database commit). Harmless; :meth:`repair` removes them."""
+        return self._leftovers({d.doc_id for d in self.documents()})
 
     def repair(self) -> list[str]:
         """Remove leftovers of interrupted writes (temp and orphan vector files); returns what was removed."""

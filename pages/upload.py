@@ -1,5 +1,138 @@
-"""Upload page (placeholder until the app issue lands)."""
+"""Upload page: choose a workspace, drop PDFs, watch them being ingested, see the collection."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
 import streamlit as st
 
-st.title("DocMaster")
-st.write("Upload and explore document collections. Use the `docmaster` command line meanwhile.")
+from docmaster_core.errors import DocMasterError, WorkspaceLockedError
+from ui import state
+from ui.ingest import MINERU_SUFFIX, ProgressBoard, collection_rows, failure_rows, ingest_files, save_uploads
+from ui.resources import allowed_root, current_docmaster, resolve_workspace
+from ui.layout import page_header
+from ui.text import md_escape
+
+W_WS = "w_upload_workspace"
+W_FILES = "w_upload_files"
+
+
+def _open_workspace() -> None:
+    text = st.session_state.get(W_WS, "")
+    try:
+        path = resolve_workspace(text)
+    except DocMasterError as e:
+        state.put(state.WORKSPACE_ERROR, str(e))
+        return
+    state.put(state.WORKSPACE_ERROR, None)
+    if str(path) != state.get(state.WORKSPACE):
+        state.put(state.WORKSPACE, str(path))
+        for key in (state.DOC_ID, state.FILTER_DOC):
+            state.put(key, None)
+        for key in (state.FILTER_RUNS, state.HIGHLIGHT, state.NODE_BY_DOC, state.HYPEREDGE_BY_DOC):
+            state.put(key, {})
+        state.put(state.CHAT_DOCS, [])
+        state.put(state.INGEST_RESULTS, [])
+
+
+page_header("Upload")
+
+root = allowed_root()
+state.seed_widget(W_WS, state.get(state.WORKSPACE, ""))
+st.text_input(
+    "Workspace folder",
+    key=W_WS,
+    on_change=_open_workspace,
+    help=f"A folder under {root} (set DOCMASTER_WORKSPACE_ROOT to allow another root). "
+    "It is created when missing; reopening it shows its collection without re-parsing.",
+)
+if state.get(state.WORKSPACE_ERROR):
+    st.error(md_escape(state.get(state.WORKSPACE_ERROR)), icon=":material/block:")
+
+try:
+    dm = current_docmaster()
+except DocMasterError as e:
+    st.error(md_escape(f"Cannot open the workspace: {e}"))
+    st.stop()
+
+max_mb = int(st.get_option("server.maxUploadSize"))
+files = st.file_uploader(
+    "PDF files (and MinerU `*_content_list.json` files)",
+    type=["pdf", "json"],
+    accept_multiple_files=True,
+    key=W_FILES,
+    help=f"Drag and drop many files at once. Each file may be at most {max_mb} MB "
+    "(server.maxUploadSize in .streamlit/config.toml).",
+)
+st.caption(
+    f"Upload limit: {max_mb} MB per file (change `server.maxUploadSize` in `.streamlit/config.toml`). "
+    f"Documents over {dm.settings.parsing.max_file_mb:g} MiB or "
+    f"{dm.settings.parsing.page_limit} pages are refused by the parser."
+)
+
+if files:
+    limit = max_mb * 1024 * 1024
+    for f in files:
+        if f.size > limit:
+            st.error(md_escape(f"{f.name}: {f.size / 2**20:.1f} MB exceeds the {max_mb} MB upload limit"))
+    usable = [f for f in files if f.size <= limit]
+    if st.button(f"Ingest {len(usable)} file(s)", type="primary", disabled=not usable, key="w_upload_ingest"):
+        saved = save_uploads(dm.ws.path / "uploads", ((f.name, f.getvalue()) for f in usable))
+        # a content list whose PDF is in the same batch is picked up by the parser beside it
+        pdf_stems = {p.name[:-4] for p in saved if p.suffix.lower() == ".pdf"}
+        todo = [p for p in saved if not (p.name.endswith(MINERU_SUFFIX) and p.name[: -len(MINERU_SUFFIX)] in pdf_stems)]
+        with st.status(f"Ingesting {len(todo)} document(s) ...", expanded=True) as status:
+            board = ProgressBoard(todo)
+            try:
+                results = ingest_files(dm, todo, on_progress=board)
+            except WorkspaceLockedError as e:
+                status.update(label="Workspace busy", state="error")
+                st.error(md_escape(str(e)))
+                results = []
+            n_fail = sum(r["status"] == "failed" for r in results)
+            status.update(
+                label=f"{len(results) - n_fail} of {len(results)} document(s) in the workspace"
+                + (f", {n_fail} failed" if n_fail else ""),
+                state="error" if n_fail and n_fail == len(results) else "complete",
+            )
+        state.put(state.INGEST_RESULTS, results)
+
+last = state.get(state.INGEST_RESULTS) or []
+if last:
+    st.subheader("Last upload")
+    for r in last:
+        if r["status"] == "failed":
+            st.error(md_escape(r["reason"] or Path(r["file"]).name), icon=":material/error:")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "file": Path(r["file"]).name,
+                    "status": r["status"],
+                    "pages": r["pages"],
+                    "nodes": r["nodes"],
+                    "seconds": round(r["timings"].get("total", sum(r["timings"].values()) if r["timings"] else 0.0), 1),
+                    "note": r["reason"],
+                }
+                for r in last
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+st.subheader("Collection")
+rows = collection_rows(dm)
+if rows:
+    df = pd.DataFrame(rows)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Documents", len(df))
+    c2.metric("Pages", int(df["pages"].sum()))
+    c3.metric("Nodes", int(df["nodes"].sum()))
+    st.dataframe(df, hide_index=True, width="stretch", key="w_upload_collection")
+else:
+    st.info("No documents yet: drop PDFs above and press Ingest.")
+fails = failure_rows(dm)
+if fails:
+    with st.expander(f"{len(fails)} file(s) failed (retried on the next upload)"):
+        st.dataframe(pd.DataFrame(fails), hide_index=True, width="stretch")

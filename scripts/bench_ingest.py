@@ -67,6 +67,9 @@ def main() -> int:
         texts.extend(node_embedding_text(tree, n.id) for n in tree.nodes)
     out["nodes"] = len(texts)
     stored_total = sum(d.timings.get("total", 0.0) for d in docs)
+    if stored_total == 0.0 and docs:  # workspaces written before per-document totals were stored
+        first = min(docs, key=lambda d: d.added_at)
+        stored_total = (max(d.added_at for d in docs) - first.added_at) + sum(first.timings.values())
     stored_embed = sum(d.timings.get("embed", 0.0) for d in docs)
     out["stored_total_s"] = stored_total
     out["stored_embed_s"] = stored_embed

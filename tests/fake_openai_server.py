@@ -45,6 +45,10 @@ class Reply:
         prompt_tokens: Usage reported to the client.
         completion_tokens: Usage reported to the client.
         finish_reason: Finish reason of the choice.
+        drop: Close the connection at once, without any response (a dropped connection).
+        truncate_body: Send the status line, headers (with the full content-length) and
+            only this many bytes of a non-streamed JSON body, then close (a reply cut
+            off in transit).
     """
 
     content: str | None = None
@@ -57,6 +61,8 @@ class Reply:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     finish_reason: str = "stop"
+    drop: bool = False
+    truncate_body: int | None = None
 
 
 @dataclass
@@ -113,7 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if reply.delay:
                 fake._stop.wait(reply.delay)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            if reply.drop:
+                self._abort()
+            elif not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
             elif reply.status != 200 or reply.body is not None:
                 payload = reply.body or {
@@ -123,14 +131,15 @@ class _Handler(BaseHTTPRequestHandler):
             elif body.get("stream"):
                 self._send_stream(body, reply)
             else:
-                self._send_json(200, _completion(body, reply), reply.headers)
+                self._send_json(200, _completion(body, reply), reply.headers, truncate=reply.truncate_body)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, socket.timeout):
             pass  # the client gave up (timeout) before we answered
         finally:
             with fake._lock:
                 fake._in_flight -= 1
 
-    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None,
+                   truncate: int | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -138,8 +147,24 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
+        if truncate is not None:
+            self.wfile.write(data[: max(0, truncate)])
+            self._abort()
+            return
         self.wfile.write(data)
         self.wfile.flush()
+
+    def _abort(self) -> None:
+        """Close the connection abruptly (no further bytes)."""
+        try:
+            self.wfile.flush()
+        except OSError:
+            pass
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _send_stream(self, body: dict, reply: Reply) -> None:
         content = reply.content or ""

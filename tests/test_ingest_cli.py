@@ -166,3 +166,16 @@ def test_real_corpus_pdfs(tmp_path):
     c = rag.counts
     assert rag.pages == 19
     assert c["TITLE"] >= 10 and c["TEXT"] >= 60 and c["TABLE"] >= 1
+
+
+@pytest.mark.skipif(not (SHARED / "corpus" / "mineru").is_dir(), reason="../shared MinerU samples not present")
+def test_mineru_content_list_given_directly(tmp_path):
+    """A MinerU ``*_content_list.json`` given as input is imported (no PDF parsing)."""
+    from docmaster_core.embedding import HashingEmbedder
+
+    src = SHARED / "corpus" / "mineru" / "magicpdf-0.10.0-demo1" / "demo1_content_list.json"
+    res = DocMaster(tmp_path / "ws", embedder=HashingEmbedder()).ingest([src])
+    assert res[0].status == "ingested", res[0].reason
+    rec = Workspace(tmp_path / "ws").document(res[0].doc_id)
+    assert rec.parser == "mineru-import" and rec.n_pages == 13
+    assert rec.counts["TABLE"] == 5 and rec.counts["IMAGE"] == 5 and rec.counts["TITLE"] >= 10

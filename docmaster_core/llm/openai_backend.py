@@ -201,6 +201,12 @@ class OpenAILLM:
             text = text.replace(key, "***")
         return _KEYLIKE.sub(r"\1-***", text)
 
+    def _without_key(self, text: str) -> str:
+        """``text`` with the exact API key replaced by ``***`` (an endpoint that echoes
+        the key must not get it into summaries, the cache or the workspace)."""
+        key = self.settings.resolved_api_key()
+        return text.replace(key, "***") if key and len(key) >= 8 and key in text else text
+
     def _describe(self, err: Exception) -> str:
         import openai
 
@@ -312,7 +318,7 @@ class OpenAILLM:
                 content = resp.choices[0].message.content or ""
             except (AttributeError, IndexError, TypeError):
                 content = ""
-            return content, pt + ct
+            return self._without_key(content), pt + ct
         assert last is not None
         raise LLMError(
             f"{task}: {self.model} failed after {attempts} attempt(s): {self._describe(last)}"
@@ -670,7 +676,7 @@ class OpenAILLM:
             if finish is None:
                 raise LLMError(f"{task}: {self.model} stream ended before the model finished")
             if self.cache is not None:
-                self.cache.put(key, task, self.model, spec.version, {"text": "".join(parts)})
+                self.cache.put(key, task, self.model, spec.version, {"text": self._without_key("".join(parts))})
             return
 
     # ------------------------------------------------------------------ batch helpers

@@ -96,8 +96,11 @@ def get_parser(name: str = "auto", settings: ParsingSettings | None = None) -> P
 def parse_document(path: str | Path, settings: ParsingSettings | None = None, parser: str = "auto") -> ParsedDocument:
     """Parse one document with :func:`get_parser` ``(parser, settings)``.
 
+    A ``*_content_list.json`` (MinerU output) given directly is imported with
+    :func:`~docmaster_core.parsing.mineru.import_mineru` whatever ``parser`` says.
+
     Args:
-        path: The PDF file.
+        path: The PDF file, or a MinerU ``*_content_list.json``.
         settings: Parsing settings (defaults).
         parser: Backend name (``"auto"``, ``"pymupdf"``, ``"mineru"``).
 
@@ -110,4 +113,8 @@ def parse_document(path: str | Path, settings: ParsingSettings | None = None, pa
             ``EmptyDocumentError``).
         ConfigError: unknown parser name.
     """
+    if str(path).endswith("_content_list.json") or str(path).endswith("_content_list_v2.json"):
+        from .mineru import import_mineru
+
+        return import_mineru(path)
     return get_parser(parser, settings).parse(path)

@@ -79,6 +79,10 @@ for _cp in (0x00AD, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x200A, 0x2009, 0x20
     _TRANSLATE[_cp] = "" if _cp in (0x00AD, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF) else " "
 _TRANSLATE[0x00A0] = " "
 _TRANSLATE[0xFFFD] = ""
+# lone UTF-16 surrogates (a ToUnicode CMap mapping to half a pair) are not text and
+# cannot be stored as UTF-8: drop them
+for _cp in range(0xD800, 0xE000):
+    _TRANSLATE[_cp] = ""
 
 _WS_RE = re.compile(r"\s+")
 
@@ -87,8 +91,8 @@ def fix_ligatures(text: str) -> str:
     """Replace ligature control characters and Unicode ligatures by their letters.
 
     ``"\\x0bects"`` -> ``"effects"``, ``"\\ufb01ne"`` -> ``"fine"``; other control
-    characters (except tab and newline), soft hyphens and zero-width characters are
-    removed; no-break and thin spaces become plain spaces.
+    characters (except tab and newline), soft hyphens, zero-width characters and lone
+    UTF-16 surrogates are removed; no-break and thin spaces become plain spaces.
     """
     return text.translate(_TRANSLATE)
 

@@ -376,25 +376,41 @@ def open_pdf(path: str | Path, settings: ParsingSettings | None = None):
     if b"%PDF-" not in head:
         raise ParseError(f"{name}: not a PDF file (no %PDF header)")
     try:
-        doc = pymupdf.open(str(p), filetype="pdf")
+        try:
+            str(p).encode("utf-8")
+        except UnicodeEncodeError:
+            # a non-UTF-8 file name (bytes decoded with surrogateescape): MuPDF takes
+            # UTF-8 names only, so the bytes are handed over instead
+            doc = pymupdf.open(stream=p.read_bytes(), filetype="pdf")
+        else:
+            doc = pymupdf.open(str(p), filetype="pdf")
     except Exception as exc:  # PyMuPDF raises FileDataError/RuntimeError on broken files
         raise ParseError(f"{name}: cannot open PDF ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'damaged'})") from exc
-    if doc.needs_pass:
-        if not doc.authenticate(""):
-            doc.close()
-            raise EncryptedPDFError(f"{name}: PDF is encrypted with a password")
-    truncated = b"%%EOF" not in tail
-    if doc.page_count == 0:
-        doc.close()
-        raise ParseError(f"{name}: PDF has no pages (truncated or damaged)")
-    if truncated and getattr(doc, "is_repaired", False):
-        doc.close()
-        raise ParseError(f"{name}: PDF is truncated (no %%EOF marker, cross-reference table damaged)")
-    if doc.page_count > st.page_limit:
+    try:
+        if doc.needs_pass:
+            if not doc.authenticate(""):
+                raise EncryptedPDFError(f"{name}: PDF is encrypted with a password")
+        truncated = b"%%EOF" not in tail
         n = doc.page_count
+        if n == 0:
+            raise ParseError(f"{name}: PDF has no pages (truncated or damaged)")
+        if truncated and getattr(doc, "is_repaired", False):
+            raise ParseError(f"{name}: PDF is truncated (no %%EOF marker, cross-reference table damaged)")
+        if n > st.page_limit:
+            raise ParseError(f"{name}: {n} pages, over the page limit of {st.page_limit}")
+    except ParseError:
         doc.close()
-        raise ParseError(f"{name}: {n} pages, over the page limit of {st.page_limit}")
+        raise
+    except Exception as exc:  # a damaged page tree: PyMuPDF raises RuntimeError/ValueError
+        doc.close()
+        raise ParseError(f"{name}: damaged PDF ({_first_line(exc)})") from exc
     return doc
+
+
+def _first_line(exc: BaseException) -> str:
+    """``"Type: first line of the message"`` of an exception (one line, at most 160 chars)."""
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0][:160]}" if msg else type(exc).__name__
 
 
 # --------------------------------------------------------------------------------------
@@ -694,6 +710,10 @@ class PyMuPDFParser:
         self._table_budget = 1.0 + 0.05 * doc.page_count
         try:
             return self._parse_open(doc, path, name, t0)
+        except ParseError:
+            raise
+        except Exception as exc:  # PyMuPDF on a damaged object (RuntimeError, ValueError, ...)
+            raise ParseError(f"{name}: damaged PDF, parsing failed ({_first_line(exc)})") from exc
         finally:
             doc.close()
 

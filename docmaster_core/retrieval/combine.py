@@ -1,0 +1,46 @@
+"""Combining the evidence of the three strategies (SPEC F6, "combined evidence").
+
+Per document the node lists of tree traversal, semantic search and hyper-edge
+matching are fused by reciprocal rank fusion (Cormack, Clarke and Buettcher 2009)::
+
+    rrf(v) = sum over strategies s that returned v of 1 / (c + rank_s(v)),  c = 60
+
+which needs no common score scale. A node found by several strategies appears once,
+its ``strategy`` naming all of them (e.g. ``"semantic+tree"``), ranked by ``rrf``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["STRATEGIES", "STRUCTURED", "rrf_fuse"]
+
+#: Every strategy name accepted by the retrieval API.
+STRATEGIES = ("tree", "semantic", "hyperedge", "combined", "flat")
+#: The structure-aware strategies fused into ``combined``.
+STRUCTURED = ("tree", "semantic", "hyperedge")
+
+
+def rrf_fuse(lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int, c: float = 60.0) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Fuse ranked node lists of one document by reciprocal rank fusion.
+
+    Args:
+        lists: ``{strategy: (node_ids int64 (n_s,), scores float32 (n_s,))}``, each best first.
+        k: Items kept.
+        c: RRF constant (60 in Cormack et al. 2009).
+
+    Returns:
+        ``(node_ids int64 (<=k,), rrf float32 (<=k,), strategies)`` best first, where
+        ``strategies[i]`` is the ``+``-joined sorted names of the lists holding node i.
+        Ties are broken by the number of lists, then by node id.
+    """
+    acc: dict[int, float] = {}
+    who: dict[int, set[str]] = {}
+    for name, (ids, _) in lists.items():
+        for r, nid in enumerate(np.asarray(ids).tolist()):
+            acc[nid] = acc.get(nid, 0.0) + 1.0 / (c + r + 1)
+            who.setdefault(nid, set()).add(name)
+    if not acc:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32), []
+    order = sorted(acc, key=lambda n: (-acc[n], -len(who[n]), n))[:k]
+    return (np.asarray(order, dtype=np.int64), np.asarray([acc[n] for n in order], dtype=np.float32),
+            ["+".join(sorted(who[n])) for n in order])

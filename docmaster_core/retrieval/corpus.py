@@ -1,0 +1,322 @@
+"""A read-only, vectorised view of a workspace's document trees and node embeddings.
+
+Every retrieval strategy scores nodes of many documents at once. :class:`CorpusView`
+holds the trees of all documents and one concatenated embedding matrix with per-row
+document index, node id, node type code, depth and a "back-matter" flag, so a query
+is scored against the whole collection with one matrix product.
+
+Views are cached per workspace path and *signature*: the list of
+``(doc_id, n_nodes, added_at, vector-file mtime)``. Adding or removing a document
+changes the signature and the next :func:`load_corpus` rebuilds the view; saving a
+run or an index does not.
+
+Back matter: nodes whose section path contains a reference list, bibliography or
+acknowledgements heading are flagged. They list *cited* work (what other documents
+do), so the structure-aware strategies skip them by default; the flat baseline has no
+sections and cannot.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import RetrievalError, WorkspaceError
+from ..model import DocumentTree, Evidence, NodeType
+
+__all__ = [
+    "TYPE_CODES",
+    "BACK_MATTER_RE",
+    "DocView",
+    "CorpusView",
+    "load_corpus",
+    "clear_corpus_cache",
+    "type_weight_vector",
+    "node_evidence",
+    "evidence_text",
+]
+
+#: Integer code of each node type in :attr:`CorpusView.type_code`.
+TYPE_CODES: dict[NodeType, int] = {t: i for i, t in enumerate(NodeType)}
+
+#: Headings that open back matter (matched case-insensitively against each title on
+#: a node's section path, after stripping section numbers).
+BACK_MATTER_RE = re.compile(
+    r"^\s*(?:[0-9ivxlc]+[.)]?\s*|[a-z][.)]\s+)?(references|bibliography|works cited|literature cited|"
+    r"acknowledge?ments?|reference list)\b",
+    re.IGNORECASE,
+)
+
+#: Characters of a node's content put into one evidence passage.
+MAX_EVIDENCE_CHARS = 1500
+
+
+@dataclass
+class DocView:
+    """One document inside a :class:`CorpusView`.
+
+    Attributes:
+        index: Position of the document in the view.
+        doc_id: Workspace document id.
+        file_name: Source file name.
+        tree: The document tree.
+        start: First row of this document in the concatenated arrays; node ``i`` is
+            row ``start + i``.
+        n_nodes: Number of nodes |V|.
+    """
+
+    index: int
+    doc_id: str
+    file_name: str
+    tree: DocumentTree
+    start: int
+    n_nodes: int
+
+    @property
+    def rows(self) -> slice:
+        """Rows of this document's nodes in the concatenated arrays."""
+        return slice(self.start, self.start + self.n_nodes)
+
+
+@dataclass
+class CorpusView:
+    """Trees and node embeddings of a set of documents, concatenated.
+
+    Attributes:
+        docs: One :class:`DocView` per document, in workspace order.
+        emb: float32 (N, d) node embeddings, unit rows; N = total nodes.
+        doc_of: int32 (N,) document index of each row.
+        node_of: int32 (N,) node id of each row within its document.
+        type_code: int8 (N,) node type code (:data:`TYPE_CODES`).
+        depth: int16 (N,) node depth (ROOT = 0).
+        back_matter: bool (N,) row lies in a references/acknowledgements section.
+        page: int32 (N,) 1-based first page of each node.
+        offsets: int64 (D+1,) row offsets; document ``i`` has rows
+            ``offsets[i]:offsets[i+1]``.
+        signature: The cache key the view was built for.
+    """
+
+    docs: list[DocView]
+    emb: np.ndarray
+    doc_of: np.ndarray
+    node_of: np.ndarray
+    type_code: np.ndarray
+    depth: np.ndarray
+    back_matter: np.ndarray
+    page: np.ndarray
+    offsets: np.ndarray
+    signature: tuple = ()
+    ws_path: str = ""
+    _by_id: dict[str, int] = field(default_factory=dict, repr=False)
+    _aux: dict = field(default_factory=dict, repr=False)
+    _aux_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id = {d.doc_id: d.index for d in self.docs}
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def doc(self, doc_id: str) -> DocView:
+        """The :class:`DocView` of ``doc_id``.
+
+        Raises:
+            RetrievalError: the document is not in the view.
+        """
+        try:
+            return self.docs[self._by_id[doc_id]]
+        except KeyError:
+            raise RetrievalError(f"document {doc_id} is not in the workspace") from None
+
+    def has(self, doc_id: str) -> bool:
+        """True when ``doc_id`` is in the view."""
+        return doc_id in self._by_id
+
+    def doc_mask(self, doc_ids: Sequence[str] | None) -> np.ndarray:
+        """bool (D,) mask of the documents in ``doc_ids`` (all when None).
+
+        Raises:
+            RetrievalError: an id is not in the view.
+        """
+        if doc_ids is None:
+            return np.ones(len(self.docs), dtype=bool)
+        m = np.zeros(len(self.docs), dtype=bool)
+        for d in doc_ids:
+            m[self.doc(d).index] = True
+        return m
+
+    def aux(self, key, build):
+        """A derived structure cached on the view (e.g. section centroids); thread-safe."""
+        with self._aux_lock:
+            if key not in self._aux:
+                self._aux[key] = build()
+            return self._aux[key]
+
+
+def type_weight_vector(settings) -> np.ndarray:
+    """Type weight w_type per type code, float32 (6,), from :class:`RetrievalSettings`.
+
+    ROOT gets 0 (the document title is not evidence). Source: DocMaster Sec. 2.4,
+    type weights title 1.5, text 1.0, table 0.8 (image and equation configurable).
+    """
+    w = np.zeros(len(TYPE_CODES), dtype=np.float32)
+    w[TYPE_CODES[NodeType.TITLE]] = settings.w_title
+    w[TYPE_CODES[NodeType.TEXT]] = settings.w_text
+    w[TYPE_CODES[NodeType.TABLE]] = settings.w_table
+    w[TYPE_CODES[NodeType.IMAGE]] = settings.w_image
+    w[TYPE_CODES[NodeType.EQUATION]] = settings.w_equation
+    return w
+
+
+def _is_back_matter(section_path: list[str]) -> bool:
+    return any(BACK_MATTER_RE.match(t or "") for t in section_path)
+
+
+def evidence_text(tree: DocumentTree, node_id: int, max_chars: int = MAX_EVIDENCE_CHARS) -> str:
+    """The passage text of a node given to the decider/answerer.
+
+    Content nodes give their content (a table its markdown, an image its caption);
+    a TITLE node gives its heading followed by its section summary when there is one.
+    Cut to ``max_chars`` characters at a word boundary.
+    """
+    n = tree.nodes[node_id]
+    if n.type == NodeType.ROOT:
+        text = tree.title
+    elif n.type == NodeType.TITLE:
+        text = n.content + (("\n" + n.summary) if n.summary else "")
+    else:
+        text = n.content or ""
+        cap = n.extra.get("caption") if isinstance(n.extra, dict) else None
+        if cap and cap not in text:
+            text = f"{cap}\n{text}"
+    text = text.strip()
+    if len(text) > max_chars:
+        cut = text[:max_chars]
+        sp = cut.rfind(" ")
+        text = (cut[:sp] if sp > max_chars // 2 else cut) + " ..."
+    return text
+
+
+def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str, score: float,
+                  evidence_id: str = "") -> Evidence:
+    """An :class:`Evidence` for node ``node_id`` of document ``doc_index``.
+
+    ``page`` is the node's first page (1-based) and ``bbox`` its first box in PDF
+    points on that page (``None`` when the node has no box).
+    """
+    dv = view.docs[doc_index]
+    n = dv.tree.nodes[node_id]
+    bbox = None
+    page = n.page_start
+    if n.bboxes:
+        b = n.bboxes[0]
+        page = int(b[0])
+        bbox = (float(b[1]), float(b[2]), float(b[3]), float(b[4]))
+    return Evidence(
+        evidence_id=evidence_id,
+        doc_id=dv.doc_id,
+        node_id=int(node_id),
+        strategy=strategy,
+        score=float(score),
+        text=evidence_text(dv.tree, node_id),
+        page=int(page),
+        bbox=bbox,
+        section_path=list(n.section_path),
+        node_type=n.type.value,
+    )
+
+
+# ---------------------------------------------------------------------------- cache
+_CACHE: dict[str, CorpusView] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _signature(ws) -> tuple:
+    sig = []
+    for d in ws.documents():
+        p = Path(ws.vectors_dir) / f"{d.doc_id}.npy"
+        try:
+            mt = p.stat().st_mtime_ns
+        except OSError:
+            mt = -1
+        sig.append((d.doc_id, d.n_nodes, d.added_at, mt))
+    return tuple(sig)
+
+
+def _build(ws, signature: tuple) -> CorpusView:
+    recs = {d.doc_id: d for d in ws.documents()}
+    docs: list[DocView] = []
+    embs, doc_of, node_of, tcode, depth, back, page = [], [], [], [], [], [], []
+    start = 0
+    for i, (doc_id, n_nodes, _, _) in enumerate(signature):
+        tree = ws.load_tree(doc_id)
+        try:
+            e = np.asarray(ws.load_embeddings(doc_id, mmap=False), dtype=np.float32)
+        except WorkspaceError as err:
+            raise RetrievalError(str(err)) from err
+        if e.shape[0] != len(tree.nodes):
+            raise RetrievalError(f"{recs[doc_id].file_name}: {e.shape[0]} vectors for {len(tree.nodes)} nodes")
+        n = len(tree.nodes)
+        docs.append(DocView(i, doc_id, recs[doc_id].file_name, tree, start, n))
+        embs.append(e)
+        doc_of.append(np.full(n, i, dtype=np.int32))
+        node_of.append(np.arange(n, dtype=np.int32))
+        tcode.append(np.fromiter((TYPE_CODES[nd.type] for nd in tree.nodes), dtype=np.int8, count=n))
+        depth.append(np.fromiter((nd.depth for nd in tree.nodes), dtype=np.int16, count=n))
+        page.append(np.fromiter((nd.page_start for nd in tree.nodes), dtype=np.int32, count=n))
+        bm = np.zeros(n, dtype=bool)
+        # section_path of a TITLE includes its own heading; of content nodes, the enclosing ones
+        flagged_titles = {nd.id for nd in tree.nodes if nd.type == NodeType.TITLE and _is_back_matter(nd.section_path)}
+        if flagged_titles:
+            for nd in tree.nodes:
+                if nd.id in flagged_titles or (nd.parent is not None and bm[nd.parent]):
+                    bm[nd.id] = True
+        back.append(bm)
+        start += n
+    dim = embs[0].shape[1] if embs else 384
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt))
+    view = CorpusView(
+        docs=docs,
+        emb=np.ascontiguousarray(np.concatenate(embs) if embs else np.zeros((0, dim), np.float32)),
+        doc_of=cat(doc_of, np.int32),
+        node_of=cat(node_of, np.int32),
+        type_code=cat(tcode, np.int8),
+        depth=cat(depth, np.int16),
+        back_matter=cat(back, bool),
+        page=cat(page, np.int32),
+        offsets=np.array([d.start for d in docs] + [start], dtype=np.int64),
+        signature=signature,
+        ws_path=str(ws.path),
+    )
+    return view
+
+
+def load_corpus(ws) -> CorpusView:
+    """The (cached) :class:`CorpusView` of a workspace.
+
+    Args:
+        ws: A :class:`~docmaster_core.store.Workspace`.
+
+    Raises:
+        RetrievalError: a vector file is missing or does not match its tree.
+    """
+    sig = _signature(ws)
+    key = str(ws.path)
+    with _CACHE_LOCK:
+        v = _CACHE.get(key)
+        if v is not None and v.signature == sig:
+            return v
+    v = _build(ws, sig)
+    with _CACHE_LOCK:
+        _CACHE[key] = v
+    return v
+
+
+def clear_corpus_cache() -> None:
+    """Drop every cached view (tests, or after external edits of a workspace)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()

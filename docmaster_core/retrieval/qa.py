@@ -1,0 +1,302 @@
+"""Follow-up question answering over chosen documents (SPEC F7), with a deep mode.
+
+``ask`` retrieves passages with the same tri-modal pipeline as the filter (the
+combined, RRF-fused lists of tree traversal, semantic search and hyper-edge matching,
+per document), keeps the ``top_k`` passages with the highest cosine to the question
+across the chosen documents, numbers them ``E1..En`` and asks the LLM for an answer
+with citations. Citations are checked against the passages given: a citation whose
+id was not given is dropped, and document, page, section path and node id are always
+taken from the passage itself, so every citation points at a passage the model saw.
+When a quote does not occur in its passage, the passage's opening is quoted instead
+(and the citation is marked ``quote_checked=False`` in the result).
+
+Deep mode (from Doc-Researcher, arXiv 2510.21603, Sec. 3: query decomposition and
+iterative "deep research" retrieval): the question is split into sub-queries (the
+LLM's ``decompose`` when the backend offers one, else a rule-based split at
+conjunctions, semicolons and comparisons; the full question is always kept); each
+sub-query is retrieved; then, for ``rounds - 1`` more rounds, each sub-query vector
+is moved towards the centroid of its best new passages (Rocchio pseudo-relevance
+feedback, ``q' = normalise(q + beta * mean(top-3))``) and retrieved again, stopping
+early when a round finds no new passage. The union (at most ``2 * top_k`` passages,
+each sub-query's best two guaranteed) is answered as one.
+
+Which documents: ``docs`` given (file names, paths or doc ids), else the matches of
+the last saved filter run, else every document of the workspace.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import LLMError, RetrievalError
+from ..model import Answer, Citation, Evidence
+from .retriever import Retriever
+
+__all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations"]
+
+
+@dataclass
+class QAResult:
+    """The result of :func:`ask`.
+
+    Attributes:
+        question: The question.
+        answer: The :class:`Answer` (citations validated).
+        evidence: The passages given to the model, ``E1..En``.
+        doc_ids: Documents searched.
+        doc_source: ``"given"``, ``"last-filter-run"`` or ``"all"``.
+        sub_queries: Sub-queries used (deep mode; else just the question).
+        rounds: Retrieval rounds run.
+        dropped_citations: Citation ids the model gave that were not among the passages.
+        timings: Seconds: ``retrieve``, ``answer``, ``total``.
+        run_id: Id of the saved run, or None.
+    """
+
+    question: str
+    answer: Answer
+    evidence: list[Evidence]
+    doc_ids: list[str]
+    doc_source: str
+    sub_queries: list[str] = field(default_factory=list)
+    rounds: int = 1
+    dropped_citations: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    run_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "question": self.question,
+            "answer": self.answer.to_dict(),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "doc_ids": list(self.doc_ids),
+            "doc_source": self.doc_source,
+            "sub_queries": list(self.sub_queries),
+            "rounds": self.rounds,
+            "dropped_citations": list(self.dropped_citations),
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+        }
+
+
+def select_documents(ws, docs: Sequence[str] | None = None) -> tuple[list[str], str]:
+    """The documents a question is asked over.
+
+    Returns:
+        ``(doc_ids, source)``: the given documents (``"given"``), else the matches of the
+        newest filter run (``"last-filter-run"``), else all documents (``"all"``).
+
+    Raises:
+        RetrievalError: a given document is unknown, the last filter run matched
+            nothing, or the workspace is empty.
+    """
+    from ..errors import WorkspaceError
+
+    if docs:
+        out = []
+        for ref in docs:
+            try:
+                out.append(ws.document(ref).doc_id)
+            except WorkspaceError as e:
+                raise RetrievalError(str(e)) from e
+        return list(dict.fromkeys(out)), "given"
+    runs = ws.runs("filter")
+    if runs:
+        res = runs[0]["result"]
+        known = {d.doc_id for d in ws.documents()}
+        m = [d for d in res.get("matches", []) if d in known]
+        if not m:
+            raise RetrievalError(
+                f"the last filter run (#{runs[0]['run_id']}, condition {res.get('condition', '')!r}) matched no "
+                "document; name documents with --docs or run another filter"
+            )
+        return m, "last-filter-run"
+    all_ids = [d.doc_id for d in ws.documents()]
+    if not all_ids:
+        raise RetrievalError(f"workspace {ws.path} has no documents")
+    return all_ids, "all"
+
+
+def _candidates(retr: Retriever, q: np.ndarray, doc_ids: Sequence[str], per_doc: int, view) -> list[tuple[float, int, int, str]]:
+    res = retr.rank(q, ["combined"], doc_ids=doc_ids, top_k=per_doc, view=view)
+    out = []
+    for di, (ids, _) in res.ranked["combined"].items():
+        who = res.combined_strategies.get(di, [])
+        for r, nid in enumerate(ids.tolist()):
+            out.append((float(res.cos[view.docs[di].start + nid]), di, int(nid), who[r] if r < len(who) else "combined"))
+    out.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return out
+
+
+def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequence[str], top_k: int,
+                    per_doc: int | None = None) -> list[Evidence]:
+    """The ``top_k`` passages for a question over ``doc_ids``, numbered ``E1..En``.
+
+    Candidates are each document's combined (RRF) list of ``per_doc`` nodes (default
+    ``top_k``); they are ordered by cosine with the question across documents.
+    """
+    from .corpus import node_evidence
+
+    view = retr.view
+    q = retr.encode(question) if isinstance(question, str) else question
+    cands = _candidates(retr, q, doc_ids, per_doc or top_k, view)[:top_k]
+    return [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(cands)]
+
+
+_SPLIT_RE = re.compile(r"\s*(?:;|\?\s+|\.\s+(?=[A-Z])|,?\s+and\s+(?:also\s+)?(?=(?:what|which|how|why|when|where|who|whether|does|do|is|are|did|list|give)\b))\s*", re.I)
+_COMPARE_RE = re.compile(r"\b(?:compare|difference between|differences between|contrast)\s+(.+?)\s+(?:and|with|vs\.?|versus)\s+(.+?)(?:\s+(?:in terms of|on|regarding|for)\s+(.+))?\??$", re.I)
+
+
+def decompose_question(question: str, llm=None, max_sub: int = 4) -> list[str]:
+    """Sub-queries of a question (Doc-Researcher query decomposition), the question first.
+
+    Uses ``llm.decompose(question)`` when the backend provides it; otherwise splits at
+    semicolons, sentence ends, and "and" before a new wh-/auxiliary clause, and turns
+    "compare A and B (in terms of C)" into one sub-query per side.
+
+    Returns:
+        1 to ``max_sub + 1`` distinct strings.
+    """
+    q = " ".join(question.split())
+    subs: list[str] = []
+    fn = getattr(llm, "decompose", None) if llm is not None else None
+    if callable(fn):
+        try:
+            subs = [s for s in fn(q) if isinstance(s, str) and s.strip()]
+        except LLMError:
+            subs = []
+    if not subs:
+        m = _COMPARE_RE.search(q)
+        if m:
+            aspect = f" {m.group(3).rstrip('?')}" if m.group(3) else ""
+            subs = [f"{m.group(1)}{aspect}", f"{m.group(2)}{aspect}"]
+        else:
+            parts = [p.strip(" ,?") for p in _SPLIT_RE.split(q) if p and p.strip(" ,?")]
+            subs = [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
+    out = [q]
+    for s in subs[:max_sub]:
+        if s.lower() != q.lower() and s not in out:
+            out.append(s)
+    return out
+
+
+def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k: int, llm, rounds: int,
+                   beta: float = 0.5) -> tuple[list[Evidence], list[str], int]:
+    from .corpus import node_evidence
+
+    view = retr.view
+    subs = decompose_question(question, llm)
+    qs = [retr.encode(s) for s in subs]
+    seen: dict[tuple[int, int], tuple[float, str, int]] = {}  # (doc, node) -> (best cos, strategy, sub-query)
+    guaranteed: list[tuple[int, int]] = []
+    ran = 0
+    for rnd in range(max(1, rounds)):
+        ran = rnd + 1
+        new_any = False
+        for si, q in enumerate(qs):
+            cands = _candidates(retr, q, doc_ids, top_k, view)[:top_k]
+            fresh = [(c, di, nid, who) for c, di, nid, who in cands if (di, nid) not in seen]
+            for c, di, nid, who in cands:
+                key = (di, nid)
+                if key not in seen or c > seen[key][0]:
+                    seen[key] = (c, who, si)
+            if rnd == 0:
+                guaranteed.extend((di, nid) for _, di, nid, _ in cands[:2])
+            if fresh:
+                new_any = True
+                top = np.stack([view.emb[view.docs[di].start + nid] for _, di, nid, _ in fresh[:3]])
+                v = q + beta * top.mean(axis=0)
+                qs[si] = (v / max(np.linalg.norm(v), 1e-12)).astype(np.float32)
+        if not new_any:
+            break
+    limit = 2 * top_k
+    order = list(dict.fromkeys(guaranteed))[:limit]
+    rest = sorted((k for k in seen if k not in order), key=lambda k: -seen[k][0])
+    order += rest[: max(0, limit - len(order))]
+    order.sort(key=lambda k: -seen[k][0])
+    ev = [node_evidence(view, di, nid, seen[(di, nid)][1], seen[(di, nid)][0], f"E{i + 1}") for i, (di, nid) in enumerate(order)]
+    return ev, subs, ran
+
+
+def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict[str, str]) -> tuple[Answer, list[str]]:
+    """Keep only citations of given passages and fill them from the passages.
+
+    Returns:
+        ``(answer, dropped_ids)``; the answer's citations are rebuilt in place.
+    """
+    by_id = {e.evidence_id: e for e in evidence}
+    kept, dropped, seen = [], [], set()
+    for c in answer.citations:
+        e = by_id.get(c.evidence_id)
+        if e is None:
+            dropped.append(c.evidence_id)
+            continue
+        if c.evidence_id in seen:
+            continue
+        seen.add(c.evidence_id)
+        norm = " ".join(e.text.split())
+        quote = " ".join((c.quote or "").split())
+        if not quote or quote not in norm:
+            quote = " ".join(norm.split()[:40])
+        kept.append(Citation(evidence_id=e.evidence_id, doc_id=e.doc_id, node_id=e.node_id, page=e.page,
+                             section_path=list(e.section_path), quote=quote, file=files.get(e.doc_id, "")))
+    answer.citations = kept
+    return answer, dropped
+
+
+def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
+        deep: bool = False, rounds: int = 3, retriever: Retriever | None = None, load_index=None,
+        index_key: object = None, save: bool = True) -> QAResult:
+    """Answer ``question`` over chosen documents with cited passages (SPEC F7).
+
+    Args:
+        ws: The workspace.
+        embedder: The node embedder.
+        llm: The LLM facade (``answer``).
+        settings: RetrievalSettings.
+        question: The question.
+        docs: Document references; default the last filter run's matches (else all).
+        top_k: Passages given to the model (default ``settings.top_k``; deep mode up to twice that).
+        deep: Query decomposition and iterative retrieval (Doc-Researcher).
+        rounds: Retrieval rounds in deep mode.
+        retriever, load_index, index_key: As in :func:`~docmaster_core.retrieval.filter.run_filter`.
+        save: Save the run (kind ``"ask"``) in the workspace.
+
+    Raises:
+        RetrievalError: empty question, unknown documents, or nothing to search.
+    """
+    t_all = time.perf_counter()
+    q = " ".join((question or "").split())
+    if not q:
+        raise RetrievalError("the question is empty")
+    k = top_k or settings.top_k
+    doc_ids, source = select_documents(ws, docs)
+    retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
+    t0 = time.perf_counter()
+    if deep:
+        evidence, subs, ran = _deep_evidence(retr, q, doc_ids, k, llm, rounds)
+    else:
+        evidence, subs, ran = gather_evidence(retr, q, doc_ids, k), [q], 1
+    t_ret = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    backend = getattr(llm, "backend_name", "llm")
+    if not evidence:
+        ans = Answer("No passage was retrieved from the chosen documents.", [], 0, backend)
+    else:
+        try:
+            ans = llm.answer(q, evidence, doc_id=doc_ids[0] if len(doc_ids) == 1 else None)
+        except LLMError as e:
+            ans = Answer("", [], 0, backend, error=str(e))
+    files = {d.doc_id: d.file_name for d in ws.documents()}
+    ans, dropped = validate_citations(ans, evidence, files)
+    t_ans = time.perf_counter() - t0
+    out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
+                   {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all})
+    if save:
+        params = {"question": q, "docs": doc_ids, "doc_source": source, "top_k": k, "deep": deep,
+                  "rounds": rounds if deep else 1, "backend": backend}
+        out.run_id = ws.save_run("ask", params, out.to_dict())
+    return out

@@ -1,0 +1,180 @@
+"""One entry point to the retrieval strategies over a workspace (SPEC F6).
+
+:class:`Retriever` embeds a query once, computes the node cosines once (FAISS), and
+runs any of the strategies ``tree``, ``semantic``, ``hyperedge``, ``combined`` (RRF of
+the three) and ``flat`` (the baseline) over all or some documents, returning
+:class:`~docmaster_core.model.Evidence` lists per document. Evidence ids are
+``<letter><rank>`` with the letter naming the strategy (T, S, H, C, F), unique within
+one document's result.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import RetrievalError
+from ..model import Evidence
+from .combine import STRATEGIES, STRUCTURED, rrf_fuse
+from .corpus import CorpusView, load_corpus, node_evidence
+from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
+from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
+from .semantic import node_cosines, semantic_search
+from .tree_traversal import tree_search
+
+__all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX"]
+
+#: Evidence-id letter of each strategy.
+EVIDENCE_PREFIX = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F"}
+
+
+@dataclass
+class QueryResult:
+    """Raw per-document rankings of one query (before conversion to Evidence).
+
+    Attributes:
+        q: float32 (d,) unit query vector.
+        cos: float32 (N,) node cosines over the view.
+        ranked: ``{strategy: {doc_index: (ids int64, scores float32)}}``; ids are node
+            ids, or chunk indices for ``flat``.
+        combined_strategies: ``{doc_index: [strategy names per combined item]}``.
+        flat_cos: float32 (M,) chunk cosines when flat ran, else None.
+    """
+
+    q: np.ndarray
+    cos: np.ndarray
+    ranked: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]
+    combined_strategies: dict[int, list[str]]
+    flat_cos: np.ndarray | None = None
+
+
+class Retriever:
+    """Tri-modal retrieval plus the flat baseline over one workspace.
+
+    Args:
+        ws: The :class:`~docmaster_core.store.Workspace`.
+        embedder: The embedder the node vectors were made with.
+        settings: :class:`~docmaster_core.config.RetrievalSettings`.
+        load_index: ``doc_id -> DocumentIndex | None`` for hyper-edges (e.g.
+            ``DocMaster.load_index``); None uses fallback hyper-edges.
+        index_key: Hashable identifying the index parameters ``load_index`` serves
+            (part of the hyper-edge cache key).
+    """
+
+    def __init__(self, ws, embedder, settings, *, load_index: Callable[[str], object | None] | None = None,
+                 index_key: object = None):
+        self.ws = ws
+        self.embedder = embedder
+        self.settings = settings
+        self._load_index = load_index
+        self._index_key = index_key
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def view(self) -> CorpusView:
+        """The workspace's (cached) corpus view."""
+        return load_corpus(self.ws)
+
+    def _index_signature(self) -> tuple:
+        try:
+            rows = self.ws._con().execute("SELECT doc_id, params_key, created_at FROM indexes ORDER BY doc_id, params_key").fetchall()
+        except Exception:  # noqa: BLE001 - a workspace without the table simply has no index
+            rows = []
+        return tuple(tuple(r) for r in rows)
+
+    def hyperedges(self, view: CorpusView | None = None) -> HyperEdgeView:
+        """The stacked hyper-edges of the view (cached per index state)."""
+        view = view or self.view
+        key = ("hyperedges", self._index_key, self._index_signature() if self._load_index else None)
+        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index))
+
+    def flat(self, view: CorpusView | None = None) -> FlatView:
+        """The flat-chunk view (chunk embeddings from the disk cache or computed now)."""
+        view = view or self.view
+        return flat_view(view, self.embedder, self.settings)
+
+    def encode(self, text: str) -> np.ndarray:
+        """Unit query vector, float32 (d,)."""
+        return np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+
+    # ------------------------------------------------------------------ ranking
+    def rank(self, query: str | np.ndarray, strategies: Sequence[str] = STRATEGIES, *, doc_ids: Sequence[str] | None = None,
+             top_k: int | None = None, view: CorpusView | None = None) -> QueryResult:
+        """Per-document rankings of ``query`` for the given strategies.
+
+        Args:
+            query: Query text, or a float32 (d,) unit vector.
+            strategies: Any of ``tree, semantic, hyperedge, combined, flat``.
+            doc_ids: Documents to search (default all).
+            top_k: Items per document and strategy (default ``settings.top_k``).
+
+        Raises:
+            RetrievalError: an unknown strategy or document.
+        """
+        bad = [s for s in strategies if s not in STRATEGIES]
+        if bad:
+            raise RetrievalError(f"unknown strategy {bad[0]!r}; choose from {', '.join(STRATEGIES)}")
+        view = view or self.view
+        k = top_k or self.settings.top_k
+        q = self.encode(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)
+        mask = view.doc_mask(doc_ids)
+        need = set(strategies)
+        if "combined" in need:
+            need |= set(STRUCTURED)
+        cos = node_cosines(view, q) if need & set(STRUCTURED) else np.zeros(view.emb.shape[0], np.float32)
+        ranked: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        if "semantic" in need:
+            ranked["semantic"] = semantic_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
+        if "tree" in need:
+            ranked["tree"] = tree_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
+        if "hyperedge" in need:
+            ranked["hyperedge"] = hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=k,
+                                                   doc_mask=mask, cos=cos)
+        comb_strats: dict[int, list[str]] = {}
+        if "combined" in need:
+            comb: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            for di in np.flatnonzero(mask).tolist():
+                lists = {s: ranked[s][di] for s in STRUCTURED if di in ranked[s]}
+                if lists:
+                    ids, sc, who = rrf_fuse(lists, k)
+                    comb[di] = (ids, sc)
+                    comb_strats[di] = who
+            ranked["combined"] = comb
+        fcos = None
+        if "flat" in need:
+            fv = self.flat(view)
+            fcos = flat_cosines(fv, q)
+            ranked["flat"] = flat_search(fv, q, self.settings, top_k=k, doc_mask=mask, cos=fcos)
+        return QueryResult(q, cos, ranked, comb_strats, fcos)
+
+    def to_evidence(self, res: QueryResult, strategy: str, doc_index: int, view: CorpusView | None = None) -> list[Evidence]:
+        """The Evidence list of one strategy for one document of a :class:`QueryResult`."""
+        view = view or self.view
+        got = res.ranked.get(strategy, {}).get(doc_index)
+        if got is None:
+            return []
+        ids, sc = got
+        pre = EVIDENCE_PREFIX[strategy]
+        if strategy == "flat":
+            fv = self.flat(view)
+            return [chunk_evidence(view, fv, doc_index, int(c), float(s), f"{pre}{r + 1}") for r, (c, s) in enumerate(zip(ids, sc))]
+        out = []
+        who = res.combined_strategies.get(doc_index, []) if strategy == "combined" else []
+        for r, (nid, s) in enumerate(zip(ids.tolist(), sc.tolist())):
+            ev = node_evidence(view, doc_index, int(nid), who[r] if who else strategy, s, f"{pre}{r + 1}")
+            out.append(ev)
+        return out
+
+    def search(self, query: str, strategy: str = "combined", *, doc_ids: Sequence[str] | None = None,
+               top_k: int | None = None) -> dict[str, list[Evidence]]:
+        """Evidence per document for one strategy: ``{doc_id: [Evidence, ...]}`` best first.
+
+        Raises:
+            RetrievalError: unknown strategy or document.
+        """
+        view = self.view
+        res = self.rank(query, [strategy], doc_ids=doc_ids, top_k=top_k, view=view)
+        return {view.docs[di].doc_id: self.to_evidence(res, strategy, di, view) for di in sorted(res.ranked.get(strategy, {}))}

@@ -1,0 +1,189 @@
+"""Document-tree traversal retrieval (SPEC F6, strategy 1; DocMaster Sec. 2.4 (i)).
+
+"Searches title nodes first and then retrieves content under the most relevant
+sections." Each section (a TITLE node, plus a pseudo-section for the content that
+hangs directly under ROOT, e.g. an abstract) is scored against the query by
+
+    sigma(t, q) = lam * cos(e_title(t), e_q) + (1 - lam) * cos(c(t), e_q)
+
+where ``c(t)`` is the unit centroid of the content-node embeddings in the section's
+subtree (a stand-in for the embedding of the section summary, which is composed
+bottom-up from the same children), and ``lam`` = 0.5 by default. The best
+``n_sections`` sections of each document are taken; the content nodes under them are
+ranked by ``0.5 * (sigma(section) + cos(e_v, e_q))`` and the ``top_k`` best become
+evidence. Reference lists and acknowledgements are never chosen as sections.
+
+Relies on the document-tree contract that nodes are stored in pre-order, so the
+subtree of node ``i`` is the id range ``[i, i + size(i))``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import NodeType
+from .corpus import TYPE_CODES, CorpusView
+
+__all__ = ["SectionIndex", "section_index", "section_scores", "tree_search"]
+
+_TITLE = TYPE_CODES[NodeType.TITLE]
+_ROOT = TYPE_CODES[NodeType.ROOT]
+
+
+class SectionIndex:
+    """Section vectors of a corpus view (built once per view, cached on it).
+
+    Attributes:
+        rows: int64 (S,) view rows of the sections: every TITLE row and every ROOT row
+            (the ROOT entry stands for the content directly under ROOT).
+        title_emb: float32 (S, d) embedding of the heading (ROOT: the document title).
+        centroid: float32 (S, d) unit centroid of the content embeddings of the section
+            (zero row when the section has no content).
+        size: int64 (N,) subtree size of every view row.
+        direct_parent_section: int64 (N,) view row of each row's nearest enclosing
+            TITLE/ROOT (itself for TITLE/ROOT rows).
+        has_content: bool (S,) the section has content (non-zero centroid).
+        back: bool (S,) the section is back matter (references, acknowledgements).
+    """
+
+    def __init__(self, view: CorpusView):
+        n = view.emb.shape[0]
+        d = view.emb.shape[1]
+        size = np.ones(n, dtype=np.int64)
+        parent_row = np.full(n, -1, dtype=np.int64)
+        for dv in view.docs:
+            par = dv.tree.parents()
+            s = np.ones(dv.n_nodes, dtype=np.int64)
+            for i in range(dv.n_nodes - 1, 0, -1):  # pre-order: children after parents
+                s[par[i]] += s[i]
+            size[dv.rows] = s
+            pr = np.where(par >= 0, par + dv.start, -1)
+            parent_row[dv.rows] = pr
+        self.size = size
+        is_sec = (view.type_code == _TITLE) | (view.type_code == _ROOT)
+        self.rows = np.flatnonzero(is_sec).astype(np.int64)
+        self.title_emb = view.emb[self.rows]
+        content = ~is_sec
+        # nearest enclosing section row
+        enc = np.arange(n, dtype=np.int64)
+        for dv in view.docs:
+            for i in range(dv.start + 1, dv.start + dv.n_nodes):
+                if not is_sec[i]:
+                    enc[i] = enc[parent_row[i]] if not is_sec[parent_row[i]] else parent_row[i]
+        self.direct_parent_section = enc
+        cent = np.zeros((self.rows.size, d), dtype=np.float32)
+        pos = {int(r): j for j, r in enumerate(self.rows)}
+        for dv in view.docs:
+            e = np.asarray(view.emb[dv.rows], dtype=np.float32) * content[dv.rows, None]
+            e = np.vstack([e, np.zeros((1, d), np.float32)])
+            local = [r - dv.start for r in self.rows[(self.rows >= dv.start) & (self.rows < dv.start + dv.n_nodes)]]
+            if not local:
+                continue
+            idx = []
+            for r in local:
+                if r == 0:  # ROOT: only content directly under ROOT
+                    continue
+                idx.extend([r, r + int(size[dv.start + r])])
+            if idx:
+                sums = np.add.reduceat(e, np.array(idx, dtype=np.int64), axis=0)[0::2]
+                for j, r in enumerate([r for r in local if r != 0]):
+                    cent[pos[dv.start + r]] = sums[j]
+            direct = np.flatnonzero((enc[dv.rows] == dv.start) & content[dv.rows])
+            if direct.size:
+                cent[pos[dv.start]] = e[direct].sum(axis=0)
+        norms = np.linalg.norm(cent, axis=1, keepdims=True)
+        self.centroid = np.where(norms > 0, cent / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
+        self.has_content = norms[:, 0] > 0
+        self.back = view.back_matter[self.rows]
+
+
+def section_index(view: CorpusView) -> SectionIndex:
+    """The cached :class:`SectionIndex` of a view."""
+    return view.aux("section_index", lambda: SectionIndex(view))
+
+
+def section_scores(view: CorpusView, q: np.ndarray, lam: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """sigma(t, q) for every section of the view.
+
+    Args:
+        q: float32 (d,) unit query.
+        lam: Weight of the heading cosine against the content-centroid cosine.
+
+    Returns:
+        ``(rows, sigma)``: int64 (S,) view rows and float32 (S,) scores. Sections with no
+        content score ``lam * cos(title)`` only; back-matter sections get -inf.
+    """
+    si = section_index(view)
+    q = np.asarray(q, dtype=np.float32)
+    ct = si.title_emb @ q
+    cc = si.centroid @ q
+    sig = np.where(si.has_content, lam * ct + (1 - lam) * cc, lam * ct).astype(np.float32)
+    sig[si.back] = -np.inf
+    return si.rows, sig
+
+
+def tree_search(view: CorpusView, q: np.ndarray, settings, *, top_k: int | None = None,
+                doc_mask: np.ndarray | None = None, cos: np.ndarray | None = None,
+                n_sections: int = 3, lam: float = 0.5) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Strategy 1: per-document evidence from the best sections (DocMaster Sec. 2.4 (i)).
+
+    Args:
+        view: The corpus view.
+        q: float32 (d,) unit query vector.
+        settings: RetrievalSettings (``top_k``).
+        top_k: Content nodes per document (default ``settings.top_k``).
+        doc_mask: Optional bool (D,) documents to search.
+        cos: Optional precomputed float32 (N,) node cosines.
+        n_sections: Sections chosen per document.
+        lam: Heading weight in sigma.
+
+    Returns:
+        ``{doc_index: (node_ids int64, scores float32)}`` best first.
+    """
+    from .semantic import node_cosines
+
+    k = top_k or settings.top_k
+    if cos is None:
+        cos = node_cosines(view, q)
+    si = section_index(view)
+    rows, sig = section_scores(view, q, lam)
+    sec_doc = view.doc_of[rows]
+    content = (view.type_code != _TITLE) & (view.type_code != _ROOT) & ~view.back_matter
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    order = np.lexsort((-sig, sec_doc))
+    bounds = np.r_[0, np.flatnonzero(np.diff(sec_doc[order])) + 1, order.size]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        di = int(sec_doc[order[a]])
+        if doc_mask is not None and not doc_mask[di]:
+            continue
+        dv = view.docs[di]
+        cand_rows: list[np.ndarray] = []
+        cand_sig: list[np.ndarray] = []
+        taken = 0
+        for j in order[a:b]:
+            if taken >= n_sections or not np.isfinite(sig[j]):
+                break
+            r = int(rows[j])
+            if r == dv.start:  # ROOT pseudo-section: content directly under ROOT
+                sub = np.arange(dv.start + 1, dv.start + dv.n_nodes)
+                sub = sub[si.direct_parent_section[sub] == dv.start]
+            else:
+                sub = np.arange(r + 1, r + int(si.size[r]))
+            sub = sub[content[sub]]
+            if sub.size == 0:
+                continue
+            taken += 1
+            cand_rows.append(sub)
+            cand_sig.append(np.full(sub.size, sig[j], dtype=np.float32))
+        if not cand_rows:
+            continue
+        cr = np.concatenate(cand_rows)
+        cs = np.concatenate(cand_sig)
+        sc = 0.5 * (cs + cos[cr])
+        # a node under two chosen sections (nested) keeps its best score
+        o = np.lexsort((-sc, cr))
+        cr, sc = cr[o], sc[o]
+        first = np.r_[True, cr[1:] != cr[:-1]]
+        cr, sc = cr[first], sc[first]
+        best = np.argsort(-sc, kind="stable")[:k]
+        out[di] = (view.node_of[cr[best]].astype(np.int64), sc[best].astype(np.float32))
+    return out

@@ -1,0 +1,212 @@
+"""Semantic clusters: UMAP (PCA until UMAP is ready) of TEXT nodes coloured by PC-KMeans
+cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from docmaster_core.errors import DocMasterError
+from ui import state
+from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
+from ui.projection import get_projection, projection_key
+from ui.layout import page_header
+from ui.text import hover_escape, md_escape, shorten
+from ui.widgets import choose_document, load_tree_cached, open_docmaster_or_stop
+
+W_MODE = "w_clusters_mode"
+W_DOC = "w_clusters_doc"
+W_ALPHA, W_K, W_KK, W_W = "w_clusters_alpha", "w_clusters_k", "w_clusters_K", "w_clusters_w"
+
+
+def _store_params() -> None:
+    state.put(
+        state.INDEX_PARAMS,
+        {
+            "alpha": float(st.session_state[W_ALPHA]),
+            "k": int(st.session_state[W_K]),
+            "K": int(st.session_state[W_KK]),
+            "w": float(st.session_state[W_W]),
+        },
+    )
+
+
+page_header("Semantic clusters")
+dm = open_docmaster_or_stop()
+docs = dm.ws.documents()
+if not docs:
+    st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
+    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+    st.stop()
+
+params = index_params()
+with st.container(border=True):
+    c_mode, c_a, c_k, c_K, c_w = st.columns([2, 2, 2, 2, 2])
+    with c_mode:
+        state.seed_widget(W_MODE, state.get(state.CLUSTER_MODE, "document"))
+        mode = st.radio("Scope", ["document", "collection"], key=W_MODE, horizontal=True,
+                        format_func={"document": "one document", "collection": "whole collection"}.get)
+        state.put(state.CLUSTER_MODE, mode)
+    with c_a:
+        state.seed_widget(W_ALPHA, params["alpha"])
+        st.slider("alpha (SEC weight)", 0.0, 1.0, step=0.05, key=W_ALPHA, on_change=_store_params,
+                  help="Eq. (1): alpha·cos − (1−alpha)·H_T/log2|V|. 0.6 in the paper.")
+    with c_k:
+        state.seed_widget(W_K, params["k"])
+        st.slider("k (anchor pairs)", 0, 100, step=1, key=W_K, on_change=_store_params,
+                  help="Top-k SEC pairs labelled must-link / cannot-link by the LLM.")
+    with c_K:
+        state.seed_widget(W_KK, params["K"])
+        st.slider("K (clusters)", 1, 30, step=1, key=W_KK, on_change=_store_params,
+                  help="PC-KMeans clusters (capped by the number of TEXT nodes).")
+    with c_w:
+        state.seed_widget(W_W, params["w"])
+        st.slider("w (penalty)", 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params,
+                  help="Eq. (2) penalty per violated must-link / cannot-link.")
+params = index_params()
+backend = dm.llm.backend_name
+ws = str(dm.ws.path)
+
+if mode == "document":
+    rec = choose_document(dm, W_DOC)
+    tree = load_tree_cached(ws, rec.doc_id, rec.added_at)
+    try:
+        with st.spinner(f"PC-KMeans for alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} ..."):
+            idx = cluster_run(dm, ws, rec.doc_id, rec.added_at, params["alpha"], params["k"], params["K"],
+                              params["w"], backend)
+    except DocMasterError as e:
+        st.error(md_escape(f"Could not build the clustering: {e}"))
+        st.stop()
+    ids = idx.text_node_ids
+    if ids.size == 0:
+        st.warning("This document has no TEXT nodes to cluster.")
+        st.stop()
+    emb = np.asarray(dm.ws.load_embeddings(rec.doc_id))[ids]
+    labels = idx.labels
+    texts = [tree.nodes[int(i)].content for i in ids]
+    pages = [tree.nodes[int(i)].page_start for i in ids]
+    sections = [" › ".join(tree.nodes[int(i)].section_path[-2:]) for i in ids]
+    files = [rec.file_name] * ids.size
+    key = projection_key("doc", ws, rec.doc_id, rec.added_at, int(ids.size))
+    stats = idx.stats
+else:
+    docs_key = tuple((d.doc_id, d.added_at) for d in docs)
+    try:
+        with st.status(f"Collection clustering over {len(docs)} documents ...", expanded=False) as status:
+            coll = collection_run(dm, ws, docs_key, params["alpha"], params["k"], params["K"], params["w"], backend)
+            status.update(label=f"Collection clustering over {len(docs)} documents", state="complete")
+    except DocMasterError as e:
+        st.error(md_escape(f"Could not build the collection clustering: {e}"))
+        st.stop()
+    by_id = {d.doc_id: d for d in docs}
+    trees = {d: load_tree_cached(ws, d, by_id[d].added_at) for d in coll["doc_ids"]}
+    ids = coll["node_ids"]
+    if ids.size == 0:
+        st.warning("The collection has no TEXT nodes to cluster.")
+        st.stop()
+    labels = coll["labels"]
+    doc_of = [coll["doc_ids"][int(j)] for j in coll["node_doc"]]
+    emb_parts = []
+    for d in coll["doc_ids"]:
+        sel = ids[np.asarray([x == d for x in doc_of])]
+        emb_parts.append(np.asarray(dm.ws.load_embeddings(d))[sel])
+    emb = np.concatenate(emb_parts)
+    texts = [trees[d].nodes[int(i)].content for d, i in zip(doc_of, ids)]
+    pages = [trees[d].nodes[int(i)].page_start for d, i in zip(doc_of, ids)]
+    sections = [" › ".join(trees[d].nodes[int(i)].section_path[-2:]) for d, i in zip(doc_of, ids)]
+    files = [by_id[d].file_name for d in doc_of]
+    key = projection_key("collection", ws, docs_key, int(ids.size))
+    stats = coll["stats"]
+
+coords, method, umap_state = get_projection(ws, key, emb)
+
+m = st.columns(5)
+m[0].metric("TEXT nodes", int(ids.size))
+m[1].metric("clusters", int(stats.get("clusters", len(set(labels.tolist())))))
+m[2].metric("must-links", int(stats.get("must", 0)))
+m[3].metric("cannot-links", int(stats.get("cannot", 0)))
+m[4].metric("violated", int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
+            help="anchor constraints violated by the final assignment")
+
+frame = pd.DataFrame(
+    {
+        "x": coords[:, 0],
+        "y": coords[:, 1],
+        "cluster": [f"C{int(c)}" for c in labels],
+        "node": [int(i) for i in ids],
+        "page": pages,
+        "file": [shorten(f, 40) for f in files],
+        "section": [shorten(s, 60) for s in sections],
+        "passage": [hover_escape(t, 70, 350) for t in texts],
+    }
+)
+order = sorted(frame["cluster"].unique(), key=lambda c: int(c[1:]))
+fig = px.scatter(
+    frame,
+    x="x",
+    y="y",
+    color="cluster",
+    category_orders={"cluster": order},
+    color_discrete_sequence=px.colors.qualitative.Dark24,
+    hover_data={"x": False, "y": False, "cluster": True, "node": True, "page": True, "file": mode == "collection",
+                "section": True, "passage": True},
+    height=560,
+)
+fig.update_traces(marker={"size": 9, "opacity": 0.85, "line": {"width": 0.5, "color": "white"}})
+fig.update_layout(
+    margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    legend_title_text="PC-KMeans cluster",
+    xaxis={"title": f"{method} 1", "showticklabels": False},
+    yaxis={"title": f"{method} 2", "showticklabels": False},
+    title={"text": f"{method} projection of {int(ids.size)} TEXT nodes", "font": {"size": 14}},
+)
+st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
+if method == "PCA":
+    if umap_state == "running":
+        st.caption("Showing PCA while UMAP is computed in the background (the first run compiles numba, ~30 s); "
+                   "the chart switches to UMAP when it is ready.")
+
+        @st.fragment(run_every=3)
+        def _wait_for_umap() -> None:
+            from ui.projection import umap_status
+
+            if umap_status(ws, key) != "running":
+                st.rerun()
+
+        _wait_for_umap()
+    elif umap_state.startswith("failed"):
+        st.caption(md_escape(f"UMAP failed ({umap_state[8:]}); showing PCA."))
+    elif umap_state == "too few points":
+        st.caption("Too few nodes for UMAP; showing PCA.")
+    elif umap_state == "disabled":
+        st.caption("UMAP disabled (DOCMASTER_UI_UMAP=off); showing PCA.")
+
+sizes = frame.groupby("cluster", sort=False).size().reindex(order)
+with st.expander("Cluster sizes and sample passages"):
+    rows = []
+    for c in order:
+        sel = frame.index[frame["cluster"] == c][:3]
+        rows.append({"cluster": c, "size": int(sizes[c]),
+                     "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+st.subheader("Anchor pairs")
+if mode == "document":
+    rows = anchor_rows(idx, tree)
+else:
+    rows = []
+    for d in coll["doc_ids"]:
+        for r in anchor_rows(coll["documents"][d], trees[d]):
+            rows.append({"file": shorten(by_id[d].file_name, 40), **r})
+if rows:
+    st.caption("Top-k SEC pairs (Eq. 1) with the LLM's must-link / cannot-link label; PC-KMeans (Eq. 2) pays w per violation.")
+    df = pd.DataFrame(rows)
+    st.dataframe(
+        df.style.map(lambda v: "color: #15803d" if v == "must-link" else ("color: #b91c1c" if v == "cannot-link" else ""),
+                     subset=["label"]),
+        hide_index=True,
+        width="stretch",
+    )
+else:
+    st.info("No anchor pairs (k = 0 or fewer than two TEXT nodes).")

@@ -1,0 +1,201 @@
+"""Filter: a natural-language condition decided per document by two configurations side
+by side (tree / semantic / hyper-edge / combined), with evidence, differences and export."""
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from docmaster_core.errors import DocMasterError
+from ui import state
+from ui.indexing import build_document_index
+from ui.filtering import (
+    compare_rows,
+    decision_rows,
+    evidence_node_ids,
+    export_csv,
+    export_json,
+    render_filter_form,
+    run_filter,
+)
+from ui.render import render_evidence, render_page_image
+from ui.layout import page_header
+from ui.text import md_escape, shorten
+from ui.widgets import open_docmaster_or_stop
+
+W_COND = "w_filter_condition"
+W_DOC = "w_filter_doc"
+W_WHICH = "w_filter_which"
+W_PAGE = "w_filter_page"
+
+page_header("Filter")
+dm = open_docmaster_or_stop()
+docs = dm.ws.documents()
+if not docs:
+    st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
+    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+    st.stop()
+by_id = {d.doc_id: d for d in docs}
+
+state.seed_widget(W_COND, state.get(state.FILTER_CONDITION, ""))
+condition = st.text_area(
+    "Condition",
+    key=W_COND,
+    height=80,
+    placeholder="e.g. The paper reports an evaluation on a public benchmark dataset.",
+    help="Each document is kept when it satisfies this condition.",
+)
+state.put(state.FILTER_CONDITION, condition)
+
+col_a, col_b = st.columns(2, gap="large")
+with col_a, st.container(border=True):
+    cfg_a = render_filter_form("A", "Configuration A")
+with col_b, st.container(border=True):
+    cfg_b = render_filter_form("B", "Configuration B")
+
+c_run, c_build = st.columns([1, 3], vertical_alignment="center")
+with c_run:
+    run_clicked = st.button("Run filter with A and B", type="primary", icon=":material/filter_alt:",
+                            disabled=not condition.strip(), key="w_filter_run")
+with c_build:
+    build_missing = st.checkbox(
+        "Build missing semantic indexes for the configurations' alpha, k, K, w first",
+        value=True,
+        key="w_filter_build_missing",
+        help="Hyper-edge matching uses the index stored for these parameters; without it the retriever "
+        "falls back to similarity-grouped hyper-edges.",
+    )
+if run_clicked:
+    runs: dict = {}
+    with st.status("Filtering ...", expanded=True) as status:
+        for name, cfg in (("A", cfg_a), ("B", cfg_b)):
+            if not cfg["strategies"]:
+                st.warning(f"Configuration {name} has no strategy selected; skipped.")
+                continue
+            ip = {k: cfg[k] for k in ("alpha", "k", "K", "w")}
+            if build_missing and {"hyperedge", "combined"} & set(cfg["strategies"]):
+                missing = [d for d in docs if dm.load_index(d.doc_id, **ip) is None]
+                if missing:
+                    bar = st.progress(0.0, text=f"Configuration {name}: indexing {len(missing)} document(s)")
+                    for i, d in enumerate(missing):
+                        try:
+                            build_document_index(dm, d.doc_id, ip)
+                        except DocMasterError as e:
+                            st.warning(md_escape(f"{d.file_name}: index not built ({e})"))
+                        bar.progress((i + 1) / len(missing), text=f"Configuration {name}: indexed {shorten(d.file_name, 40)}")
+            st.write(f"Configuration {name}: {', '.join(cfg['strategies'])} (keep by {cfg['decide_by']}), "
+                     f"top-k {cfg['top_k']}, gamma {cfg['gamma']}")
+            t0 = time.perf_counter()
+            try:
+                runs[name] = run_filter(dm, condition.strip(), cfg)
+            except DocMasterError as e:
+                st.error(md_escape(f"Configuration {name} failed: {e}"))
+                continue
+            st.write(f"… {len(runs[name].get('documents', []))} documents in {time.perf_counter() - t0:.1f} s")
+        status.update(label=f"Filter done ({', '.join(runs) or 'no run'})", state="complete" if runs else "error")
+    state.put(state.FILTER_RUNS, runs)
+    state.put(state.HIGHLIGHT, evidence_node_ids(runs))
+
+runs = state.get(state.FILTER_RUNS) or {}
+if not runs:
+    st.info("Enter a condition and run the filter.")
+    st.stop()
+
+cond_shown = next(iter(runs.values())).get("condition", "")
+st.caption(md_escape(f"Results for: {cond_shown}"))
+
+# ---------------------------------------------------------------- per-configuration tables
+res_cols = st.columns(len(runs), gap="large")
+for col, (name, run) in zip(res_cols, runs.items()):
+    with col:
+        rows = decision_rows(run)
+        kept = sum(r["match"].startswith("✓") for r in rows)
+        st.markdown(f"**Configuration {name}** · {kept} of {len(rows)} documents kept (by {run.get('strategy', '')}) · "
+                    f"{md_escape(run.get('backend', ''))}")
+        df = pd.DataFrame(rows).drop(columns=["doc_id"])
+        df["file"] = df["file"].map(lambda f: shorten(f, 40))
+        st.dataframe(df, hide_index=True, width="stretch",
+                     column_config={"rationale": st.column_config.TextColumn("rationale", width="large")})
+
+# ---------------------------------------------------------------- differences
+if len(runs) == 2:
+    comp = pd.DataFrame(compare_rows(runs["A"], runs["B"]))
+    n_diff = int(comp["differs"].sum())
+    st.subheader(f"Differences between A and B: {n_diff} document(s)")
+    show = comp.drop(columns=["doc_id"])
+    show["file"] = show["file"].map(lambda f: shorten(f, 40))
+
+    def _hl(row):
+        return ["background-color: #fef3c7" if row["differs"] else "" for _ in row]
+
+    st.dataframe(show.style.apply(_hl, axis=1), hide_index=True, width="stretch")
+
+# ---------------------------------------------------------------- export
+exp1, exp2, _ = st.columns([1, 1, 4])
+with exp1:
+    st.download_button("Export CSV", export_csv(runs), file_name="docmaster_filter.csv", mime="text/csv",
+                       icon=":material/download:")
+with exp2:
+    st.download_button("Export JSON", export_json(runs), file_name="docmaster_filter.json", mime="application/json",
+                       icon=":material/download:")
+
+# ---------------------------------------------------------------- evidence of one document
+st.subheader("Evidence")
+doc_ids = [d["doc_id"] for d in next(iter(runs.values())).get("documents", [])]
+doc_ids = [d for d in doc_ids if d in by_id] or list(by_id)
+cur = state.get(state.FILTER_DOC)
+if st.session_state.get(W_DOC) not in doc_ids:
+    st.session_state[W_DOC] = cur if cur in doc_ids else doc_ids[0]
+c1, c2 = st.columns([3, 1])
+with c1:
+    doc_id = st.selectbox("Document", doc_ids, key=W_DOC, format_func=lambda i: shorten(by_id[i].file_name, 80))
+with c2:
+    if st.session_state.get(W_WHICH) not in runs:
+        st.session_state[W_WHICH] = next(iter(runs))
+    which = st.radio("Configuration", list(runs), key=W_WHICH, horizontal=True)
+state.put(state.FILTER_DOC, doc_id)
+rec = by_id[doc_id]
+doc = next((d for d in runs[which].get("documents", []) if d.get("doc_id") == doc_id), None)
+if doc is None:
+    st.info("This configuration has no result for the document.")
+    st.stop()
+
+verdict = {True: "kept", False: "rejected"}.get(doc.get("match"), "undecided")
+st.markdown(md_escape(f"{rec.file_name}: {verdict} by {runs[which].get('strategy', '')}"))
+for s_name, why in (doc.get("rationales") or {}).items():
+    if why:
+        st.caption(md_escape(f"{s_name}: {why}"))
+for s_name, err in (doc.get("errors") or {}).items():
+    st.warning(md_escape(f"{s_name}: no decision ({err})"))
+if st.button("Show evidence in the tree explorer", icon=":material/account_tree:"):
+    state.put(state.DOC_ID, doc_id)
+    st.switch_page("pages/tree.py")
+
+evidence = doc.get("evidence") or []
+if not evidence:
+    st.info("No evidence retrieved for this document.")
+    st.stop()
+left, right = st.columns([1, 1], gap="large")
+with left:
+    by_letter = {"T": "tree", "S": "semantic", "H": "hyperedge", "C": "combined", "F": "flat"}
+    groups: dict[str, list] = {}
+    for e in evidence:
+        groups.setdefault(by_letter.get(str(e.get("evidence_id", "?"))[:1], "other"), []).append(e)
+    names = [n for n in [*by_letter.values(), "other"] if n in groups]
+    tabs = st.tabs([f"{n} ({len(groups[n])})" for n in names])
+    for tab, n in zip(tabs, names):
+        with tab:
+            for e in groups[n]:
+                with st.container(border=True):
+                    render_evidence(e)
+with right:
+    pages = sorted({int(e["page"]) for e in evidence if e.get("page")})
+    if pages:
+        if st.session_state.get(W_PAGE) not in pages:
+            st.session_state[W_PAGE] = pages[0]
+        page = st.selectbox("Page", pages, key=W_PAGE,
+                            format_func=lambda p: f"page {p} ({sum(int(e.get('page') or 0) == p for e in evidence)} passages)")
+        on_page = [e for e in evidence if int(e.get("page") or 0) == page and e.get("bbox")]
+        render_page_image(rec.source_path, page, [e["bbox"] for e in on_page], [e.get("evidence_id", "") for e in on_page],
+                          caption=f"{rec.file_name} · page {page} · evidence boxes")

@@ -1,0 +1,219 @@
+"""Hyper-edge graph: TEXT nodes grouped by hyper-edges inside their sections, and the
+must-link relations that connect hyper-edges across sections (DocMaster Sec. 2.3)."""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import streamlit as st
+from streamlit_agraph import Config, Edge, Node, agraph
+
+from docmaster_core.errors import DocMasterError
+from ui import state
+from ui.indexing import build_document_index, index_params, load_document_index
+from ui.render import render_page_image, section_line
+from ui.layout import page_header
+from ui.text import md_escape, shorten
+from ui.widgets import choose_document, load_tree_cached, open_docmaster_or_stop
+
+W_DOC = "w_he_doc"
+W_HE = "w_he_select"
+W_PASSAGES = "w_he_passages"
+W_SECTIONS = "w_he_sections"
+PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c",
+           "#4f46e5", "#0d9488", "#9333ea", "#ca8a04", "#e11d48", "#059669"]
+MAX_DRAWN = 250
+
+
+def _color(cluster: int) -> str:
+    return "#9ca3af" if cluster < 0 else PALETTE[cluster % len(PALETTE)]
+
+
+page_header("Hyper-edge graph")
+dm = open_docmaster_or_stop()
+rec = choose_document(dm, W_DOC)
+if rec is None:
+    st.stop()
+tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+params = index_params()
+st.caption(
+    f"Index parameters: alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} "
+    "(change them on the Semantic clusters page)."
+)
+idx = load_document_index(dm, rec.doc_id, params)
+if idx is None:
+    st.info("No semantic index is stored for this document and these parameters yet.")
+    if st.button("Build the index now", type="primary", icon=":material/build:", key="w_he_build"):
+        try:
+            with st.spinner("SEC anchor pairs, LLM labels, PC-KMeans and hyper-edges ..."):
+                build_document_index(dm, rec.doc_id, params)
+        except DocMasterError as e:
+            st.error(md_escape(f"Index build failed: {e}"))
+            st.stop()
+        st.rerun()
+    st.stop()
+
+hes = idx.hyperedges
+if not hes:
+    st.warning("This document has no hyper-edges (no TEXT nodes).")
+    st.stop()
+links = [tuple(map(int, r)) for r in idx.hyperedge_links.tolist()]
+label_of = idx.label_of()
+he_by_id = {h.id: h for h in hes}
+he_of_node = {n: h.id for h in hes for n in h.node_ids}
+
+s = idx.stats
+m = st.columns(5)
+m[0].metric("hyper-edges", len(hes))
+m[1].metric("sections", len({h.section_id for h in hes}))
+m[2].metric("TEXT nodes", int(s.get("text_nodes", len(he_of_node))))
+m[3].metric("must-links", len(links), help="hyper-edges in different sections sharing a PC-KMeans cluster")
+m[4].metric("clusters", int(s.get("clusters", 0)))
+
+# ---------------------------------------------------------------- which part to draw
+section_ids = sorted({h.section_id for h in hes})
+if len(hes) > MAX_DRAWN:
+    first, total = [], 0
+    for sid in section_ids:
+        n_he = sum(h.section_id == sid for h in hes)
+        if total + n_he > MAX_DRAWN and first:
+            break
+        first.append(sid)
+        total += n_he
+    if st.session_state.get(W_SECTIONS) is None or not set(st.session_state[W_SECTIONS]) <= set(section_ids):
+        st.session_state[W_SECTIONS] = first
+    chosen = st.multiselect(
+        f"Sections to draw ({len(hes)} hyper-edges in all; drawing many at once is slow)",
+        section_ids,
+        key=W_SECTIONS,
+        format_func=lambda i: shorten(tree.title if i == 0 else tree.nodes[i].content, 60),
+    )
+    drawn_sections = set(chosen)
+else:
+    drawn_sections = set(section_ids)
+drawn = [h for h in hes if h.section_id in drawn_sections]
+n_passages = sum(len(h.node_ids) for h in drawn)
+state.seed_widget(W_PASSAGES, n_passages <= 300)
+show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn sections")
+
+# ---------------------------------------------------------------- graph
+nodes: list[Node] = []
+edges: list[Edge] = []
+seen: set[str] = set()
+
+
+def _add(node: Node) -> None:
+    if node.id not in seen:
+        seen.add(node.id)
+        nodes.append(node)
+
+
+def _add_section_chain(sid: int) -> None:
+    cur = sid
+    while cur is not None:
+        n = tree.nodes[cur]
+        title = tree.title if cur == 0 else n.content
+        _add(Node(id=f"s:{cur}", label=shorten(title or "(document)", 28), title=html.escape(shorten(title, 200)),
+                  shape="box", color="#e5e7eb", font={"size": 13}, size=14))
+        parent = n.parent
+        if parent is not None:
+            eid = f"s:{parent}->s:{cur}"
+            if eid not in seen:
+                seen.add(eid)
+                edges.append(Edge(source=f"s:{parent}", target=f"s:{cur}", color="#9ca3af", width=1))
+        cur = parent
+
+
+selected_he = st.session_state.get(W_HE, (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id))
+for h in drawn:
+    _add_section_chain(h.section_id)
+    chosen_style = {"borderWidth": 4, "color": {"background": _color(h.cluster), "border": "#111827"}} \
+        if h.id == selected_he else {"color": _color(h.cluster)}
+    _add(Node(id=f"h:{h.id}", label=f"H{h.id}", title=html.escape(shorten(h.summary, 300)), shape="diamond",
+              size=12 + 3 * min(len(h.node_ids), 6), **chosen_style))
+    edges.append(Edge(source=f"s:{h.section_id}", target=f"h:{h.id}", color="#9ca3af", width=1))
+    if show_passages:
+        for nid in h.node_ids:
+            n = tree.nodes[nid]
+            _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(shorten(n.content, 300)), shape="dot",
+                      color=_color(label_of.get(nid, -1)), size=7, font={"size": 10}))
+            edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=_color(h.cluster), width=1))
+drawn_ids = {h.id for h in drawn}
+for a, b in links:
+    if a in drawn_ids and b in drawn_ids:
+        edges.append(Edge(source=f"h:{a}", target=f"h:{b}", color="#ef4444", width=2, dashes=True,
+                          title="must-link (same PC-KMeans cluster, different sections)"))
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.caption("Grey boxes: sections · diamonds: hyper-edges (colour = PC-KMeans cluster) · dots: passages · "
+               "red dashed: must-links across sections. Click a diamond to inspect it.")
+    config = Config(width=900, height=620, directed=False, physics=True, hierarchical=False,
+                    stabilization=True, minVelocity=2)
+    config.width = "100%"  # fill the column instead of a fixed pixel width
+    clicked = agraph(nodes=nodes, edges=edges, config=config)
+
+# a click on the graph selects a hyper-edge (a passage selects its hyper-edge)
+if clicked and clicked != state.get(state.HYPEREDGE_CLICK):
+    state.put(state.HYPEREDGE_CLICK, clicked)
+    kind, _, raw = str(clicked).partition(":")
+    target = None
+    if kind == "h" and raw.isdigit():
+        target = int(raw)
+    elif kind == "t" and raw.isdigit():
+        target = he_of_node.get(int(raw))
+    elif kind == "s" and raw.isdigit():
+        target = next((h.id for h in hes if h.section_id == int(raw)), None)
+    if target is not None and target in he_by_id:
+        st.session_state[W_HE] = target
+
+with right:
+    remembered = (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id)
+    if st.session_state.get(W_HE) not in he_by_id:
+        st.session_state[W_HE] = remembered if remembered in he_by_id else hes[0].id
+    he_id = st.selectbox(
+        "Hyper-edge",
+        [h.id for h in hes],
+        key=W_HE,
+        format_func=lambda i: f"H{i} · C{he_by_id[i].cluster} · {len(he_by_id[i].node_ids)} passages · "
+        + shorten(he_by_id[i].summary, 60),
+    )
+    by_doc = dict(state.get(state.HYPEREDGE_BY_DOC) or {})
+    by_doc[rec.doc_id] = he_id
+    state.put(state.HYPEREDGE_BY_DOC, by_doc)
+    h = he_by_id[he_id]
+    sec = tree.nodes[h.section_id]
+    st.markdown(f"**H{h.id}** · cluster C{h.cluster} · {len(h.node_ids)} passages")
+    st.caption(md_escape("Section: " + section_line(sec.section_path if h.section_id else [tree.title or rec.file_name])))
+    st.markdown("**Summary**")
+    st.markdown(md_escape(h.summary or "(no summary)"))
+    partners = sorted({b if a == he_id else a for a, b in links if he_id in (a, b)})
+    if partners:
+        st.markdown("**Must-linked hyper-edges (other sections)**")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "hyper-edge": f"H{p}",
+                        "section": shorten(section_line(tree.nodes[he_by_id[p].section_id].section_path), 50),
+                        "summary": shorten(he_by_id[p].summary, 90),
+                    }
+                    for p in partners
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    else:
+        st.caption("No must-links to other sections.")
+    st.markdown("**Member passages**")
+    for nid in h.node_ids:
+        n = tree.nodes[nid]
+        with st.expander(md_escape(f"#{nid} · p. {n.page_start} · C{label_of.get(nid, -1)} · {shorten(n.content, 60)}")):
+            st.markdown(md_escape(n.content))
+    if h.node_ids:
+        first = tree.nodes[h.node_ids[0]]
+        page = first.page_start
+        boxes = [b[1:5] for nid in h.node_ids for b in tree.nodes[nid].bboxes if int(b[0]) == page]
+        with st.expander(f"Page {page} with the members' regions"):
+            render_page_image(rec.source_path, page, boxes, caption=f"{rec.file_name} · page {page} · H{h.id}")

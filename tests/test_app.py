@@ -1,0 +1,426 @@
+"""App tests: every page of the Streamlit app driven with ``streamlit.testing.v1.AppTest``
+on a small workspace ingested through the Upload page, plus the glue in ``ui/``.
+
+The workspace root, the workspace and ``DOCMASTER_UI_UMAP=off`` (PCA only: a cold UMAP
+compiles numba for ~30 s) are passed through the environment, as a deployment would.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from docmaster_core.errors import ConfigError  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+TIMEOUT = 180
+
+PARAS = {
+    "retrieval": [
+        "Dense passage retrieval encodes questions and passages with two BERT encoders and retrieves the "
+        "passages whose embeddings have the highest inner product with the question embedding.",
+        "We evaluate retrieval accuracy on Natural Questions and TriviaQA, two open-domain question answering "
+        "benchmarks, and report top-20 accuracy of the retrieved passages.",
+    ],
+    "storage": [
+        "The storage layer keeps sorted string tables on a distributed file system; tablets are split when they "
+        "grow beyond a size threshold and are served by tablet servers.",
+        "Write throughput and read latency were measured on a cluster of fifty servers under a mixed workload "
+        "of random reads and sequential writes.",
+    ],
+}
+
+
+def make_pdf(path: Path, title: str, topic: str, with_table: bool = True) -> Path:
+    """A two-page paper-like PDF: title, numbered bold headings, paragraphs, a ruled
+    table with a caption and a display equation (PyMuPDF only)."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 80), title, fontsize=18, fontname="hebo")
+    y = 120
+    sections = [("1 Introduction", PARAS[topic][:1]), ("2 Method", PARAS[topic][1:]),
+                ("3 Results", [PARAS[topic][0].replace("The", "Our")])]
+    for head, paras in sections:
+        page.insert_text((72, y), head, fontsize=13, fontname="hebo")
+        y += 20
+        for para in paras:
+            rect = pymupdf.Rect(72, y, 523, y + 70)
+            page.insert_textbox(rect, para, fontsize=10, fontname="helv")
+            y += 80
+    if with_table:
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 80), "4 Evaluation", fontsize=13, fontname="hebo")
+        page.insert_textbox(pymupdf.Rect(72, 95, 523, 150), PARAS[topic][1], fontsize=10, fontname="helv")
+        page.insert_text((72, 170), "Table 1: Accuracy and latency of the systems.", fontsize=9, fontname="helv")
+        rows = [["System", "Accuracy", "Latency"], ["Baseline", "61.2", "35 ms"], ["Ours", "78.4", "12 ms"]]
+        x0, y0, cw, rh = 72, 180, 130, 22
+        for r, row in enumerate(rows):
+            for c, cell in enumerate(row):
+                rect = pymupdf.Rect(x0 + c * cw, y0 + r * rh, x0 + (c + 1) * cw, y0 + (r + 1) * rh)
+                page.draw_rect(rect, color=(0, 0, 0), width=0.8)
+                page.insert_text((rect.x0 + 4, rect.y1 - 7), cell, fontsize=9, fontname="helv")
+        page.insert_text((230, 290), "L = - sum_i log p(y_i | x_i)        (1)", fontsize=10, fontname="helv")
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def _run(at: AppTest) -> AppTest:
+    at.run(timeout=TIMEOUT)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    _run(at)
+    if page:
+        at.switch_page(page)
+        _run(at)
+    return at
+
+
+def _collection(at: AppTest):
+    """The Upload page's collection table (the dataframe with a ``doc_id`` column)."""
+    frames = [df.value for df in at.dataframe if "doc_id" in df.value.columns and "parser" in df.value.columns]
+    assert frames, "no collection table"
+    return frames[0]
+
+
+def _texts(at: AppTest) -> list[str]:
+    out = []
+    for kind in ("markdown", "caption", "error", "warning", "info", "success", "text", "code", "subheader", "title"):
+        out += [str(getattr(e, "value", "")) for e in getattr(at, kind)]
+    out += [str(getattr(e, "label", "")) for e in at.expander]
+    return [re.sub(r"\\(.)", r"\1", t) for t in out]  # undo md_escape
+
+
+# ------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("approot")
+    inputs = tmp_path_factory.mktemp("inputs")
+    saved = {k: os.environ.get(k) for k in ("DOCMASTER_WORKSPACE_ROOT", "DOCMASTER_WORKSPACE", "DOCMASTER_UI_UMAP")}
+    os.environ["DOCMASTER_WORKSPACE_ROOT"] = str(root)
+    os.environ["DOCMASTER_WORKSPACE"] = str(root / "ws")
+    os.environ["DOCMASTER_UI_UMAP"] = "off"
+    yield {"root": root, "ws": root / "ws", "inputs": inputs}
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def uploaded(env):
+    """Upload two generated PDFs and one broken file through the Upload page."""
+    a = make_pdf(env["inputs"] / "retrieval.pdf", "Dense Retrieval for Open-Domain QA", "retrieval")
+    b = make_pdf(env["inputs"] / "storage.pdf", "A Distributed Storage System", "storage")
+    at = _open()
+    at.file_uploader(key="w_upload_files").set_value([
+        ("../../retrieval paper.pdf", a.read_bytes(), "application/pdf"),
+        ("storage.pdf", b.read_bytes(), "application/pdf"),
+        ("broken.pdf", b"%PDF-1.4 this is not really a pdf", "application/pdf"),
+    ])
+    _run(at)
+    at.button(key="w_upload_ingest").click()
+    _run(at)
+    return at
+
+
+# ------------------------------------------------------------------------ pages
+def test_upload_ingests_lists_collection_and_failures(env, uploaded):
+    at = uploaded
+    coll = _collection(at)
+    assert sorted(coll["file"]) == ["retrieval_paper.pdf", "storage.pdf"]
+    assert (coll["pages"] == 2).all() and (coll["texts"] > 0).all()
+    assert set(coll["status"]) == {"indexed"}
+    errors = " ".join(e.value for e in at.error)
+    assert "broken" in errors  # the failure is listed with its reason; the others went on
+    uploads = env["ws"] / "uploads"
+    assert sorted(p.name for p in uploads.iterdir()) == ["broken.pdf", "retrieval_paper.pdf", "storage.pdf"]
+    assert not (env["root"] / "retrieval paper.pdf").exists()
+
+
+def test_reopened_workspace_shows_collection_at_once(uploaded):
+    at = _open("pages/upload.py")
+    assert len(_collection(at)) == 2
+    assert "LLM: offline (extractive)" in _texts(at)
+
+
+def test_workspace_outside_root_is_refused(uploaded, env):
+    at = _open("pages/upload.py")
+    at.text_input(key="w_upload_workspace").set_value("/etc")
+    _run(at)
+    assert any("outside the allowed root" in e.value for e in at.error)
+    assert at.session_state["dm_workspace"] == str(env["ws"].resolve())
+
+
+def test_tree_page_select_node_shows_content_page_and_embedding(uploaded):
+    at = _open("pages/tree.py")
+    sb = at.selectbox(key="w_tree_node")
+    assert len(sb.options) >= 6
+    table_opts = [o for o in sb.options if "▦" in o]
+    target = table_opts[0] if table_opts else [o for o in sb.options if "¶" in o][0]
+    sb.select(target)
+    _run(at)
+    node_id = at.session_state["w_tree_node"]
+    assert any(f"#{node_id}" in s.value for s in at.subheader)
+    assert len(at.image) >= 1  # page rendered with the node's box
+    assert any(m.label == "dimensions" and m.value == "384" for m in at.metric)
+    if table_opts:
+        assert any(len(df.value) >= 2 for df in at.dataframe)  # the table's rows as a table
+    at.toggle(key="w_tree_full_vector").set_value(True)
+    _run(at)
+    assert any(c.language == "json" and c.value.startswith("[") for c in at.code)
+
+
+def test_hyperedge_page_select_hyperedge(uploaded):
+    at = _open("pages/hyperedges.py")
+    sb = at.selectbox(key="w_he_select")
+    last = sb.options[-1]
+    sb.select(last)
+    _run(at)
+    he = at.session_state["w_he_select"]
+    assert any(m.value.startswith(f"**H{he}**") for m in at.markdown)
+    assert any(m.label == "hyper-edges" and int(m.value) == len(sb.options) for m in at.metric)
+
+
+def test_hyperedge_page_builds_a_missing_index(uploaded):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_index_params"] = {"alpha": 0.5, "k": 5, "K": 3, "w": 2.0}
+    _run(at)
+    at.switch_page("pages/hyperedges.py")
+    _run(at)
+    assert any("No semantic index" in i.value for i in at.info)
+    at.button(key="w_he_build").click()
+    _run(at)
+    assert at.selectbox(key="w_he_select").options
+    assert any(m.label == "clusters" and int(m.value) <= 3 for m in at.metric)
+
+
+def test_cluster_sliders_rebuild_and_collection_mode(uploaded):
+    at = _open("pages/clusters.py")
+    first = {m.label: m.value for m in at.metric}
+    at.slider(key="w_clusters_K").set_value(2)
+    _run(at)
+    now = {m.label: m.value for m in at.metric}
+    assert int(now["clusters"]) <= 2 and now["TEXT nodes"] == first["TEXT nodes"]
+    assert at.session_state["dm_index_params"]["K"] == 2
+    at.slider(key="w_clusters_alpha").set_value(0.3)
+    _run(at)
+    at.radio(key="w_clusters_mode").set_value("collection")
+    _run(at)
+    coll = {m.label: m.value for m in at.metric}
+    assert int(coll["TEXT nodes"]) > int(first["TEXT nodes"])
+
+
+def test_filter_two_configurations_and_export(uploaded):
+    at = _open("pages/filter.py")
+    at.text_area(key="w_filter_condition").set_value("The paper evaluates dense passage retrieval on question answering benchmarks.")
+    _run(at)
+    at.multiselect(key="w_filter_B_strategies").set_value(["semantic", "flat"])
+    _run(at)
+    at.selectbox(key="w_filter_B_decide_by").set_value("flat")
+    _run(at)
+    at.button(key="w_filter_run").click()
+    _run(at)
+    runs = at.session_state["dm_filter_runs"]
+    assert set(runs) == {"A", "B"}
+    for name, run in runs.items():
+        assert len(run["documents"]) == 2
+        for d in run["documents"]:
+            assert d["match"] in (True, False) and d["evidence"], name
+    assert set(runs["A"]["documents"][0]["decisions"]) == {"tree", "semantic", "hyperedge", "combined"}
+    assert set(runs["B"]["documents"][0]["decisions"]) == {"semantic", "flat"}
+    keep_a = {d["file"]: d["match"] for d in runs["A"]["documents"]}
+    assert keep_a["retrieval_paper.pdf"] is True
+    assert any("Differences between A and B" in s.value for s in at.subheader)
+    assert len(at.download_button) == 2
+    # the evidence of the chosen document, with its page image and boxes
+    assert len(at.image) >= 1
+    # highlight for the tree explorer
+    assert at.session_state["dm_highlight"]
+
+
+def test_chat_question_gives_cited_answer(uploaded):
+    at = _open("pages/chat.py")
+    at.radio(key="w_chat_scope").set_value("all")
+    _run(at)
+    at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval accuracy?")
+    _run(at)
+    hist = at.session_state["dm_chat_history"]
+    assert [m["role"] for m in hist] == ["user", "assistant"]
+    cites = hist[1]["citations"]
+    assert cites and all(c["text"] and c["page"] >= 1 for c in cites)
+    assert any(t.startswith("[E") for t in _texts(at))
+    # the conversation is kept for the session
+    at.switch_page("pages/upload.py")
+    _run(at)
+    at.switch_page("pages/chat.py")
+    _run(at)
+    assert len(at.chat_message) == 2
+
+
+def test_every_page_runs_without_exception(uploaded):
+    at = _open()
+    for page in ("upload", "tree", "hyperedges", "clusters", "filter", "chat"):
+        at.switch_page(f"pages/{page}.py")
+        _run(at)
+        assert "LLM: offline (extractive)" in _texts(at), page
+
+
+def _sidebar_only():
+    from ui.sidebar import render_sidebar
+    from ui.state import init_state
+
+    init_state()
+    render_sidebar()
+
+
+def test_sidebar_backend_label_and_api_key_never_shown(uploaded, monkeypatch):
+    secret = "sk-test-SECRET-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    sb = AppTest.from_function(_sidebar_only, default_timeout=TIMEOUT)
+    _run(sb)
+    assert "LLM: offline (extractive)" in _texts(sb)
+    sb.radio(key="w_sidebar_backend").set_value("openai")
+    _run(sb)
+    sb.text_input(key="w_sidebar_base_url").set_value("http://user:pw@localhost:11434/v1?token=abc")
+    _run(sb)
+    texts = _texts(sb) + [str(e.value) for e in sb.text_input]
+    assert "LLM: gpt-4o-mini (OpenAI-compatible, http://localhost:11434/v1)" in texts  # no credentials shown
+    assert any("found in the environment" in t for t in texts)
+    assert not any(secret in t for t in texts)
+    assert not any(secret in repr(sb.session_state[k]) for k in ("dm_llm_backend", "dm_llm_model", "dm_llm_base_url"))
+
+    # every page names the active backend; the key appears nowhere
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_llm_backend"] = "openai"
+    _run(at)
+    for page in ("tree", "filter", "chat"):
+        at.switch_page(f"pages/{page}.py")
+        _run(at)
+        texts = _texts(at)
+        assert any(t.startswith("LLM: gpt-4o-mini (OpenAI-compatible") for t in texts), page
+        assert not any(secret in t for t in texts), page
+
+
+# ------------------------------------------------------------------------ ui glue
+def test_sanitize_filename_never_yields_a_path():
+    from ui.ingest import sanitize_filename
+
+    assert sanitize_filename("../../etc/passwd.pdf") == "passwd.pdf"
+    assert sanitize_filename("C:\\Users\\x\\My Paper (v2).PDF") == "My_Paper_v2.pdf"
+    assert sanitize_filename(".hidden.pdf") == "hidden.pdf"
+    assert sanitize_filename("-rf.pdf") == "rf.pdf"
+    assert sanitize_filename("a\x00b\nc.pdf") == "ab_c.pdf"
+    assert sanitize_filename("paper_content_list.json") == "paper_content_list.json"
+    assert sanitize_filename("....pdf") == "upload.pdf"
+    long = sanitize_filename("x" * 500 + ".pdf")
+    assert len(long) <= 120 and long.endswith(".pdf")
+    for name in ("../a.pdf", "a/../../b.pdf", "\u202eevil.pdf", "ｆｕｌｌ.pdf"):
+        out = sanitize_filename(name)
+        assert "/" not in out and "\\" not in out and not out.startswith(".")
+
+
+def test_save_uploads_unique_names_inside_folder(tmp_path):
+    from ui.ingest import save_uploads
+
+    out = save_uploads(tmp_path / "uploads", [("../x.pdf", b"one"), ("x.pdf", b"two"), ("x.pdf", b"one")])
+    assert out[0].name == "x.pdf" and out[1].name.startswith("x-") and out[1].suffix == ".pdf"
+    assert len(out) == 2  # identical bytes reuse the first file
+    assert all(p.parent == (tmp_path / "uploads").resolve() for p in out)
+    assert out[1].read_bytes() == b"two"
+
+
+def test_resolve_workspace_guard(tmp_path):
+    from ui.resources import resolve_workspace
+
+    root = tmp_path / "root"
+    root.mkdir()
+    assert resolve_workspace("ws", root) == root / "ws"
+    assert resolve_workspace(str(root / "a" / "b"), root) == root / "a" / "b"
+    for bad in ("../outside", "/", str(tmp_path), "ws/../../x", ""):
+        with pytest.raises(ConfigError):
+            resolve_workspace(bad, root)
+    (root / "link").symlink_to(tmp_path)
+    with pytest.raises(ConfigError):
+        resolve_workspace("link/escape", root)
+    (root / "file").write_text("x")
+    with pytest.raises(ConfigError):
+        resolve_workspace("file", root)
+
+
+def test_md_escape_shows_markup_literally():
+    from ui.text import hover_escape, looks_like_latex, md_escape
+
+    import re
+
+    raw = "**bold** [x](javascript:alert(1)) <b>hi</b> $x$ :red[y] # h `c` ~~s~~ ![i](http://e/x.png)"
+    s = md_escape(raw)
+    # every Markdown-significant character is backslash-escaped, and unescaping gives the text back
+    assert not re.search(r"(?<!\\)[*\[\]()<>$:#`~!]", s)
+    assert re.sub(r"\\(.)", r"\1", s) == raw
+    assert md_escape("a\u202eb\x07c") == "abc"
+    assert "&lt;script&gt;" in hover_escape("<script>x</script>")
+    assert looks_like_latex(r"\frac{a}{b} + x^{2}") and not looks_like_latex("E = mc2 (1)")
+
+
+def test_projection_pca_and_disk_cached_umap(tmp_path, monkeypatch):
+    from ui.projection import get_projection, pca_2d, projection_key, umap_path
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 16)).astype(np.float32)
+    P = pca_2d(X)
+    assert P.shape == (30, 2) and P.dtype == np.float32
+    np.testing.assert_allclose(P, pca_2d(X))
+    assert P[:, 0].var() >= P[:, 1].var()
+    monkeypatch.setenv("DOCMASTER_UI_UMAP", "off")
+    coords, method, status = get_projection(tmp_path, "k", X)
+    assert method == "PCA" and status == "disabled"
+    monkeypatch.setenv("DOCMASTER_UI_UMAP", "on")
+    key = projection_key("t", 30)
+    Y = rng.normal(size=(30, 2)).astype(np.float32)
+    umap_path(tmp_path, key).parent.mkdir(parents=True)
+    np.save(umap_path(tmp_path, key), Y, allow_pickle=False)
+    coords, method, status = get_projection(tmp_path, key, X)
+    assert method == "UMAP" and status == "ready"
+    np.testing.assert_array_equal(coords, Y)
+    coords, method, status = get_projection(tmp_path, "few", X[:3])
+    assert method == "PCA" and status == "too few points"
+
+
+def test_filter_compare_and_export_from_engine_run():
+    from ui.filtering import compare_rows, decision_rows, export_csv, export_json, normalise_run
+
+    def doc(doc_id, comb, sem):
+        ev = {"doc_id": doc_id, "node_id": 3, "strategy": "semantic", "score": 0.5, "text": "t", "page": 1,
+              "bbox": [1, 2, 3, 4], "section_path": ["1 Intro"], "node_type": "TEXT"}
+        return {"doc_id": doc_id, "file": f"{doc_id}.pdf",
+                "decisions": {"combined": {"decision": comb, "rationale": "r", "tokens": 5},
+                              "semantic": {"decision": sem, "rationale": "s", "tokens": 2}},
+                "evidence": {"combined": [{**ev, "evidence_id": "C1"}], "semantic": [{**ev, "evidence_id": "S1"}]}}
+
+    a = normalise_run({"strategy": "combined", "condition": "c", "documents": [doc("d1", True, True), doc("d2", False, True)]})
+    b = normalise_run({"strategy": "combined", "condition": "c", "documents": [doc("d1", True, False), doc("d2", False, True)]})
+    assert a["documents"][0]["match"] is True and len(a["documents"][0]["evidence"]) == 2
+    assert decision_rows(a)[0]["tokens"] == 7
+    comp = compare_rows(a, b)
+    assert [r["differs"] for r in comp] == [True, False]
+    rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
+    assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""
+    assert json.loads(export_json({"A": a}))["A"]["documents"][1]["match"] is False

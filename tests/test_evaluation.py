@@ -1,0 +1,163 @@
+"""Evaluation built into the product: filter P/R/F1 and benchmark evidence-page recall@k."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from docmaster_core.config import RetrievalSettings
+from docmaster_core.errors import RetrievalError
+from docmaster_core.retrieval.evaluation import (
+    eval_filter,
+    eval_retrieval,
+    load_bench,
+    load_filter_cases,
+    pages_at_k,
+    prf,
+)
+from docmaster_core.retrieval.retriever import Retriever
+from docmaster_core.store import Workspace
+from test_retrieval import TOY_DOCS, add_toy_document, build_toy_workspace
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+BENCH = SHARED / "corpus" / "bench"
+
+
+def test_prf_conventions():
+    t = np.array([1, 1, 0, 0, 1], bool)
+    p = np.array([1, 0, 1, 0, 1], bool)
+    r = prf(t, p)
+    assert (r["tp"], r["fp"], r["fn"]) == (2, 1, 1)
+    assert r["precision"] == pytest.approx(2 / 3) and r["recall"] == pytest.approx(2 / 3)
+    assert r["f1"] == pytest.approx(2 / 3)
+    assert prf(np.zeros(4, bool), np.zeros(4, bool))["f1"] == 1.0  # nothing to find, nothing claimed
+    assert prf(np.zeros(4, bool), np.array([1, 0, 0, 0], bool))["f1"] == 0.0
+    assert prf(np.array([1, 0], bool), np.zeros(2, bool))["recall"] == 0.0
+
+
+def test_pages_at_k():
+    assert pages_at_k([3, 3, 1, 3, 7, 2], 3) == [3, 1, 7]
+    assert pages_at_k([5], 3) == [5]
+
+
+def test_load_filter_cases_inline_and_with_conditions(tmp_path):
+    cases = tmp_path / "cases.tsv"
+    cases.write_text("file\tcondition\tlabel\tpage\na.pdf\tC1\t1\t3\nb.pdf\tC1\t0\t\n")
+    conds = tmp_path / "conds.tsv"
+    conds.write_text("condition\ttext\nC1\tDoes it  rain?\nC2\tunused\n")
+    cs, texts = load_filter_cases(cases, conds)
+    assert [(c.file, c.condition, c.label) for c in cs] == [("a.pdf", "C1", 1), ("b.pdf", "C1", 0)]
+    assert texts == {"C1": "Does it rain?"}
+    inline = tmp_path / "inline.tsv"
+    inline.write_text("file\tcondition\tlabel\na.pdf\tIs it about cats?\t1\n")
+    cs, texts = load_filter_cases(inline)
+    assert texts == {"Is it about cats?": "Is it about cats?"}
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("file\tcondition\tlabel\na.pdf\tC1\tyes\n")
+    with pytest.raises(RetrievalError, match="label must be 0 or 1"):
+        load_filter_cases(bad, conds)
+    (tmp_path / "c2.tsv").write_text("condition\ttext\nC9\tx\n")
+    with pytest.raises(RetrievalError, match="no text"):
+        load_filter_cases(cases, tmp_path / "c2.tsv")
+    with pytest.raises(RetrievalError, match="cannot read"):
+        load_filter_cases(tmp_path / "missing.tsv")
+
+
+@pytest.mark.skipif(not (SHARED / "eval" / "filter_cases.tsv").exists(), reason="../shared/eval not available")
+def test_public_filter_cases_load():
+    cs, texts = load_filter_cases(SHARED / "eval" / "filter_cases.tsv", SHARED / "eval" / "filter_conditions.tsv")
+    assert len(texts) == 12 and texts["P6"].startswith("Does the paper report experimental results on the ImageNet")
+    assert len({c.file for c in cs}) == 88
+    assert sum(c.label for c in cs if c.condition == "P11") == 2
+
+
+def test_eval_filter_on_toy_collection(tmp_path, embedder):
+    ws = build_toy_workspace(tmp_path / "w", embedder)
+    rows = ["file\tcondition\tlabel"]
+    truth = {"I": "cnn_imagenet.pdf", "A": "coffee_manual.pdf", "F": "fact_check.pdf"}
+    for f, _, _ in TOY_DOCS:
+        for key, pos in truth.items():
+            rows.append(f"{f}\t{key}\t{int(f == pos)}")
+    rows.append("not_in_workspace.pdf\tI\t0")
+    (tmp_path / "cases.tsv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "conds.tsv").write_text(
+        "condition\ttext\n"
+        "I\tDoes the paper report experimental results on the ImageNet dataset?\n"
+        "A\tDoes the document give operating, cleaning or safety instructions for a household appliance?\n"
+        "F\tDoes the paper address fact-checking or claim verification?\n")
+    cases, texts = load_filter_cases(tmp_path / "cases.tsv", tmp_path / "conds.tsv")
+    res = eval_filter(ws, embedder, None, RetrievalSettings(), cases, texts,
+                      retriever=Retriever(ws, embedder, RetrievalSettings()))
+    assert res["missing_files"] == ["not_in_workspace.pdf"]
+    assert set(res["conditions"]) == {"I", "A", "F"}
+    assert res["halves"] == {"A": ["I", "F"], "B": ["A"]}
+    for key, c in res["conditions"].items():
+        assert c["n"] == len(TOY_DOCS) and c["positives"] == 1
+        for s in res["strategies"]:
+            assert 0.0 <= c[s]["f1"] <= 1.0
+    assert res["macro"]["combined"]["recall"] == 1.0
+    assert res["macro"]["combined"]["f1"] >= 0.8
+    assert res["latency"]["embed_retrieve_mean"] > 0
+    assert ws.runs("eval")[0]["run_id"] == res["run_id"]
+
+
+@pytest.mark.skipif(not BENCH.exists(), reason="../shared/corpus/bench not available")
+def test_load_real_benchmarks_and_page_numbering():
+    mm = load_bench("mmlongbench", BENCH)
+    assert all(q.pages and min(q.pages) >= 1 for q in mm)
+    raw = json.loads((BENCH / "mmlongbench_doc" / "samples.json").read_text())
+    answerable = [s for s in raw if s["answer"] != "Not answerable" and [p for p in json.loads(s["evidence_pages"]) if p >= 1]]
+    assert len(mm) == len(answerable)
+    assert len(answerable) < sum(s["answer"] != "Not answerable" and bool(json.loads(s["evidence_pages"])) for s in raw)
+    fb = load_bench("financebench", BENCH)
+    first = json.loads((BENCH / "financebench" / "financebench_open_source.jsonl").read_text().splitlines()[0])
+    q = next(x for x in fb if x.qid == first["financebench_id"])
+    assert q.pages == {e["evidence_page_num"] + 1 for e in first["evidence"]}  # 0-based -> 1-based
+    assert q.file == first["doc_name"] + ".pdf"
+    with pytest.raises(RetrievalError):
+        load_bench("nope", BENCH)
+
+
+@pytest.mark.skipif(not BENCH.exists(), reason="../shared/corpus/bench not available")
+def test_eval_retrieval_recall_on_a_bench_question(tmp_path, embedder):
+    """A document named like a FinanceBench PDF: its gold page holds the real evidence text,
+    the other pages unrelated paragraphs."""
+    fb = [json.loads(x) for x in (BENCH / "financebench" / "financebench_open_source.jsonl").read_text().splitlines() if x.strip()]
+    item = fb[0]
+    gold = item["evidence"][0]
+    gold_page = gold["evidence_page_num"] + 1
+    filler = [p for _, _, secs in TOY_DOCS for _, ps in secs for p in ps if "IGNORE" not in p and "$" not in p]
+    other = [filler[i % len(filler)] for i in range(gold_page + 2)]
+    sections = []
+    for p in range(1, gold_page + 3):
+        text = gold["evidence_text"] if p == gold_page else other[p - 1]
+        sections.append((None, [text[:1200]]))  # one passage per page, no headings
+    ws = Workspace(tmp_path / "w")
+    add_toy_document(ws, embedder, item["doc_name"] + ".pdf", item["company"], sections)
+    res = eval_retrieval(ws, embedder, RetrievalSettings(), "financebench", k=1, root=BENCH,
+                         strategies=["semantic", "combined", "flat"])
+    n = sum(1 for x in fb if x["doc_name"] == item["doc_name"])
+    assert res["questions"] == n and res["documents"] == 1
+    row = next(r for r in res["per_question"] if r["qid"] == item["financebench_id"])
+    assert row["gold"] == sorted({e["evidence_page_num"] + 1 for e in item["evidence"]})
+    assert row["semantic"] == [gold_page] and row["combined"] == [gold_page]
+    assert 0.0 <= res["recall"]["flat"] <= 1.0
+    with pytest.raises(RetrievalError):
+        eval_retrieval(Workspace(tmp_path / "empty"), embedder, RetrievalSettings(), "mmlongbench", root=BENCH)
+
+
+def test_cli_eval_filter(tmp_path, embedder, capsys):
+    from docmaster_core.cli import main
+
+    ws = build_toy_workspace(tmp_path / "w", embedder, TOY_DOCS)
+    rows = ["file\tcondition\tlabel"] + [
+        f"{f}\tDoes the paper address fact-checking or claim verification?\t{int(f == 'fact_check.pdf')}" for f, _, _ in TOY_DOCS]
+    (tmp_path / "cases.tsv").write_text("\n".join(rows) + "\n")
+    assert main(["eval", "filter", "--workspace", str(ws.path), "--cases", str(tmp_path / "cases.tsv"),
+                 "--strategy", "combined", "flat", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["strategies"] == ["combined", "flat"] and len(out["conditions"]) == 1
+    assert main(["eval", "filter", "--workspace", str(ws.path)]) == 2
+    assert main(["eval", "retrieval", "--workspace", str(ws.path)]) == 2

@@ -1,0 +1,20 @@
+"""Streamlit glue shared by the DocMaster pages.
+
+Modules:
+    state        the session-state keys (the one module that owns them)
+    resources    cached resources (settings, DocMaster facade, embedder) and the
+                 workspace-root guard
+    layout       per-page header (title, backend label) and the router fallback
+    sidebar      the settings panel drawn on every page
+    widgets      document chooser, cached tree loader, outline labels
+    text         escaping of document text for Markdown and plotly hovers
+    ingest       upload saving, ingest with per-document progress, collection table
+    render       node content, page images with boxes, evidence passages
+    projection   PCA / UMAP coordinates (UMAP cached on disk, fitted by umap_worker.py
+                 in a separate process)
+    indexing     semantic-index access for the hyper-edge and cluster pages
+    filtering    the filter-configuration form, runs, comparison and export
+    chat         retrieval + cited answers for the chat page
+
+Nothing under ``docmaster_core`` imports this package.
+"""

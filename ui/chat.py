@@ -1,0 +1,156 @@
+"""Question answering for the chat page (SPEC F7): retrieve passages from the chosen
+documents, answer with citations, stream the text when the backend can.
+
+Retrieval is the engine's (:func:`docmaster_core.retrieval.qa.gather_evidence`: the
+combined tree / semantic / hyper-edge lists, best ``top_k`` passages by cosine across
+the documents, numbered ``E1..En``). With ``st.write_stream`` and an LLM that has
+``answer_stream`` the answer is streamed and its ``[E3]`` markers become citations;
+otherwise :func:`docmaster_core.retrieval.qa.ask` answers in one piece. Either way the
+citations are validated against the passages given (``validate_citations``), so every
+citation points at a passage the model saw.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+__all__ = ["docs_from_filter", "cited_ids", "citation_dicts", "ask"]
+
+_MARK = re.compile(r"\[(E\d+)\]")
+
+
+def docs_from_filter(runs: dict[str, dict[str, Any]], which: str = "A") -> list[str]:
+    """doc ids kept (``match`` True) by run ``which`` (or the first run)."""
+    run = runs.get(which) or (next(iter(runs.values())) if runs else None)
+    if not run:
+        return []
+    return [d["doc_id"] for d in run.get("documents", []) if d.get("match") is True]
+
+
+def cited_ids(text: str) -> list[str]:
+    """Evidence ids cited in ``text`` as ``[E3]`` markers, in first-use order."""
+    seen: list[str] = []
+    for m in _MARK.findall(text or ""):
+        if m not in seen:
+            seen.append(m)
+    return seen
+
+
+def _ev_dict(e: Any) -> dict[str, Any]:
+    return e.to_dict() if hasattr(e, "to_dict") else dict(e)
+
+
+def citation_dicts(dm: Any, citations: list[Any], evidence: list[Any] | None = None) -> list[dict[str, Any]]:
+    """Citations as dicts with the cited passage text and its document's file and source.
+
+    Returns:
+        ``[{"evidence_id", "doc_id", "node_id", "page", "section_path", "quote",
+        "text", "file", "source_path", "bbox"}]``.
+    """
+    by_ev = {(_ev_dict(e)["evidence_id"]): _ev_dict(e) for e in (evidence or [])}
+    docs = {d.doc_id: d for d in dm.ws.documents()}
+    trees: dict[str, Any] = {}
+    out = []
+    for c in citations:
+        c = c.to_dict() if hasattr(c, "to_dict") else dict(c)
+        ev = by_ev.get(c.get("evidence_id"), {})
+        doc_id = c.get("doc_id") or ev.get("doc_id")
+        text, bbox = ev.get("text", ""), ev.get("bbox")
+        nid = c.get("node_id", ev.get("node_id", -1))
+        if doc_id in docs and isinstance(nid, int) and nid >= 0 and (not text or bbox is None):
+            if doc_id not in trees:
+                trees[doc_id] = dm.ws.load_tree(doc_id)
+            node = trees[doc_id].nodes[nid] if nid < len(trees[doc_id].nodes) else None
+            if node is not None:
+                text = text or node.content
+                if bbox is None:
+                    bbox = next((list(b[1:5]) for b in node.bboxes if int(b[0]) == int(c.get("page") or node.page_start)),
+                                None)
+        rec = docs.get(doc_id)
+        out.append({
+            "evidence_id": c.get("evidence_id", ""),
+            "doc_id": doc_id,
+            "node_id": nid,
+            "page": c.get("page") or ev.get("page"),
+            "section_path": c.get("section_path") or ev.get("section_path") or [],
+            "quote": c.get("quote", ""),
+            "text": text,
+            "file": c.get("file") or (rec.file_name if rec else ""),
+            "source_path": rec.source_path if rec else None,
+            "bbox": bbox,
+        })
+    return out
+
+
+def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[Any], Any] | None = None,
+        top_k: int | None = None) -> dict[str, Any]:
+    """Answer ``question`` over ``docs`` (None = all documents) with cited passages.
+
+    Args:
+        dm: The DocMaster facade.
+        question: The user's question.
+        docs: doc ids to search, or None for all.
+        write_stream: ``st.write_stream`` (or None to not stream); pieces are
+            Markdown-escaped before display, the returned text is the raw answer.
+        top_k: Passages given to the model (default ``settings.retrieval.top_k``).
+
+    Returns:
+        ``{"text", "citations": citation_dicts(...), "backend", "error", "streamed": bool,
+        "passages": int}``.
+
+    Raises:
+        RetrievalError: empty question or unknown documents.
+    """
+    from docmaster_core.errors import LLMError, RetrievalError
+    from docmaster_core.model import Answer, Citation
+    from docmaster_core.retrieval.qa import ask as core_ask
+    from docmaster_core.retrieval.qa import gather_evidence, validate_citations
+    from docmaster_core.retrieval.retriever import Retriever
+
+    from .indexing import index_params
+
+    q = " ".join((question or "").split())
+    if not q:
+        raise RetrievalError("the question is empty")
+    ip = index_params()
+    settings = dm.settings.retrieval
+    k = top_k or settings.top_k
+    doc_ids = list(docs) if docs else [d.doc_id for d in dm.ws.documents()]
+    llm = dm.llm
+    retr = Retriever(dm.ws, dm.embedder, settings, load_index=lambda d: dm.load_index(d, **ip),
+                     index_key=json.dumps(dm.index_params(**ip), sort_keys=True))
+    files = {d.doc_id: d.file_name for d in dm.ws.documents()}
+    if write_stream is not None and hasattr(llm, "answer_stream"):
+        from .text import md_escape
+
+        evidence = gather_evidence(retr, q, doc_ids, k)
+        if not evidence:
+            return {"text": "No passage was retrieved from the chosen documents.", "citations": [],
+                    "backend": llm.backend_name, "error": None, "streamed": False, "passages": 0}
+        raw: list[str] = []
+
+        def _escaped():
+            for piece in llm.answer_stream(q, evidence):
+                raw.append(str(piece))
+                yield md_escape(piece)
+
+        error = None
+        try:
+            write_stream(_escaped())
+        except LLMError as e:
+            error = str(e)
+        text = "".join(raw)
+        by_id = {e.evidence_id: e for e in evidence}
+        cites = [Citation(i, by_id[i].doc_id, by_id[i].node_id, by_id[i].page, list(by_id[i].section_path), "")
+                 for i in cited_ids(text) if i in by_id]
+        ans, _ = validate_citations(Answer(text, cites, 0, llm.backend_name, error=error), evidence, files)
+        dm.ws.save_run("ask", {"question": q, "docs": doc_ids, "doc_source": "given", "top_k": k, "deep": False,
+                               "backend": llm.backend_name, "streamed": True},
+                       {"question": q, "answer": ans.to_dict(), "evidence": [e.to_dict() for e in evidence]})
+        return {"text": text, "citations": citation_dicts(dm, ans.citations, evidence), "backend": llm.backend_name,
+                "error": error, "streamed": True, "passages": len(evidence)}
+    res = core_ask(dm.ws, dm.embedder, llm, settings, q, docs=doc_ids, top_k=k, retriever=retr)
+    a = res.answer
+    return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence), "backend": a.backend,
+            "error": a.error, "streamed": False, "passages": len(res.evidence)}

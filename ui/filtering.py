@@ -1,0 +1,322 @@
+"""The filter page's parts: one configuration form (drawn twice, side by side), runs,
+per-document decision tables, their comparison, and export.
+
+A filter run (SPEC F6) decides per document whether it satisfies a natural-language
+condition from the evidence of tree traversal, semantic search
+s(v, q) = w_type(v) · cos(e_v, e_q) · gamma^depth(v), hyper-edge matching, their
+reciprocal-rank fusion ("combined") and, optionally, the flat-chunk baseline. It runs
+:func:`docmaster_core.retrieval.filter.run_filter` with retrieval settings and index
+parameters (alpha, k, K, w) taken from the form, and is saved in the workspace.
+
+The page works on *normalised* runs (:func:`normalise_run`)::
+
+    {"run_id", "condition", "strategy", "strategies", "params", "backend", "tokens",
+     "documents": [{"doc_id", "file", "decisions": {strategy: bool | None},
+                    "match": bool | None, "rationale": str, "rationales": {strategy: str},
+                    "errors": {strategy: str}, "evidence": [Evidence dicts],
+                    "tokens": {strategy: int}}]}
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import streamlit as st
+
+from . import state
+
+__all__ = [
+    "STRATEGIES",
+    "DECISION_COLUMNS",
+    "default_config",
+    "render_filter_form",
+    "retrieval_settings",
+    "run_filter",
+    "normalise_run",
+    "decision_rows",
+    "compare_rows",
+    "export_csv",
+    "export_json",
+    "evidence_node_ids",
+    "mark",
+]
+
+#: Strategies offered by the form (``combined`` = RRF of tree, semantic and hyper-edge).
+STRATEGIES = ["tree", "semantic", "hyperedge", "combined", "flat"]
+#: Decision columns of the per-document tables, in order (absent ones are skipped).
+DECISION_COLUMNS = ["tree", "semantic", "hyperedge", "combined", "flat"]
+_TYPE_WEIGHTS = [("w_title", "TITLE"), ("w_text", "TEXT"), ("w_table", "TABLE"), ("w_image", "IMAGE"),
+                 ("w_equation", "EQUATION")]
+
+
+def default_config(which: str) -> dict[str, Any]:
+    """Default configuration ``"A"`` (settings defaults) or ``"B"`` (the same with a
+    stronger depth decay and fewer passages, a typical hyperparameter comparison).
+
+    Returns:
+        ``{"strategies": list[str], "decide_by": str, "top_k": int, "gamma": float,
+        "w_title" ... "w_equation": float, "alpha": float, "k": int, "K": int, "w": float}``.
+    """
+    from docmaster_core.config import RetrievalSettings
+
+    r = RetrievalSettings()
+    cfg: dict[str, Any] = {
+        "strategies": ["tree", "semantic", "hyperedge", "combined"],
+        "decide_by": "combined",
+        "top_k": r.top_k if which == "A" else max(1, r.top_k // 2),
+        "gamma": r.gamma if which == "A" else 0.7,
+        **{k: getattr(r, k) for k, _ in _TYPE_WEIGHTS},
+        **state.default_index_params(),
+    }
+    return cfg
+
+
+def _wkey(prefix: str, name: str) -> str:
+    return f"w_filter_{prefix}_{name}"
+
+
+def render_filter_form(prefix: str, title: str) -> dict[str, Any]:
+    """Draw one filter configuration form and return its values.
+
+    The same function draws configuration A and B side by side; values persist in
+    ``state.FILTER_CONFIGS[prefix]`` across page switches.
+
+    Args:
+        prefix: ``"A"`` or ``"B"`` (widget keys and stored config).
+        title: Heading shown above the form.
+
+    Returns:
+        A config dict as :func:`default_config`.
+    """
+    configs = dict(state.get(state.FILTER_CONFIGS) or {})
+    cfg = {**default_config(prefix), **configs.get(prefix, {})}
+    st.markdown(f"**{title}**")
+    state.seed_widget(_wkey(prefix, "strategies"), cfg["strategies"])
+    strategies = st.multiselect(
+        "Strategies",
+        STRATEGIES,
+        key=_wkey(prefix, "strategies"),
+        help="tree traversal, semantic search (FAISS), hyper-edge matching, combined = their reciprocal-rank "
+        "fusion, flat = fixed-size chunk baseline. Each chosen strategy gets its own decision.",
+    )
+    choices = [x for x in STRATEGIES if x in strategies] or ["combined"]
+    if st.session_state.get(_wkey(prefix, "decide_by")) not in choices:
+        st.session_state[_wkey(prefix, "decide_by")] = cfg["decide_by"] if cfg["decide_by"] in choices else choices[-1]
+    decide_by = st.selectbox("Keep a document when this strategy says yes", choices, key=_wkey(prefix, "decide_by"))
+    c1, c2 = st.columns(2)
+    with c1:
+        state.seed_widget(_wkey(prefix, "top_k"), int(cfg["top_k"]))
+        top_k = st.slider("top-k per strategy", 1, 30, key=_wkey(prefix, "top_k"))
+    with c2:
+        state.seed_widget(_wkey(prefix, "gamma"), float(cfg["gamma"]))
+        gamma = st.slider("gamma (depth decay)", 0.05, 1.0, step=0.05, key=_wkey(prefix, "gamma"),
+                          help="s(v,q) = w_type · cos · gamma^depth")
+    out: dict[str, Any] = {"strategies": list(strategies), "decide_by": decide_by, "top_k": int(top_k),
+                           "gamma": float(gamma)}
+    with st.expander("Type weights"):
+        cols = st.columns(len(_TYPE_WEIGHTS))
+        for col, (name, label) in zip(cols, _TYPE_WEIGHTS):
+            with col:
+                state.seed_widget(_wkey(prefix, name), float(cfg[name]))
+                out[name] = float(st.number_input(label, 0.0, 5.0, step=0.1, key=_wkey(prefix, name)))
+    with st.expander("Index (alpha, k, K, w)"):
+        c = st.columns(4)
+        specs = [("alpha", 0.0, 1.0, 0.05, float), ("k", 0, 100, 1, int), ("K", 1, 30, 1, int), ("w", 0.0, 10.0, 0.25, float)]
+        for col, (name, lo, hi, step, typ) in zip(c, specs):
+            with col:
+                state.seed_widget(_wkey(prefix, name), typ(cfg[name]))
+                out[name] = typ(st.number_input(name, lo, hi, step=step, key=_wkey(prefix, name)))
+    configs[prefix] = out
+    state.put(state.FILTER_CONFIGS, configs)
+    return out
+
+
+def retrieval_settings(dm: Any, config: dict[str, Any]):
+    """The :class:`~docmaster_core.config.RetrievalSettings` of a form config (the
+    workspace settings with top-k, gamma and the five type weights replaced)."""
+    from docmaster_core.config import RetrievalSettings
+
+    base = dm.settings.retrieval.model_dump()
+    base.update({"top_k": int(config["top_k"]), "gamma": float(config["gamma"])})
+    base.update({name: float(config[name]) for name, _ in _TYPE_WEIGHTS})
+    return RetrievalSettings(**base)
+
+
+def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] | None = None) -> dict[str, Any]:
+    """Filter the workspace's documents by ``condition`` with one form config.
+
+    Hyper-edges come from the stored index for the config's alpha, k, K, w (documents
+    without one use the retriever's fallback hyper-edges). The run is saved in the
+    workspace (kind ``"filter"``).
+
+    Args:
+        dm: The DocMaster facade.
+        condition: Natural-language condition.
+        config: A form config (see :func:`default_config`).
+        docs: doc ids to filter (default all).
+
+    Returns:
+        The normalised run (see the module docstring).
+
+    Raises:
+        RetrievalError: empty condition, unknown strategy, or no documents.
+        LLMError: only for failures outside per-document decisions.
+    """
+    from docmaster_core.retrieval.filter import run_filter as core_run_filter
+
+    ip = {k: config[k] for k in ("alpha", "k", "K", "w")}
+    strategies = [x for x in STRATEGIES if x in config["strategies"]] or ["combined"]
+    decide_by = config.get("decide_by") if config.get("decide_by") in strategies else strategies[-1]
+    run = core_run_filter(
+        dm.ws, dm.embedder, dm.llm, retrieval_settings(dm, config), condition,
+        strategy=decide_by, strategies=strategies, top_k=int(config["top_k"]), doc_ids=docs,
+        load_index=lambda doc_id: dm.load_index(doc_id, **ip), index_key=json.dumps(dm.index_params(**ip), sort_keys=True),
+        extra_params={"app_config": dict(config)},
+    )
+    return normalise_run(run.to_dict())
+
+
+def normalise_run(run: dict[str, Any]) -> dict[str, Any]:
+    """Turn ``FilterRun.to_dict()`` into the page's normalised run (module docstring).
+
+    Evidence of all strategies is flattened into one list (ids are unique per document:
+    T1.., S1.., H1.., C1.., F1..). Already normalised runs are returned unchanged.
+    """
+    main = run.get("strategy", "combined")
+    docs = []
+    for d in run.get("documents", []):
+        dec = d.get("decisions") or {}
+        if dec and all(isinstance(v, (bool, type(None))) for v in dec.values()):
+            docs.append(d)  # already normalised
+            continue
+        decisions = {s: (v or {}).get("decision") for s, v in dec.items()}
+        rationales = {s: (v or {}).get("rationale", "") for s, v in dec.items()}
+        errors = {s: (v or {}).get("error") for s, v in dec.items() if (v or {}).get("error")}
+        tokens = {s: int((v or {}).get("tokens", 0)) for s, v in dec.items()}
+        ev_raw = d.get("evidence") or {}
+        flat, seen = [], set()
+        for items in (ev_raw.values() if isinstance(ev_raw, dict) else [ev_raw]):
+            for e in items:
+                if e.get("evidence_id") not in seen:
+                    seen.add(e.get("evidence_id"))
+                    flat.append(e)
+        docs.append({
+            "doc_id": d.get("doc_id", ""),
+            "file": d.get("file", ""),
+            "decisions": decisions,
+            "match": decisions.get(main),
+            "rationale": rationales.get(main) or errors.get(main, ""),
+            "rationales": rationales,
+            "errors": errors,
+            "evidence": flat,
+            "tokens": tokens,
+        })
+    out = {k: v for k, v in run.items() if k != "documents"}
+    out["documents"] = docs
+    out.setdefault("strategy", main)
+    return out
+
+
+def mark(v: Any) -> str:
+    """Decision as a table cell: ``"✓ yes"``, ``"✗ no"`` or ``"–"`` (not decided / not run)."""
+    if v is True:
+        return "✓ yes"
+    if v is False:
+        return "✗ no"
+    return "–"
+
+
+def _tokens(doc: dict[str, Any]) -> int:
+    t = doc.get("tokens") or {}
+    if isinstance(t, dict):
+        return int(sum(int(x or 0) for x in t.values()))
+    return int(t or 0)
+
+
+def _columns(*runs: dict[str, Any]) -> list[str]:
+    present = set()
+    for run in runs:
+        for d in run.get("documents", []):
+            present |= set((d.get("decisions") or {}).keys())
+    return [c for c in DECISION_COLUMNS if c in present]
+
+
+def decision_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per document: file, ``match``, one column per decided strategy,
+    rationale (of the deciding strategy), tokens, evidence count, doc_id."""
+    cols = _columns(run)
+    rows = []
+    for d in run.get("documents", []):
+        dec = d.get("decisions") or {}
+        row = {"file": d.get("file", d.get("doc_id", "")), "match": mark(d.get("match"))}
+        for c in cols:
+            row[c] = mark(dec.get(c))
+        row.update({"rationale": d.get("rationale", ""), "tokens": _tokens(d), "evidence": len(d.get("evidence") or []),
+                    "doc_id": d.get("doc_id", "")})
+        rows.append(row)
+    return rows
+
+
+def compare_rows(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Side-by-side decisions of two runs per document with a ``differs`` flag (True
+    when the match or any strategy decided in both runs differs)."""
+    a = {d["doc_id"]: d for d in run_a.get("documents", [])}
+    b = {d["doc_id"]: d for d in run_b.get("documents", [])}
+    cols = ["match"] + _columns(run_a, run_b)
+    rows = []
+    for doc_id in list(a) + [x for x in b if x not in a]:
+        da, db = a.get(doc_id, {}), b.get(doc_id, {})
+        deca = {"match": da.get("match"), **(da.get("decisions") or {})}
+        decb = {"match": db.get("match"), **(db.get("decisions") or {})}
+        row = {"file": da.get("file") or db.get("file") or doc_id}
+        differs = False
+        for c in cols:
+            row[f"A {c}"] = mark(deca.get(c))
+            row[f"B {c}"] = mark(decb.get(c))
+            if c in deca and c in decb:
+                differs |= deca.get(c) != decb.get(c)
+        row["differs"] = bool(differs)
+        row["doc_id"] = doc_id
+        rows.append(row)
+    return rows
+
+
+def export_csv(runs: dict[str, dict[str, Any]]) -> str:
+    """CSV text: one row per (configuration, document) with the match, every
+    strategy's decision (empty = not decided), rationale, tokens and evidence ids."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["config", "run_id", "condition", "doc_id", "file", "match", *DECISION_COLUMNS, "rationale", "tokens",
+                "evidence_ids"])
+
+    def cell(v: Any) -> str:
+        return "" if v is None else str(bool(v)).lower()
+
+    for name, run in runs.items():
+        for d in run.get("documents", []):
+            dec = d.get("decisions") or {}
+            w.writerow([
+                name, run.get("run_id", ""), run.get("condition", ""), d.get("doc_id", ""), d.get("file", ""),
+                cell(d.get("match")), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
+                d.get("rationale", ""), _tokens(d), " ".join(e.get("evidence_id", "") for e in d.get("evidence") or []),
+            ])
+    return buf.getvalue()
+
+
+def export_json(runs: dict[str, dict[str, Any]]) -> str:
+    """JSON text of both runs (``{"A": run, "B": run}``)."""
+    return json.dumps(runs, indent=2, ensure_ascii=False, default=str)
+
+
+def evidence_node_ids(runs: dict[str, dict[str, Any]]) -> dict[str, list[int]]:
+    """doc_id -> sorted node ids used as evidence in any run (for the tree highlight)."""
+    out: dict[str, set[int]] = {}
+    for run in runs.values():
+        for d in run.get("documents", []):
+            for e in d.get("evidence") or []:
+                nid = e.get("node_id", -1)
+                if isinstance(nid, int) and nid >= 0:
+                    out.setdefault(e.get("doc_id") or d.get("doc_id"), set()).add(nid)
+    return {k: sorted(v) for k, v in out.items()}

@@ -1,0 +1,87 @@
+"""Small shared widgets and cached data loaders used by several pages."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from docmaster_core.errors import DocMasterError
+
+from . import state
+from .resources import current_docmaster
+from .text import md_escape, shorten
+
+__all__ = ["open_docmaster_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached", "node_label"]
+
+_TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
+
+
+def open_docmaster_or_stop():
+    """The session's DocMaster facade; shows an error and stops the page when the
+    workspace cannot be opened."""
+    try:
+        return current_docmaster()
+    except DocMasterError as e:
+        st.error(md_escape(f"Cannot open the workspace: {e}. Choose another folder on the Upload page."))
+        st.stop()
+
+
+def choose_document(dm: Any, widget_key: str, label: str = "Document"):
+    """A document selectbox bound to the session's current document.
+
+    Returns:
+        The chosen :class:`~docmaster_core.store.DocumentRecord`, or None (with a hint
+        to upload) when the workspace is empty.
+    """
+    docs = dm.ws.documents()
+    if not docs:
+        st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
+        st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+        return None
+    by_id = {d.doc_id: d for d in docs}
+    ids = list(by_id)
+    cur = state.get(state.DOC_ID)
+    if cur not in by_id:
+        cur = ids[0]
+    if st.session_state.get(widget_key) not in by_id:
+        st.session_state[widget_key] = cur
+    sel = st.selectbox(
+        label,
+        ids,
+        key=widget_key,
+        format_func=lambda i: f"{shorten(by_id[i].file_name, 70)}  ({by_id[i].n_pages} p., {by_id[i].n_nodes} nodes)",
+    )
+    state.put(state.DOC_ID, sel)
+    return by_id[sel]
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def load_tree_cached(workspace: str, doc_id: str, added_at: float):
+    """The stored document tree (shared, read-only: do not mutate).
+
+    ``added_at`` keys the cache so a re-ingested document is reloaded.
+    """
+    from docmaster_core.store import Workspace
+
+    ws = Workspace(workspace, create=False)
+    try:
+        return ws.load_tree(doc_id)
+    finally:
+        ws.close()
+
+
+def load_embeddings_cached(dm: Any, doc_id: str) -> np.ndarray:
+    """Node embeddings of a document: float32 (|V|, 384), read-only memory map."""
+    return dm.ws.load_embeddings(doc_id, mmap=True)
+
+
+def node_label(tree: Any, node_id: int, width: int = 70, indent: bool = True) -> str:
+    """One-line outline label of a node: indentation by depth, a type glyph, the
+    node id and the start of its text."""
+    n = tree.nodes[node_id]
+    text = tree.title if n.type.value == "ROOT" else n.content
+    if not text and n.type.value == "IMAGE":
+        text = (n.extra or {}).get("caption", "") or "(image)"
+    pad = "· " * max(0, n.depth - 1) if indent else ""
+    return f"{pad}{_TYPE_ICON.get(n.type.value, '?')} #{n.id} {shorten(text, width) or '(empty)'}"
