@@ -9,7 +9,8 @@ hangs directly under ROOT, e.g. an abstract) is scored against the query by
 where ``c(t)`` is the unit centroid of the content-node embeddings in the section's
 subtree (a stand-in for the embedding of the section summary, which is composed
 bottom-up from the same children), and ``lam`` = 0.5 by default. The best
-``n_sections`` sections of each document are taken; the content nodes under them are
+``n_sections`` sections of each document are taken (more, best first, while they hold
+fewer than ``top_k`` content nodes); the content nodes under them are
 ranked by ``0.5 * (sigma(section) + cos(e_v, e_q))`` and the ``top_k`` best become
 evidence. Reference lists and acknowledgements are never chosen as sections.
 
@@ -159,8 +160,9 @@ def tree_search(view: CorpusView, q: np.ndarray, settings, *, top_k: int | None 
         cand_rows: list[np.ndarray] = []
         cand_sig: list[np.ndarray] = []
         taken = 0
+        got: set[int] = set()
         for j in order[a:b]:
-            if taken >= n_sections or not np.isfinite(sig[j]):
+            if not np.isfinite(sig[j]) or (taken >= n_sections and len(got) >= k):
                 break
             r = int(rows[j])
             if r == dv.start:  # ROOT pseudo-section: content directly under ROOT
@@ -172,6 +174,7 @@ def tree_search(view: CorpusView, q: np.ndarray, settings, *, top_k: int | None 
             if sub.size == 0:
                 continue
             taken += 1
+            got.update(sub.tolist())
             cand_rows.append(sub)
             cand_sig.append(np.full(sub.size, sig[j], dtype=np.float32))
         if not cand_rows:
