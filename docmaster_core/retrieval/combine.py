@@ -1,7 +1,8 @@
 """Combining the evidence of the three strategies (SPEC F6, "combined evidence").
 
 Per document the node lists of tree traversal, semantic search and hyper-edge
-matching are fused by reciprocal rank fusion (Cormack, Clarke and Buettcher 2009)::
+matching (plus node-level BM25, :mod:`.keyword`, unless disabled) are fused by
+reciprocal rank fusion (Cormack, Clarke and Buettcher 2009)::
 
     rrf(v) = sum over strategies s that returned v of 1 / (c + rank_s(v)),  c = 60
 
@@ -14,19 +15,23 @@ import numpy as np
 
 __all__ = ["STRATEGIES", "STRUCTURED", "rrf_fuse"]
 
-#: Every strategy name accepted by the retrieval API.
-STRATEGIES = ("tree", "semantic", "hyperedge", "combined", "flat")
+#: Every strategy name accepted by the retrieval API (``keyword`` is the BM25 component
+#: fused into ``combined``, usable alone for comparison).
+STRATEGIES = ("tree", "semantic", "hyperedge", "combined", "flat", "keyword")
 #: The structure-aware strategies fused into ``combined``.
 STRUCTURED = ("tree", "semantic", "hyperedge")
 
 
-def rrf_fuse(lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int, c: float = 60.0) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def rrf_fuse(lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int, c: float = 60.0,
+             first: str | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Fuse ranked node lists of one document by reciprocal rank fusion.
 
     Args:
         lists: ``{strategy: (node_ids int64 (n_s,), scores float32 (n_s,))}``, each best first.
         k: Items kept.
         c: RRF constant (60 in Cormack et al. 2009).
+        first: Name of a list whose items go ahead of all others, in its own order
+            (e.g. ``"reference"``: elements the query names explicitly).
 
     Returns:
         ``(node_ids int64 (<=k,), rrf float32 (<=k,), strategies)`` best first, where
@@ -41,6 +46,8 @@ def rrf_fuse(lists: dict[str, tuple[np.ndarray, np.ndarray]], k: int, c: float =
             who.setdefault(nid, set()).add(name)
     if not acc:
         return np.zeros(0, np.int64), np.zeros(0, np.float32), []
-    order = sorted(acc, key=lambda n: (-acc[n], -len(who[n]), n))[:k]
+    lead = [int(n) for n in np.asarray(lists[first][0]).tolist()] if first and first in lists else []
+    bonus = {n: len(lead) - i for i, n in enumerate(dict.fromkeys(lead))}
+    order = sorted(acc, key=lambda n: (-bonus.get(n, 0), -acc[n], -len(who[n]), n))[:k]
     return (np.asarray(order, dtype=np.int64), np.asarray([acc[n] for n in order], dtype=np.float32),
             ["+".join(sorted(who[n])) for n in order])

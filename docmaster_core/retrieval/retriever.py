@@ -2,7 +2,8 @@
 
 :class:`Retriever` embeds a query once, computes the node cosines once (FAISS), and
 runs any of the strategies ``tree``, ``semantic``, ``hyperedge``, ``combined`` (RRF of
-the three) and ``flat`` (the baseline) over all or some documents, returning
+the three, preceded by the elements a question names explicitly, e.g. "Figure 3",
+see :mod:`.references`) and ``flat`` (the baseline) over all or some documents, returning
 :class:`~docmaster_core.model.Evidence` lists per document. Evidence ids are
 ``<letter><rank>`` with the letter naming the strategy (T, S, H, C, F), unique within
 one document's result.
@@ -21,13 +22,14 @@ from .combine import STRATEGIES, STRUCTURED, rrf_fuse
 from .corpus import CorpusView, load_corpus, node_evidence
 from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
 from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
-from .semantic import node_cosines, semantic_search
+from .references import find_references, resolve_references
+from .semantic import node_cosines, semantic_search, top_k_per_doc
 from .tree_traversal import tree_search
 
 __all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX"]
 
 #: Evidence-id letter of each strategy.
-EVIDENCE_PREFIX = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F"}
+EVIDENCE_PREFIX = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F", "keyword": "K"}
 
 
 @dataclass
@@ -61,10 +63,13 @@ class Retriever:
             ``DocMaster.load_index``); None uses fallback hyper-edges.
         index_key: Hashable identifying the index parameters ``load_index`` serves
             (part of the hyper-edge cache key).
+        keyword: Fuse node-level BM25 (:mod:`.keyword`) into ``combined`` (default
+            True; False gives the paper's tri-modal fusion only).
     """
 
     def __init__(self, ws, embedder, settings, *, load_index: Callable[[str], object | None] | None = None,
-                 index_key: object = None):
+                 index_key: object = None, keyword: bool = True):
+        self.keyword = keyword
         self.ws = ws
         self.embedder = embedder
         self.settings = settings
@@ -130,16 +135,32 @@ class Retriever:
             ranked["semantic"] = semantic_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
         if "tree" in need:
             ranked["tree"] = tree_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
+        if "keyword" in need or ("combined" in need and self.keyword and isinstance(query, str)):
+            from .keyword import keyword_scores
+
+            if isinstance(query, str):
+                ks = keyword_scores(view, query)
+                valid = (ks > 0) & ~view.back_matter & (view.type_code != 0)
+                ranked["keyword"] = top_k_per_doc(view, ks, k, valid=valid, doc_mask=mask)
+            else:
+                ranked["keyword"] = {}
         if "hyperedge" in need:
             ranked["hyperedge"] = hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=k,
                                                    doc_mask=mask, cos=cos)
         comb_strats: dict[int, list[str]] = {}
         if "combined" in need:
+            refs = find_references(query) if isinstance(query, str) else []
             comb: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             for di in np.flatnonzero(mask).tolist():
                 lists = {s: ranked[s][di] for s in STRUCTURED if di in ranked[s]}
+                if self.keyword and di in ranked.get("keyword", {}):
+                    lists["keyword"] = ranked["keyword"][di]
+                if refs:
+                    ref_ids = resolve_references(view, di, refs, cos)
+                    if ref_ids:
+                        lists["reference"] = (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))
                 if lists:
-                    ids, sc, who = rrf_fuse(lists, k)
+                    ids, sc, who = rrf_fuse(lists, k, first="reference")
                     comb[di] = (ids, sc)
                     comb_strats[di] = who
             ranked["combined"] = comb
