@@ -329,6 +329,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"retrieval latency per condition: mean {lat['embed_retrieve_mean']:.3f} s, max {lat['embed_retrieve_max']:.3f} s;"
               f" decisions mean {lat['decide_mean']:.3f} s")
         return 0
+    if args.what == "calibrate":
+        cases, texts = ev.load_filter_cases(args.cases, args.conditions)
+        keys = list(texts)
+        on = args.calibrate_on or keys[0::2]
+        res = ev.calibrate_filter(dm.ws, dm.embedder, dm.settings.retrieval, cases, texts, calibrate_on=on,
+                                  strategies=strategies, top_k=args.top_k, retriever=dm.retriever())
+        if args.json:
+            _print_json(res)
+            return 0
+        print("chosen on " + ", ".join(res["calibrate_on"]) + ": "
+              + ", ".join(f"{k}={v:g}" for k, v in res["best"].items()))
+        print(f"{'strategy':10} {'calibration':>12} {'held-out':>10} {'all':>8}   (macro-F1)")
+        for s in strategies:
+            f = res["f1"][s]
+            print(f"{s:10} {f['calibration']:12.3f} {f['held_out']:10.3f} {f['all']:8.3f}")
+        return 0
     res = ev.eval_retrieval(dm.ws, dm.embedder, dm.settings.retrieval, args.bench, k=args.k, strategies=strategies,
                             root=args.bench_dir, retriever=dm.retriever())
     if args.json:
@@ -375,12 +391,15 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.set_defaults(func=cmd_ask)
 
     sp = sub.add_parser("eval", help="evaluate filtering (P/R/F1) or retrieval (evidence-page recall@k)")
-    sp.add_argument("what", choices=["filter", "retrieval"], help="what to evaluate")
+    sp.add_argument("what", choices=["filter", "retrieval", "calibrate"],
+                    help="filter P/R/F1, retrieval recall@k, or calibrate the offline decider on some conditions")
     common(sp)
     knobs(sp)
     sp.add_argument("--cases", help="filter: TSV with columns file, condition, label")
     sp.add_argument("--conditions", help="filter: TSV condition<TAB>text (else the condition column is the text)")
-    sp.add_argument("--strategy", nargs="+", choices=strategies, help="strategies to evaluate (default all five)")
+    sp.add_argument("--strategy", nargs="+", choices=strategies + ["keyword"], help="strategies to evaluate (default all five)")
+    sp.add_argument("--calibrate-on", dest="calibrate_on", nargs="+", metavar="KEY",
+                    help="calibrate: condition keys to choose the rule on (default 1st, 3rd, ... condition)")
     sp.add_argument("--decider", choices=["auto", "llm", "calibrated"], default="auto", help="filter decider")
     sp.add_argument("--bench", choices=["mmlongbench", "financebench"], help="retrieval: benchmark")
     sp.add_argument("--bench-dir", dest="bench_dir", help="retrieval: benchmark folder (default ../shared/corpus/bench)")
@@ -389,8 +408,8 @@ def _add_retrieval_parsers(sub, common) -> None:
 
 
 def _cmd_eval_checked(args: argparse.Namespace) -> int:
-    if args.what == "filter" and not args.cases:
-        print("error: eval filter needs --cases FILE.tsv", file=sys.stderr)
+    if args.what in ("filter", "calibrate") and not args.cases:
+        print(f"error: eval {args.what} needs --cases FILE.tsv", file=sys.stderr)
         return 2
     if args.what == "retrieval" and not args.bench:
         print("error: eval retrieval needs --bench mmlongbench|financebench", file=sys.stderr)

@@ -118,6 +118,11 @@ def test_load_real_benchmarks_and_page_numbering():
     assert q.file == first["doc_name"] + ".pdf"
     with pytest.raises(RetrievalError):
         load_bench("nope", BENCH)
+    from docmaster_core.retrieval.evaluation import included_files
+
+    assert len(included_files("mmlongbench", BENCH)) == 18 and len(included_files("financebench", BENCH)) == 25
+    on_shipped = [q for q in mm if q.file in included_files("mmlongbench", BENCH)]
+    assert len(on_shipped) == 103  # 104 answerable questions on the 18 shipped PDFs, one with page "0"
 
 
 @pytest.mark.skipif(not BENCH.exists(), reason="../shared/corpus/bench not available")
@@ -125,7 +130,8 @@ def test_eval_retrieval_recall_on_a_bench_question(tmp_path, embedder):
     """A document named like a FinanceBench PDF: its gold page holds the real evidence text,
     the other pages unrelated paragraphs."""
     fb = [json.loads(x) for x in (BENCH / "financebench" / "financebench_open_source.jsonl").read_text().splitlines() if x.strip()]
-    item = fb[0]
+    shipped = {p.name for p in (BENCH / "financebench" / "pdfs").glob("*.pdf")}
+    item = next(x for x in fb if x["doc_name"] + ".pdf" in shipped)  # only the benchmark's own PDFs count
     gold = item["evidence"][0]
     gold_page = gold["evidence_page_num"] + 1
     filler = [p for _, _, secs in TOY_DOCS for _, ps in secs for p in ps if "IGNORE" not in p and "$" not in p]
@@ -161,3 +167,25 @@ def test_cli_eval_filter(tmp_path, embedder, capsys):
     assert out["strategies"] == ["combined", "flat"] and len(out["conditions"]) == 1
     assert main(["eval", "filter", "--workspace", str(ws.path)]) == 2
     assert main(["eval", "retrieval", "--workspace", str(ws.path)]) == 2
+
+
+def test_calibrate_filter_reports_both_halves(tmp_path, embedder):
+    from docmaster_core.retrieval.evaluation import calibrate_filter
+
+    ws = build_toy_workspace(tmp_path / "w", embedder)
+    truth = {"I": "cnn_imagenet.pdf", "A": "coffee_manual.pdf", "F": "fact_check.pdf", "R": "rl_agent.pdf"}
+    texts = {"I": "Does the paper report experimental results on the ImageNet dataset?",
+             "A": "Does the document give operating, cleaning or safety instructions for a household appliance?",
+             "F": "Does the paper address fact-checking or claim verification?",
+             "R": "Does the paper train a model with reinforcement learning?"}
+    from docmaster_core.retrieval.evaluation import FilterCase
+
+    cases = [FilterCase(f, k, int(f == pos)) for f, _, _ in TOY_DOCS for k, pos in truth.items()]
+    res = calibrate_filter(ws, embedder, RetrievalSettings(), cases, texts, calibrate_on=["I", "F"],
+                           strategies=["combined", "flat"], grid={"z_threshold": [2.0, 3.0, 50.0]})
+    assert res["calibrate_on"] == ["I", "F"] and res["held_out"] == ["A", "R"]
+    assert res["grid_points"] == 3 and res["best"]["z_threshold"] in (2.0, 3.0)
+    assert res["f1"]["combined"]["calibration"] > 0.5
+    assert set(res["per_condition"]) == set(texts)
+    with pytest.raises(RetrievalError):
+        calibrate_filter(ws, embedder, RetrievalSettings(), cases, texts, calibrate_on=["nope"])

@@ -12,7 +12,7 @@ from docmaster_core.model import Answer, Citation, Decision
 from docmaster_core.retrieval.filter import compare_runs, run_filter
 from docmaster_core.retrieval.qa import ask, decompose_question, select_documents
 from docmaster_core.retrieval.retriever import Retriever
-from test_retrieval import TOY_DOCS, add_toy_document, build_toy_workspace
+from test_retrieval import TOY_DOCS, build_toy_workspace
 
 IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
 APPLIANCE = "Does the document give operating, cleaning or safety instructions for a household appliance?"
@@ -245,12 +245,12 @@ def test_select_documents_rules(tmp_path, embedder):
 
 def test_decompose_question():
     subs = decompose_question("Compare the retriever of the RAG model and the graph-based retrieval in terms of ranking?")
-    assert len(subs) == 3
-    assert subs[1] == "the retriever of the RAG model ranking" or "ranking" in subs[1]
-    assert "graph-based retrieval" in subs[2]
+    assert subs[1:] == ["the retriever of the RAG model ranking", "the graph-based retrieval ranking"]
     subs = decompose_question("What datasets are used; how is the retriever trained?")
     assert subs[1:] == ["What datasets are used", "how is the retriever trained"]
     assert decompose_question("What is the top-1 error?") == ["What is the top-1 error?"]
+    subs = decompose_question("Compare how RAG and RETRO use retrieved passages in the generator")
+    assert subs[1:] == ["how RAG use retrieved passages in the generator", "RETRO use retrieved passages in the generator"]
 
 
 def test_deep_ask_collects_evidence_from_several_documents(toy, embedder):

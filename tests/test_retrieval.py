@@ -256,15 +256,16 @@ def test_hyperedge_matching_returns_all_members_and_must_link_neighbours(tmp_pat
     ws = Workspace(tmp_path / "w")
     f, title, secs = TOY_DOCS[1]  # rag_qa: nodes 1 abstract, 3-4 method, 6-7 experiments, 9 refs
     did = add_toy_document(ws, embedder, f, title, secs)
-    groups = [[3, 4], [6, 7], [1]]
+    groups = [[3, 4], [6, 7], [1], [9]]  # node 9 is in the reference list
     emb = embedder.encode(["retriever and generator architecture", "question answering benchmark results",
-                           "abstract of the approach"])
+                           "abstract of the approach", "How is the generator conditioned on retrieved passages?"])
     idx = _FakeIndex(did, groups, emb, [[0, 1]])
     r = Retriever(ws, embedder, RetrievalSettings(), load_index=lambda d: idx if d == did else None, index_key="fake")
     out = r.search("How is the generator conditioned on retrieved passages?", "hyperedge", top_k=10)
     ids = {e.node_id for e in out[did]}
     assert {3, 4} <= ids  # every member of the best hyper-edge
     assert {6, 7} <= ids  # its must-link neighbour is followed
+    assert 9 not in ids  # a hyper-edge in the references is never evidence
     hv = r.hyperedges()
     assert not hv.fallback.any() and hv.links[0] == [1]
 
@@ -384,3 +385,68 @@ def test_corpus_view_cache_follows_the_workspace(tmp_path, embedder):
     v2 = load_corpus(ws)
     assert v2 is not v1 and len(v2) == 3
     assert v2.emb.shape == (sum(d.n_nodes for d in v2.docs), 384)
+
+
+# ------------------------------------------------------------------------------ explicit references
+def test_find_references():
+    from docmaster_core.retrieval.references import find_references
+
+    assert find_references("In figure 5, what colour is the line?") == [("figure", "5")]
+    assert find_references("According to Table II and Fig. 3") == [("table", "2"), ("figure", "3")]
+    assert find_references("the picture on page 50, see Section 4.2") == [("page", "50"), ("section", "4.2")]
+    assert find_references("Does the paper report results on ImageNet?") == []
+
+
+def test_combined_puts_named_figure_first(tmp_path, embedder):
+    from docmaster_core.retrieval.retriever import Retriever
+
+    tree = make_tree("f" * 16, "figs.pdf", "Figures", [
+        ("1 Intro", ["We study coffee brewing temperatures.", "Figure 1 shows nothing special here."]),
+        ("2 Results", ["Brewing at 93 degrees gives the best taste in our panel."]),
+    ])
+    # an IMAGE node whose content is its caption, and a TABLE with a roman-numbered caption
+    for typ, text, page in ((NodeType.IMAGE, "Figure 2: Extraction yield against grind size.", 2),
+                            (NodeType.TABLE, "TABLE III. Panel scores per roast.", 2)):
+        parent = tree.nodes[4]  # "2 Results"
+        n = Node(len(tree.nodes), typ, 2, parent.id, [], text, page, page, [(page, 1.0, 2.0, 3.0, 4.0)],
+                 ["2 Results"], len(tree.nodes))
+        tree.nodes.append(n)
+        parent.children.append(n.id)
+    tree.validate()
+    ws = Workspace(tmp_path / "w")
+    emb = embedder.encode([node_embedding_text(tree, n.id) for n in tree.nodes])
+    ws.add_document(tree, emb, sha256="f" * 64, source_path="/toy/figs.pdf", parser="test")
+    r = Retriever(ws, embedder, RetrievalSettings())
+    (evs,) = r.search("What does figure 2 show?", "combined", top_k=3).values()
+    assert evs[0].text.startswith("Figure 2:") and evs[0].page == 2 and "reference" in evs[0].strategy
+    (evs,) = r.search("Which roast wins in Table 3?", "combined", top_k=3).values()
+    assert evs[0].node_type == "TABLE"
+    (evs,) = r.search("What is on page 2?", "combined", top_k=2).values()
+    assert evs[0].page == 2
+
+
+# ------------------------------------------------------------------------------ keyword (BM25)
+def test_keyword_scores_are_bm25(toy):
+    from docmaster_core.retrieval.keyword import keyword_scores
+
+    ws, r = toy
+    view = r.view
+    s = keyword_scores(view, "TrueTime Paxos")
+    hits = {(view.docs[view.doc_of[i]].file_name, int(view.node_of[i])) for i in np.flatnonzero(s > 0)}
+    assert {f for f, _ in hits} == {"spanner_db.pdf"}
+    best = int(np.argmax(s))
+    assert "TrueTime" in view.docs[view.doc_of[best]].tree.nodes[view.node_of[best]].content
+    assert not keyword_scores(view, "the of and").any()  # stop words only
+
+
+def test_keyword_fusion_is_optional(toy, embedder):
+    from docmaster_core.retrieval.retriever import Retriever
+
+    ws, r = toy
+    assert r.keyword is False
+    rk = Retriever(ws, embedder, RetrievalSettings(), keyword=True)
+    did = _doc(ws, "rag_qa.pdf")
+    evs = rk.search("WebQuestions TriviaQA", "combined", doc_ids=[did], top_k=4)[did]
+    assert any("keyword" in e.strategy for e in evs)
+    alone = rk.search("WebQuestions TriviaQA", "keyword", doc_ids=[did], top_k=4)[did]
+    assert "WebQuestions" in alone[0].text and alone[0].evidence_id == "K1"

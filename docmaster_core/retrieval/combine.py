@@ -1,7 +1,7 @@
 """Combining the evidence of the three strategies (SPEC F6, "combined evidence").
 
 Per document the node lists of tree traversal, semantic search and hyper-edge
-matching (plus node-level BM25, :mod:`.keyword`, unless disabled) are fused by
+matching (plus node-level BM25, :mod:`.keyword`, when enabled) are fused by
 reciprocal rank fusion (Cormack, Clarke and Buettcher 2009)::
 
     rrf(v) = sum over strategies s that returned v of 1 / (c + rank_s(v)),  c = 60

@@ -43,9 +43,11 @@ __all__ = [
     "load_filter_cases",
     "prf",
     "eval_filter",
+    "calibrate_filter",
     "default_bench_dir",
     "load_bench",
     "pages_at_k",
+    "included_files",
     "eval_retrieval",
 ]
 
@@ -245,6 +247,95 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
     return res
 
 
+def calibrate_filter(ws, embedder, settings, cases: Sequence[FilterCase], texts: dict[str, str], *,
+                     calibrate_on: Sequence[str], strategies: Sequence[str] = EVAL_STRATEGIES, top_k: int | None = None,
+                     grid: dict[str, Sequence[float]] | None = None, retriever: Retriever | None = None) -> dict[str, Any]:
+    """Choose the offline decision rule's parameters on some conditions, report all.
+
+    Retrieval runs once per condition; every parameter combination of ``grid`` is then
+    applied to the stored evidence (one rule for all strategies, as it is one decider).
+    The chosen setting maximises the mean macro-F1 over ``strategies`` on the
+    ``calibrate_on`` conditions; ties go to the earlier grid point.
+
+    Args:
+        calibrate_on: Condition keys used for the choice (e.g. half A).
+        grid: ``{parameter of OfflineCalibration: values}``; default: ``top_m`` 3, 5;
+            ``lam`` 0, 0.5, 1; ``z_threshold`` 2.0-6.0 step 0.25; ``floor`` 0, 0.3.
+
+    Returns:
+        ``{"best": params, "calibrate_on": [...], "held_out": [...], "f1": {strategy:
+        {"calibration": F1, "held_out": F1, "all": F1}}, "per_condition": {key: {strategy: F1}}}``.
+
+    Raises:
+        RetrievalError: no labelled file in the workspace, or an unknown condition key.
+    """
+    import itertools
+    from dataclasses import replace
+
+    from .decider import (DEFAULT_CALIBRATION, calibrated_decisions, condition_terms, dense_score, lexical_score,
+                          lexical_stats)
+    from .filter import collect_evidence
+
+    unknown = [c for c in calibrate_on if c not in texts]
+    if unknown:
+        raise RetrievalError(f"unknown condition {unknown[0]!r}")
+    dmap, _ = _doc_map(ws, [c.file for c in cases])
+    if not dmap:
+        raise RetrievalError("none of the labelled files is in the workspace")
+    retr = retriever or Retriever(ws, embedder, settings)
+    view = retr.view
+    stats = lexical_stats(view)
+    k = top_k or settings.top_k
+    grid = grid or {"top_m": [3, 5], "lam": [0.0, 0.5, 1.0], "z_threshold": list(np.arange(2.0, 6.01, 0.25)),
+                    "floor": [0.0, 0.3]}
+    stored = {}
+    for key, text in texts.items():
+        cc = [c for c in cases if c.condition == key and c.file in dmap]
+        if cc:
+            docs, cos_by = collect_evidence(retr, text, strategies, k, view=view)
+            idx = {d.doc_id: i for i, d in enumerate(docs)}
+            stored[key] = (text, docs, cos_by, [idx[dmap[c.file]] for c in cc], np.array([c.label == 1 for c in cc]))
+    names = list(grid)
+    feats: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for key, (text, docs, cos_by, rows, y) in stored.items():
+        terms = condition_terms(text)
+        for s in strategies:
+            lex = np.array([lexical_score(terms, [e.text for e in d.evidence[s]], stats, DEFAULT_CALIBRATION.k1)[0]
+                            for d in docs])
+            present = np.array([len(c) > 0 for c in cos_by[s]])
+            for m in sorted({int(v) for v in grid.get("top_m", [DEFAULT_CALIBRATION.top_m])}):
+                feats[(key, s, m)] = (np.array([dense_score(c, m) for c in cos_by[s]]), lex, present)
+    table = []
+    for values in itertools.product(*(grid[n] for n in names)):
+        calib = replace(DEFAULT_CALIBRATION, **{n: (int(v) if n == "top_m" else float(v)) for n, v in zip(names, values)})
+        per = {}
+        for key, (text, docs, cos_by, rows, y) in stored.items():
+            per[key] = {}
+            for s in strategies:
+                d, lex, present = feats[(key, s, calib.top_m)]
+                dec, _, _ = calibrated_decisions(d, lex, calib, present)
+                per[key][s] = prf(y, dec[rows])["f1"]
+        cal = [k_ for k_ in per if k_ in calibrate_on]
+        score = float(np.mean([per[k_][s] for k_ in cal for s in strategies])) if cal else 0.0
+        table.append((score, calib, per))
+    best_i = int(np.argmax([t[0] for t in table]))
+    _, calib, per = table[best_i]
+    held = [k_ for k_ in per if k_ not in calibrate_on]
+    cal = [k_ for k_ in per if k_ in calibrate_on]
+
+    def mean(ks, s):
+        return float(np.mean([per[k_][s] for k_ in ks])) if ks else 0.0
+
+    return {
+        "best": calib.to_dict(),
+        "calibrate_on": cal,
+        "held_out": held,
+        "f1": {s: {"calibration": mean(cal, s), "held_out": mean(held, s), "all": mean(list(per), s)} for s in strategies},
+        "per_condition": per,
+        "grid_points": len(table),
+    }
+
+
 # ---------------------------------------------------------------------------- benchmarks
 def default_bench_dir() -> Path:
     """``$DOCMASTER_BENCH_DIR``, else ``../shared/corpus/bench`` beside the repository."""
@@ -309,6 +400,16 @@ def load_bench(bench: str, root: str | os.PathLike | None = None) -> list[BenchQ
     return out
 
 
+def included_files(bench: str, root: str | os.PathLike | None = None) -> set[str] | None:
+    """File names of the PDFs shipped with a benchmark (``mmlongbench_doc/documents`` or
+    ``financebench/pdfs``), or None when that folder is absent."""
+    root = Path(root) if root is not None else default_bench_dir()
+    sub = {"mmlongbench": root / "mmlongbench_doc" / "documents", "financebench": root / "financebench" / "pdfs"}.get(bench)
+    if sub is None or not sub.is_dir():
+        return None
+    return {p.name for p in sub.iterdir() if p.suffix.lower() == ".pdf"}
+
+
 def pages_at_k(pages: Sequence[int], k: int) -> list[int]:
     """The first ``k`` distinct pages of a ranked page list."""
     out: list[int] = []
@@ -324,6 +425,10 @@ def eval_retrieval(ws, embedder, settings, bench: str, *, k: int = 5, strategies
                    root: str | os.PathLike | None = None, depth: int = 50, load_index=None, index_key: object = None,
                    retriever: Retriever | None = None, save: bool = True) -> dict[str, Any]:
     """Evidence-page recall@k per strategy on a benchmark (Doc-Researcher page-level recall).
+
+    Only questions on the PDFs shipped in the benchmark's folder count (see
+    :func:`included_files`); a workspace document of the same name from elsewhere is
+    ignored.
 
     Args:
         ws: Workspace holding (some of) the benchmark PDFs under their original names.
@@ -343,6 +448,12 @@ def eval_retrieval(ws, embedder, settings, bench: str, *, k: int = 5, strategies
         RetrievalError: no benchmark document is in the workspace.
     """
     qs = load_bench(bench, root)
+    inc = included_files(bench, root)
+    n_other = 0
+    if inc is not None:
+        # only the benchmark's own PDFs: a same-named file from elsewhere may paginate differently
+        n_other = sum(q.file not in inc for q in qs)
+        qs = [q for q in qs if q.file in inc]
     dmap, missing = _doc_map(ws, [q.file for q in qs])
     todo = [q for q in qs if q.file in dmap]
     if not todo:
@@ -382,6 +493,7 @@ def eval_retrieval(ws, embedder, settings, bench: str, *, k: int = 5, strategies
         "questions": len(todo),
         "documents": len({q.file for q in todo}),
         "skipped_questions": len(qs) - len(todo),
+        "not_included_questions": n_other,
         "missing_documents": len(missing),
         "recall": {s: float(np.mean(v)) for s, v in rec.items()},
         "hit": {s: float(np.mean(v)) for s, v in hit.items()},

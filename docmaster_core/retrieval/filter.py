@@ -15,7 +15,9 @@ Deciders:
   of the LLM layer is honoured (a document whose call was refused gets
   ``decision=None`` with the reason, never a guessed decision).
 * ``calibrated`` - the offline rule of :mod:`docmaster_core.retrieval.decider`: the
-  evidence cosines standardised over the collection (0 calls, 0 tokens).
+  evidence's dense (cosine) and keyword (BM25-weighted) scores, standardised over the
+  collection with robust z-scores (0 calls, 0 tokens). The same rule decides every
+  strategy's evidence, flat chunks included.
 * ``auto`` (default) - ``calibrated`` when the LLM backend is offline, else ``llm``.
 
 A run is saved in the workspace (``Workspace.save_run("filter", params, result)``)
@@ -36,7 +38,7 @@ import numpy as np
 
 from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
-from .combine import STRATEGIES, STRUCTURED
+from .combine import STRATEGIES
 from .decider import (
     DEFAULT_CALIBRATION,
     OfflineCalibration,
@@ -50,6 +52,8 @@ from .decider import (
 from .retriever import Retriever
 
 __all__ = [
+    "collect_evidence",
+    "calibrated_document_decisions",
     "DocumentResult",
     "FilterRun",
     "run_filter",
@@ -204,8 +208,21 @@ def _llm_decide(llm, condition: str, evidence: list[Evidence], doc_id: str) -> D
     return d
 
 
-def _calibrated(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
-                calib: OfflineCalibration, stats) -> list[Decision]:
+def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
+                                  calib: OfflineCalibration, stats) -> list[Decision]:
+    """Offline decisions of one strategy for a collection (:mod:`.decider`).
+
+    Args:
+        condition: The condition text.
+        ev_by_doc: One evidence list per document (the collection of the run).
+        cos_by_doc: Per document, float32 (n_i,) cosines of its evidence with the condition.
+        calib: The rule's parameters.
+        stats: :class:`~docmaster_core.retrieval.decider.LexicalStats` of the workspace.
+
+    Returns:
+        One :class:`Decision` per document (0 tokens, backend ``"offline-calibrated"``);
+        cited ids are among the document's evidence ids.
+    """
     terms = condition_terms(condition)
     d = np.array([dense_score(c, calib.top_m) for c in cos_by_doc])
     lex = [lexical_score(terms, [e.text for e in evs], stats, calib.k1) for evs in ev_by_doc]
@@ -242,6 +259,36 @@ def _calibrated(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: lis
                      f"p.{best.page}: \"{quote}\"")
         out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated"))
     return out
+
+
+def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str], top_k: int, *,
+                     doc_ids: Sequence[str] | None = None, view=None) -> tuple[list[DocumentResult], dict[str, list[np.ndarray]]]:
+    """Retrieve every strategy's evidence for every document (no decisions).
+
+    Returns:
+        ``(documents, cosines)``: one :class:`DocumentResult` per document with its
+        ``evidence`` filled, and per strategy one float32 array per document holding the
+        cosine of each evidence item with the condition (same order as the evidence).
+    """
+    view = view or retr.view
+    res = retr.rank(condition, strategies, doc_ids=doc_ids, top_k=top_k, view=view)
+    dis = np.flatnonzero(view.doc_mask(doc_ids)).tolist()
+    docs = [DocumentResult(view.docs[di].doc_id, view.docs[di].file_name) for di in dis]
+    cos_by: dict[str, list[np.ndarray]] = {}
+    fv = retr.flat(view) if "flat" in strategies else None
+    for s in strategies:
+        cos_by[s] = []
+        for r, di in zip(docs, dis):
+            r.evidence[s] = retr.to_evidence(res, s, di, view)
+            got = res.ranked.get(s, {}).get(di)
+            if got is None:
+                cos_by[s].append(np.zeros(0, np.float32))
+            elif s == "flat":
+                first = int(np.searchsorted(fv.doc_of, di))
+                cos_by[s].append(res.flat_cos[first + got[0]])
+            else:
+                cos_by[s].append(res.cos[view.docs[di].start + got[0]])
+    return docs, cos_by
 
 
 def run_filter(
@@ -316,25 +363,7 @@ def run_filter(
         raise RetrievalError(f"workspace {ws.path} has no documents")
 
     t0 = time.perf_counter()
-    res = retr.rank(cond, strats, doc_ids=doc_ids, top_k=k, view=view)
-    mask = view.doc_mask(doc_ids)
-    dis = np.flatnonzero(mask).tolist()
-    docs = [DocumentResult(view.docs[di].doc_id, view.docs[di].file_name) for di in dis]
-    cos_by: dict[str, list[np.ndarray]] = {}
-    for s in strats:
-        cos_by[s] = []
-        for r, di in zip(docs, dis):
-            evs = retr.to_evidence(res, s, di, view)
-            r.evidence[s] = evs
-            got = res.ranked.get(s, {}).get(di)
-            if got is None:
-                cos_by[s].append(np.zeros(0, np.float32))
-            elif s == "flat":
-                fv = retr.flat(view)
-                rows = np.flatnonzero(fv.doc_of == di)[got[0]]
-                cos_by[s].append(res.flat_cos[rows])
-            else:
-                cos_by[s].append(res.cos[view.docs[di].start + got[0]])
+    docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=doc_ids, view=view)
     t_retrieve = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -343,7 +372,7 @@ def run_filter(
         backend = "offline-calibrated"
         stats = lexical_stats(view)
         for s in strats:
-            for r, d in zip(docs, _calibrated(cond, [r.evidence[s] for r in docs], cos_by[s], calib, stats)):
+            for r, d in zip(docs, calibrated_document_decisions(cond, [r.evidence[s] for r in docs], cos_by[s], calib, stats)):
                 r.decisions[s] = d
     else:
         backend = getattr(llm, "backend_name", "llm")

@@ -6,7 +6,8 @@ The summary embeddings of every document's hyper-edges (built by
 by cosine. Per document the best ``n_edges`` hyper-edges are taken, then the
 must-link neighbours of the best one (hyper-edges of other sections whose nodes share
 its PC-KMeans cluster, DocMaster Sec. 2.3), best first, until ``top_k`` nodes are
-collected. Each member node is scored ``0.5 * (cos(edge summary, q) + cos(node, q))``.
+collected. Members in reference lists or acknowledgements are dropped (a hyper-edge
+left empty is never chosen). Each member node is scored ``0.5 * (cos(edge summary, q) + cos(node, q))``.
 
 Documents without a stored index get *fallback* hyper-edges: within each section,
 consecutive TEXT nodes whose embeddings have cosine >= 0.5 with the running group
@@ -100,7 +101,8 @@ def build_hyperedge_view(view: CorpusView, load_index: Callable[[str], object | 
         if hes and he_emb is not None and len(he_emb) == len(hes):
             he_emb = np.asarray(he_emb, dtype=np.float32).reshape(len(hes), d)
             for h, e in zip(hes, he_emb):
-                ids = [int(i) for i in h.node_ids if 0 <= int(i) < dv.n_nodes]
+                # reference lists and acknowledgements are not evidence (see corpus.BACK_MATTER_RE)
+                ids = [int(i) for i in h.node_ids if 0 <= int(i) < dv.n_nodes and not view.back_matter[dv.start + int(i)]]
                 members.append(ids)
                 summaries.append(h.summary or "")
                 embs.append(e)
@@ -160,7 +162,7 @@ def hyperedge_search(view: CorpusView, hv: HyperEdgeView, q: np.ndarray, setting
         if doc_mask is not None and not doc_mask[di]:
             continue
         start = view.docs[di].start
-        chosen = [int(x) for x in order[a:b][:n_edges]]
+        chosen = [int(x) for x in order[a:b] if hv.members[int(x)]][:n_edges]
         nb = sorted({x for x in hv.links[chosen[0]] if x not in chosen}, key=lambda x: -hs[x]) if chosen else []
         seen: dict[int, float] = {}
         for rank, e in enumerate(chosen + nb):

@@ -3,7 +3,7 @@
 ``ask`` retrieves passages with the same tri-modal pipeline as the filter (the
 combined, RRF-fused lists of tree traversal, semantic search and hyper-edge matching,
 per document), keeps the ``top_k`` passages with the highest cosine to the question
-across the chosen documents, numbers them ``E1..En`` and asks the LLM for an answer
+across the chosen documents (elements the question names, e.g. "Table 2", first), numbers them ``E1..En`` and asks the LLM for an answer
 with citations. Citations are checked against the passages given: a citation whose
 id was not given is dropped, and document, page, section path and node id are always
 taken from the passage itself, so every citation points at a passage the model saw.
@@ -120,15 +120,20 @@ def select_documents(ws, docs: Sequence[str] | None = None) -> tuple[list[str], 
     return all_ids, "all"
 
 
-def _candidates(retr: Retriever, q: np.ndarray, doc_ids: Sequence[str], per_doc: int, view) -> list[tuple[float, int, int, str]]:
+def _candidates(retr: Retriever, q: str | np.ndarray, doc_ids: Sequence[str], per_doc: int, view
+                ) -> tuple[list[tuple[float, int, int, str]], np.ndarray]:
+    """Combined candidates ``(cosine, doc index, node id, strategies)`` best first, and the query vector."""
     res = retr.rank(q, ["combined"], doc_ids=doc_ids, top_k=per_doc, view=view)
     out = []
     for di, (ids, _) in res.ranked["combined"].items():
         who = res.combined_strategies.get(di, [])
         for r, nid in enumerate(ids.tolist()):
             out.append((float(res.cos[view.docs[di].start + nid]), di, int(nid), who[r] if r < len(who) else "combined"))
-    out.sort(key=lambda t: (-t[0], t[1], t[2]))
-    return out
+    refs = {(di, int(n)) for di, (ids, _) in res.ranked["combined"].items()
+            for n, w in zip(ids.tolist(), res.combined_strategies.get(di, [])) if "reference" in w}
+    # elements the question names explicitly come first, then by cosine
+    out.sort(key=lambda t: ((t[1], t[2]) not in refs, -t[0], t[1], t[2]))
+    return out, res.q
 
 
 def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequence[str], top_k: int,
@@ -141,8 +146,7 @@ def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequen
     from .corpus import node_evidence
 
     view = retr.view
-    q = retr.encode(question) if isinstance(question, str) else question
-    cands = _candidates(retr, q, doc_ids, per_doc or top_k, view)[:top_k]
+    cands = _candidates(retr, question, doc_ids, per_doc or top_k, view)[0][:top_k]
     return [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(cands)]
 
 
@@ -172,7 +176,13 @@ def decompose_question(question: str, llm=None, max_sub: int = 4) -> list[str]:
         m = _COMPARE_RE.search(q)
         if m:
             aspect = f" {m.group(3).rstrip('?')}" if m.group(3) else ""
-            subs = [f"{m.group(1)}{aspect}", f"{m.group(2)}{aspect}"]
+            a, b = m.group(1), m.group(2).rstrip("?")
+            bw = b.split()
+            if not aspect and len(a.split()) <= 3 and len(bw) > 2:
+                # "compare how A and B <predicate>": the predicate belongs to both sides
+                subs = [f"{a} {' '.join(bw[1:])}", b]
+            else:
+                subs = [f"{a}{aspect}", f"{b}{aspect}"]
         else:
             parts = [p.strip(" ,?") for p in _SPLIT_RE.split(q) if p and p.strip(" ,?")]
             subs = [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
@@ -189,7 +199,7 @@ def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k
 
     view = retr.view
     subs = decompose_question(question, llm)
-    qs = [retr.encode(s) for s in subs]
+    qs: list[str | np.ndarray] = list(subs)  # text in round 1 (explicit references), vectors after
     seen: dict[tuple[int, int], tuple[float, str, int]] = {}  # (doc, node) -> (best cos, strategy, sub-query)
     guaranteed: list[tuple[int, int]] = []
     ran = 0
@@ -197,7 +207,8 @@ def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k
         ran = rnd + 1
         new_any = False
         for si, q in enumerate(qs):
-            cands = _candidates(retr, q, doc_ids, top_k, view)[:top_k]
+            cands, qv = _candidates(retr, q, doc_ids, top_k, view)
+            cands = cands[:top_k]
             fresh = [(c, di, nid, who) for c, di, nid, who in cands if (di, nid) not in seen]
             for c, di, nid, who in cands:
                 key = (di, nid)
@@ -208,7 +219,7 @@ def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k
             if fresh:
                 new_any = True
                 top = np.stack([view.emb[view.docs[di].start + nid] for _, di, nid, _ in fresh[:3]])
-                v = q + beta * top.mean(axis=0)
+                v = qv + beta * top.mean(axis=0)
                 qs[si] = (v / max(np.linalg.norm(v), 1e-12)).astype(np.float32)
         if not new_any:
             break

@@ -63,13 +63,15 @@ class Retriever:
             ``DocMaster.load_index``); None uses fallback hyper-edges.
         index_key: Hashable identifying the index parameters ``load_index`` serves
             (part of the hyper-edge cache key).
-        keyword: Fuse node-level BM25 (:mod:`.keyword`) into ``combined`` (default
-            True; False gives the paper's tri-modal fusion only).
+        keyword: Also fuse node-level BM25 (:mod:`.keyword`) into ``combined`` (default
+            False: the paper's tri-modal fusion; measured in the README).
+        combined_factor: The combined list holds ``combined_factor * top_k`` items.
     """
 
     def __init__(self, ws, embedder, settings, *, load_index: Callable[[str], object | None] | None = None,
-                 index_key: object = None, keyword: bool = True):
+                 index_key: object = None, keyword: bool = False, combined_factor: float = 1.0):
         self.keyword = keyword
+        self.combined_factor = combined_factor
         self.ws = ws
         self.embedder = embedder
         self.settings = settings
@@ -160,7 +162,7 @@ class Retriever:
                     if ref_ids:
                         lists["reference"] = (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))
                 if lists:
-                    ids, sc, who = rrf_fuse(lists, k, first="reference")
+                    ids, sc, who = rrf_fuse(lists, int(k * self.combined_factor), first="reference")
                     comb[di] = (ids, sc)
                     comb_strats[di] = who
             ranked["combined"] = comb

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RetrievalError
-from .corpus import CorpusView, type_weight_vector
+from ..model import NodeType
+from .corpus import TYPE_CODES, CorpusView, type_weight_vector
 
 __all__ = ["faiss_index", "node_cosines", "semantic_scores", "top_k_per_doc", "semantic_search"]
 
@@ -134,7 +135,7 @@ def semantic_search(view: CorpusView, q: np.ndarray, settings, *, top_k: int | N
     if cos is None:
         cos = node_cosines(view, q)
     s = semantic_scores(view, cos, settings)
-    valid = view.type_code != 0  # not ROOT
+    valid = view.type_code != TYPE_CODES[NodeType.ROOT]
     if skip_back_matter:
         valid &= ~view.back_matter
     return top_k_per_doc(view, s, top_k or settings.top_k, valid=valid, doc_mask=doc_mask)
