@@ -318,7 +318,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for key, c in res["conditions"].items():
             print(f"{_clean(key)[:10]:10} {c['n']:>3} {c['positives']:>3}  "
                   + "  ".join(f"{c[s]['f1']:>9.3f}" for s in strategies))
-        for m in ("precision", "recall", "f1"):
+        for m in ("precision", "recall", "f1", "ap", "best_f1"):
             print(f"{'macro ' + m:18}  " + "  ".join(f"{res['macro'][s][m]:>9.3f}" for s in strategies))
         for h, ks in res["halves"].items():
             print(f"{'F1 half ' + h:18}  " + "  ".join(f"{res['macro_half'][h][s]:>9.3f}" for s in strategies)

@@ -520,6 +520,17 @@ class Workspace:
             ).fetchone()
         return None if r is None else json.loads(r[0])
 
+    def index_versions(self) -> list[tuple[str, str, float]]:
+        """Every stored semantic index as ``(doc_id, params_key, created_at)``, sorted.
+
+        ``created_at`` is a Unix time in seconds. Used as a cache signature: the list
+        changes whenever an index is built, rebuilt or removed.
+        """
+        rows = self._con().execute(
+            "SELECT doc_id, params_key, created_at FROM indexes ORDER BY doc_id, params_key"
+        ).fetchall()
+        return [(str(d), str(k), float(t)) for d, k, t in rows]
+
     def save_run(self, kind: str, params: dict[str, Any], result: dict[str, Any]) -> int:
         """Store a run (filter, ask, eval) and return its run id."""
         with self.transaction() as con:

@@ -16,6 +16,7 @@ from docmaster_core.retrieval.evaluation import (
     load_filter_cases,
     pages_at_k,
     prf,
+    ranking_quality,
 )
 from docmaster_core.retrieval.retriever import Retriever
 from docmaster_core.store import Workspace
@@ -35,6 +36,19 @@ def test_prf_conventions():
     assert prf(np.zeros(4, bool), np.zeros(4, bool))["f1"] == 1.0  # nothing to find, nothing claimed
     assert prf(np.zeros(4, bool), np.array([1, 0, 0, 0], bool))["f1"] == 0.0
     assert prf(np.array([1, 0], bool), np.zeros(2, bool))["recall"] == 0.0
+
+
+def test_ranking_quality_by_hand():
+    y = np.array([1, 0, 1, 0, 0], bool)
+    # ranking by score: pos, neg, pos, neg, neg -> AP = (1/1 + 2/3) / 2; best cut after rank 3: F1 = 2*2/(3+2)
+    r = ranking_quality(y, np.array([0.9, 0.8, 0.7, 0.1, 0.0]))
+    assert r["ap"] == pytest.approx((1 + 2 / 3) / 2)
+    assert r["best_f1"] == pytest.approx(0.8)
+    perfect = ranking_quality(y, np.array([0.9, 0.1, 0.8, 0.2, 0.0]))
+    assert perfect == {"ap": 1.0, "best_f1": 1.0}
+    # ties are broken against the decider: all-equal scores give AP = base rate-ish, not 1
+    assert ranking_quality(y, np.zeros(5))["ap"] < 0.5
+    assert ranking_quality(np.zeros(3, bool), np.arange(3.0)) == {"ap": 1.0, "best_f1": 1.0}
 
 
 def test_pages_at_k():
@@ -99,6 +113,9 @@ def test_eval_filter_on_toy_collection(tmp_path, embedder):
             assert 0.0 <= c[s]["f1"] <= 1.0
     assert res["macro"]["combined"]["recall"] == 1.0
     assert res["macro"]["combined"]["f1"] >= 0.8
+    # the oracle threshold can only do better than the decider's own rule
+    assert res["macro"]["combined"]["best_f1"] >= res["macro"]["combined"]["f1"] - 1e-9
+    assert 0.0 < res["macro"]["combined"]["ap"] <= 1.0
     assert res["latency"]["embed_retrieve_mean"] > 0
     assert ws.runs("eval")[0]["run_id"] == res["run_id"]
 

@@ -91,5 +91,9 @@ def test_runs_and_index_roundtrip(tmp_path):
     ws.save_index("d1", params, {"labels": [0, 1]})
     assert ws.load_index("d1", {"k": 5, "alpha": 0.6}) == {"labels": [0, 1]}
     assert ws.load_index("d1", {"k": 6, "alpha": 0.6}) is None
+    versions = ws.index_versions()
+    assert [(d, k) for d, k, _ in versions] == [("d1", Workspace.params_key(params))]
+    ws.save_index("d1", {"alpha": 0.7, "k": 5}, {"labels": [1, 0]})
+    assert len(ws.index_versions()) == 2
     rid = ws.save_run("filter", {"condition": "x"}, {"decisions": {}})
     assert ws.runs("filter")[0]["run_id"] == rid

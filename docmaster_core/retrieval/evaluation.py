@@ -153,6 +153,32 @@ def prf(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
     return {"precision": pr, "recall": rc, "f1": f1, "tp": tp, "fp": fp, "fn": fn, "n": int(t.size)}
 
 
+def ranking_quality(y_true: np.ndarray, score: np.ndarray) -> dict[str, float]:
+    """How well a decider's score ranks the documents, whatever its threshold.
+
+    Args:
+        y_true: bool (n,) labels.
+        score: float (n,) decider scores (:attr:`Decision.score`; higher = more likely).
+
+    Returns:
+        ``{"ap": average precision (mean precision at the rank of each positive, ties
+        broken pessimistically), "best_f1": the F1 of the best threshold on this score
+        (an oracle: it is chosen with the labels, so it bounds what any threshold rule on
+        this score can reach)}``; both 1.0 when there is no positive label.
+    """
+    y = np.asarray(y_true, dtype=bool)
+    s = np.asarray(score, dtype=np.float64)
+    if not y.any():
+        return {"ap": 1.0, "best_f1": 1.0}
+    order = np.lexsort((y, -s))  # descending score; among ties negatives first (pessimistic)
+    ys = y[order]
+    tp = np.cumsum(ys)
+    k = np.arange(1, ys.size + 1)
+    ap = float(np.sum((tp / k)[ys]) / ys.sum())
+    best = float(np.max(2.0 * tp / (k + ys.sum())))
+    return {"ap": ap, "best_f1": best}
+
+
 def _doc_map(ws, files: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     m, missing = {}, []
     for f in sorted(set(files)):
@@ -179,7 +205,7 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
 
     Returns:
         ``{"strategies", "conditions": {key: {"text", "n", "positives", strategy: prf}},
-        "macro": {strategy: {precision, recall, f1}}, "macro_half": {"A"|"B": {strategy: f1}},
+        "macro": {strategy: {precision, recall, f1, ap, best_f1}}, "macro_half": {"A"|"B": {strategy: f1}},
         "halves": {"A": [...], "B": [...]}, "missing_files": [...], "undecided": n,
         "latency": {"embed_retrieve_mean", "embed_retrieve_max", "decide_mean"} (seconds)}``.
 
@@ -217,14 +243,16 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
             pred = np.array([d is True for d in dec])
             entry[s] = prf(y, pred)
             entry[s]["predicted"] = [c.file for c, p in zip(cc, pred) if p]
+            ds = [by_doc[dmap[c.file]].decisions.get(s) for c in cc]
+            entry[s].update(ranking_quality(y, np.array([d.score if d is not None else 0.0 for d in ds])))
         out_c[key] = entry
     keys = list(out_c)
     halves = {"A": keys[0::2], "B": keys[1::2]}
 
     def macro(ks: Sequence[str], s: str) -> dict[str, float]:
         if not ks:
-            return {"precision": 0.0, "recall": 0.0, "f1": 0.0}
-        return {m: float(np.mean([out_c[k][s][m] for k in ks])) for m in ("precision", "recall", "f1")}
+            return {"precision": 0.0, "recall": 0.0, "f1": 0.0, "ap": 0.0, "best_f1": 0.0}
+        return {m: float(np.mean([out_c[k][s][m] for k in ks])) for m in ("precision", "recall", "f1", "ap", "best_f1")}
 
     res = {
         "strategies": strats,
