@@ -9,7 +9,7 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
-from ui.indexing import build_document_index
+from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
     compare_rows,
     decision_rows,
@@ -18,6 +18,7 @@ from ui.filtering import (
     export_json,
     render_filter_form,
     run_filter,
+    warm_filter,
 )
 from ui.render import render_evidence, render_page_image
 from ui.layout import page_header
@@ -54,6 +55,8 @@ with col_a, st.container(border=True):
 with col_b, st.container(border=True):
     cfg_b = render_filter_form("B", "Configuration B")
 
+warm_filter(dm, [cfg_a, cfg_b])  # corpus view and hyper-edges loaded in the background while the user types
+
 c_run, c_build = st.columns([1, 3], vertical_alignment="center")
 with c_run:
     run_clicked = st.button("Run filter with A and B", type="primary", icon=":material/filter_alt:",
@@ -75,7 +78,9 @@ if run_clicked:
                 continue
             ip = {k: cfg[k] for k in ("alpha", "k", "K", "w")}
             if build_missing and {"hyperedge", "combined"} & set(cfg["strategies"]):
-                missing = [d for d in docs if dm.load_index(d.doc_id, **ip) is None]
+                wait_for_saves()
+                have = stored_index_docs(dm, ip)
+                missing = [d for d in docs if d.doc_id not in have]
                 if missing:
                     bar = st.progress(0.0, text=f"Configuration {name}: indexing {len(missing)} document(s)")
                     for i, d in enumerate(missing):

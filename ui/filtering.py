@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 from typing import Any
 
 import streamlit as st
@@ -34,6 +35,7 @@ __all__ = [
     "render_filter_form",
     "retrieval_settings",
     "run_filter",
+    "warm_filter",
     "normalise_run",
     "decision_rows",
     "compare_rows",
@@ -144,6 +146,77 @@ def retrieval_settings(dm: Any, config: dict[str, Any]):
     return RetrievalSettings(**base)
 
 
+_WARM_LOCK = threading.Lock()
+_WARMED: set[tuple] = set()
+_WARM_THREADS: dict[str, threading.Thread] = {}
+
+
+def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
+    """Prepare what the first filter run of this workspace needs, in a daemon thread.
+
+    Loads the corpus view (all documents' trees and node vectors stacked), its
+    lexical statistics and, for each distinct (alpha, k, K, w) of ``configs``, the
+    stacked hyper-edges of the stored indexes: together ~3 s on the 88-document
+    corpus that would otherwise be paid by the first click on "Run filter". The
+    retrieval module caches them per workspace state, so the run that follows reuses
+    them (it waits on the same locks when the warm-up is still going). Started at most
+    once per workspace, index-parameter sets and index state; failures are ignored
+    (the run itself then reports them).
+
+    Returns:
+        True when a warm-up thread was started by this call.
+    """
+    keys = []
+    for cfg in configs:
+        ip = {k: cfg[k] for k in ("alpha", "k", "K", "w")}
+        key = json.dumps(dm.index_params(**ip), sort_keys=True)
+        if key not in [k for k, _ in keys]:
+            keys.append((key, ip))
+    try:
+        versions = dm.ws.index_versions()
+    except Exception:  # noqa: BLE001 - warm-up only
+        return False
+    token = (str(dm.ws.path), tuple(k for k, _ in keys), len(versions), max((t for *_, t in versions), default=0.0))
+    with _WARM_LOCK:
+        if token in _WARMED:
+            return False
+        _WARMED.add(token)
+
+    def _run() -> None:
+        try:
+            from docmaster_core.retrieval.corpus import load_corpus
+            from docmaster_core.retrieval.retriever import Retriever
+
+            view = load_corpus(dm.ws)
+            try:
+                from docmaster_core.retrieval.decider import lexical_stats
+
+                lexical_stats(view)
+            except ImportError:
+                pass
+            for key, ip in keys:
+                Retriever(dm.ws, dm.embedder, dm.settings.retrieval,
+                          load_index=lambda doc_id, ip=ip: dm.load_index(doc_id, **ip), index_key=key).hyperedges(view)
+        except Exception:  # noqa: BLE001 - a warm-up failure is reported by the real run
+            with _WARM_LOCK:
+                _WARMED.discard(token)
+
+    th = threading.Thread(target=_run, name="docmaster-filter-warmup", daemon=True)
+    with _WARM_LOCK:
+        _WARM_THREADS[str(dm.ws.path)] = th
+    th.start()
+    return True
+
+
+def _wait_for_warm_up(dm: Any, timeout: float = 60.0) -> None:
+    """Join a running warm-up of this workspace so that a run does not build the same
+    corpus view a second time in parallel."""
+    with _WARM_LOCK:
+        th = _WARM_THREADS.get(str(dm.ws.path))
+    if th is not None and th.is_alive() and th is not threading.current_thread():
+        th.join(timeout)
+
+
 def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] | None = None) -> dict[str, Any]:
     """Filter the workspace's documents by ``condition`` with one form config.
 
@@ -166,6 +239,7 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
     """
     from docmaster_core.retrieval.filter import run_filter as core_run_filter
 
+    _wait_for_warm_up(dm)
     ip = {k: config[k] for k in ("alpha", "k", "K", "w")}
     strategies = [x for x in STRATEGIES if x in config["strategies"]] or ["combined"]
     decide_by = config.get("decide_by") if config.get("decide_by") in strategies else strategies[-1]

@@ -139,7 +139,27 @@ def get_embedder_cached(model: str):
     from docmaster_core.embedding import get_embedder
 
     es = get_settings().embedding
-    return get_embedder(EmbeddingSettings(**{**es.model_dump(), "model": model}))
+    emb = get_embedder(EmbeddingSettings(**{**es.model_dump(), "model": model}))
+    _warm_up_in_background(emb)
+    return emb
+
+
+def _warm_up_in_background(emb: Any) -> None:
+    """Load the model weights in a daemon thread so that the first query encoding (a
+    filter, a chat question) does not pay the ~10 s import and load; an encode that
+    comes earlier waits on the embedder's own load lock. A failure is left for the
+    first real encode to report."""
+    import threading
+
+    from docmaster_core.errors import DocMasterError
+
+    def _run() -> None:
+        try:
+            emb.encode(["warm-up"])
+        except DocMasterError:
+            pass
+
+    threading.Thread(target=_run, name="docmaster-embedder-warmup", daemon=True).start()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
