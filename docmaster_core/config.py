@@ -99,6 +99,10 @@ class RetrievalSettings(BaseModel):
     w_equation: float = Field(0.5, ge=0.0, description="Type weight of EQUATION nodes.")
     chunk_chars: int = Field(1000, ge=100, description="Flat baseline chunk size in characters.")
     chunk_overlap: int = Field(200, ge=0, description="Flat baseline chunk overlap in characters.")
+    combine_unit: Literal["page", "node"] = Field(
+        "page", description="combined: fuse the strategies' rankings by page (rrf_fuse_pages) or by node (rrf_fuse)."
+    )
+    rrf_c: float = Field(5.0, gt=0.0, description="RRF constant of the page-level fusion of combined (node-level keeps 60).")
 
 
 class Settings(BaseSettings):

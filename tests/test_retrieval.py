@@ -296,6 +296,50 @@ def test_rrf_fuse_merges_and_names_strategies():
     assert abs(sc[0] - (1 / 62 + 1 / 61)) < 1e-6
 
 
+def test_rrf_fuse_pages_ranks_pages_and_groups_nodes():
+    from docmaster_core.retrieval.combine import rrf_fuse_pages
+
+    # nodes 1-3 on page 1, 4-5 on page 2, 6 on page 3
+    page_of = np.array([1, 1, 1, 1, 2, 2, 3])
+    a = (np.array([4, 1, 6]), np.ones(3, np.float32))  # pages 2, 1, 3
+    b = (np.array([2, 3, 5]), np.ones(3, np.float32))  # pages 1, 1, 2
+    ids, sc, who = rrf_fuse_pages({"semantic": a, "tree": b}, page_of, k=10, c=5.0)
+    # page 1: 1/7 + 1/6 beats page 2: 1/6 + 1/7? tie -> lower page first; page 3 last
+    p1, p2 = 1 / 7 + 1 / 6, 1 / 6 + 1 / 7
+    assert abs(p1 - p2) < 1e-12
+    pages = page_of[ids].tolist()
+    assert pages == sorted(pages, key=lambda p: (p == 3, p))  # grouped by page, page 3 last
+    assert sorted(ids.tolist()) == [1, 2, 3, 4, 5, 6]
+    assert abs(sc[0] - p1) < 1e-6 and abs(sc[-1] - 1 / 8) < 1e-6
+    assert who[ids.tolist().index(4)] == "semantic"
+    # a page reached by two lists beats a page reached by one, whatever the node ranks
+    c = (np.array([6]), np.ones(1, np.float32))
+    ids2, _, _ = rrf_fuse_pages({"semantic": a, "tree": c}, page_of, k=2, c=5.0)
+    assert page_of[ids2[0]] == 3
+    # the "first" list goes ahead
+    ids3, _, _ = rrf_fuse_pages({"semantic": a, "reference": (np.array([5]), np.ones(1, np.float32))}, page_of, k=3,
+                                first="reference")
+    assert ids3[0] == 5
+
+
+def test_combined_fuses_by_page_by_default(toy, embedder):
+    from docmaster_core.retrieval.retriever import Retriever
+
+    ws, r = toy
+    assert RetrievalSettings().combine_unit == "page"
+    did = _doc(ws, "fact_check.pdf")
+    q = "fact-checking and claim verification"
+    evs = r.search(q, "combined", doc_ids=[did], top_k=8)[did]
+    pages = [e.page for e in evs]
+    # nodes come page by page: once a page is left it does not come back
+    assert all(p not in pages[:i] or pages[i - 1] == p for i, p in enumerate(pages) if i)
+    rn = Retriever(ws, embedder, RetrievalSettings(combine_unit="node"))
+    evn = rn.search(q, "combined", doc_ids=[did], top_k=8)[did]
+    assert len({e.node_id for e in evn}) == len(evn)
+    # both fuse the same strategy lists: the best page of the node fusion is among the page fusion's pages
+    assert evn[0].page in pages
+
+
 def test_combined_deduplicates_across_strategies(toy):
     ws, r = toy
     did = _doc(ws, "fact_check.pdf")

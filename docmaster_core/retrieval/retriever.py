@@ -2,7 +2,8 @@
 
 :class:`Retriever` embeds a query once, computes the node cosines once (FAISS), and
 runs any of the strategies ``tree``, ``semantic``, ``hyperedge``, ``combined`` (RRF of
-the three, preceded by the elements a question names explicitly, e.g. "Figure 3",
+the three, by page by default (``settings.combine_unit``), preceded by the elements a
+question names explicitly, e.g. "Figure 3",
 see :mod:`.references`) and ``flat`` (the baseline) over all or some documents, returning
 :class:`~docmaster_core.model.Evidence` lists per document. Evidence ids are
 ``<letter><rank>`` with the letter naming the strategy (T, S, H, C, F), unique within
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..errors import RetrievalError
 from ..model import Evidence
-from .combine import STRATEGIES, STRUCTURED, rrf_fuse
+from .combine import STRATEGIES, STRUCTURED, rrf_fuse, rrf_fuse_pages
 from .corpus import CorpusView, load_corpus, node_evidence
 from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
 from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
@@ -86,11 +87,7 @@ class Retriever:
         return load_corpus(self.ws)
 
     def _index_signature(self) -> tuple:
-        try:
-            rows = self.ws._con().execute("SELECT doc_id, params_key, created_at FROM indexes ORDER BY doc_id, params_key").fetchall()
-        except Exception:  # noqa: BLE001 - a workspace without the table simply has no index
-            rows = []
-        return tuple(tuple(r) for r in rows)
+        return tuple(self.ws.index_versions())
 
     def hyperedges(self, view: CorpusView | None = None) -> HyperEdgeView:
         """The stacked hyper-edges of the view (cached per index state)."""
@@ -162,7 +159,13 @@ class Retriever:
                     if ref_ids:
                         lists["reference"] = (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))
                 if lists:
-                    ids, sc, who = rrf_fuse(lists, int(k * self.combined_factor), first="reference")
+                    kk = int(k * self.combined_factor)
+                    if getattr(self.settings, "combine_unit", "node") == "page":
+                        dv = view.docs[di]
+                        ids, sc, who = rrf_fuse_pages(lists, view.page[dv.start:dv.start + dv.n_nodes], kk,
+                                                      c=float(getattr(self.settings, "rrf_c", 5.0)), first="reference")
+                    else:
+                        ids, sc, who = rrf_fuse(lists, kk, first="reference")
                     comb[di] = (ids, sc)
                     comb_strats[di] = who
             ranked["combined"] = comb
