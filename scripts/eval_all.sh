@@ -43,7 +43,7 @@ S = r["strategies"]
 print(f"{'condition':10} {'n':>3} {'pos':>3}  " + "  ".join(f"{s[:9]:>9}" for s in S) + "   (F1)")
 for k, c in r["conditions"].items():
     print(f"{k:10} {c['n']:>3} {c['positives']:>3}  " + "  ".join(f"{c[s]['f1']:9.3f}" for s in S))
-for m in ("precision", "recall", "f1"):
+for m in ("precision", "recall", "f1", "ap", "best_f1"):
     print(f"{'macro ' + m:18}  " + "  ".join(f"{r['macro'][s][m]:9.3f}" for s in S))
 for h, ks in r["halves"].items():
     print(f"{'F1 half ' + h:18}  " + "  ".join(f"{r['macro_half'][h][s]:9.3f}" for s in S) + f"   ({', '.join(ks)})")
