@@ -10,7 +10,7 @@ from ui.chat import ask, docs_from_filter
 from ui.render import render_page_image, section_line
 from ui.layout import page_header
 from ui.text import md_escape, shorten
-from ui.widgets import open_docmaster_or_stop
+from ui.widgets import documents_or_stop, open_docmaster_or_stop
 
 W_SCOPE = "w_chat_scope"
 W_DOCS = "w_chat_docs"
@@ -32,11 +32,7 @@ def _show_citations(cites: list[dict], turn: int) -> None:
 
 page_header("Chat")
 dm = open_docmaster_or_stop()
-docs = dm.ws.documents()
-if not docs:
-    st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
-    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
-    st.stop()
+docs = documents_or_stop(dm)
 by_id = {d.doc_id: d for d in docs}
 runs = state.get(state.FILTER_RUNS) or {}
 passed = [d for d in docs_from_filter(runs) if d in by_id]

@@ -16,7 +16,7 @@ from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
 from ui.projection import get_projection, projection_key
 from ui.layout import page_header
 from ui.text import hover_escape, md_escape, shorten
-from ui.widgets import choose_document, load_tree_cached, open_docmaster_or_stop
+from ui.widgets import choose_document, documents_or_stop, load_tree_cached, open_docmaster_or_stop
 
 W_MODE = "w_clusters_mode"
 W_DOC = "w_clusters_doc"
@@ -48,11 +48,7 @@ def _store_params() -> None:
 
 page_header("Semantic clusters")
 dm = open_docmaster_or_stop()
-docs = dm.ws.documents()
-if not docs:
-    st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
-    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
-    st.stop()
+docs = documents_or_stop(dm)
 
 params = index_params()
 with st.container(border=True):

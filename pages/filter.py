@@ -23,7 +23,7 @@ from ui.filtering import (
 from ui.render import render_evidence, render_page_image
 from ui.layout import page_header
 from ui.text import md_escape, shorten
-from ui.widgets import open_docmaster_or_stop
+from ui.widgets import documents_or_stop, open_docmaster_or_stop
 
 W_COND = "w_filter_condition"
 W_DOC = "w_filter_doc"
@@ -32,11 +32,7 @@ W_PAGE = "w_filter_page"
 
 page_header("Filter")
 dm = open_docmaster_or_stop()
-docs = dm.ws.documents()
-if not docs:
-    st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
-    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
-    st.stop()
+docs = documents_or_stop(dm)
 by_id = {d.doc_id: d for d in docs}
 
 state.seed_widget(W_COND, state.get(state.FILTER_CONDITION, ""))

@@ -283,6 +283,16 @@ def test_every_page_runs_without_exception(uploaded):
         assert "LLM: offline (extractive)" in _texts(at), page
 
 
+def test_pages_on_an_empty_workspace_point_to_upload(env, monkeypatch):
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "empty"))
+    at = _open()
+    for page in ("tree", "hyperedges", "clusters", "filter", "chat"):
+        at.switch_page(f"pages/{page}.py")
+        _run(at)
+        assert any("No documents in this workspace yet" in t for t in _texts(at)), page
+        assert not at.button, page  # the page stopped before drawing its controls
+
+
 def _sidebar_only():
     from ui.sidebar import render_sidebar
     from ui.state import init_state

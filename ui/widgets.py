@@ -12,7 +12,7 @@ from . import state
 from .resources import current_docmaster
 from .text import md_escape, shorten
 
-__all__ = ["open_docmaster_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached", "node_label"]
+__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached", "node_label"]
 
 _TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
 
@@ -27,6 +27,21 @@ def open_docmaster_or_stop():
         st.stop()
 
 
+def _no_documents_hint() -> None:
+    st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
+    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+
+
+def documents_or_stop(dm: Any) -> list:
+    """The workspace's :class:`~docmaster_core.store.DocumentRecord` list; when it is
+    empty, shows a hint to upload and stops the page."""
+    docs = dm.ws.documents()
+    if not docs:
+        _no_documents_hint()
+        st.stop()
+    return docs
+
+
 def choose_document(dm: Any, widget_key: str, label: str = "Document"):
     """A document selectbox bound to the session's current document.
 
@@ -36,8 +51,7 @@ def choose_document(dm: Any, widget_key: str, label: str = "Document"):
     """
     docs = dm.ws.documents()
     if not docs:
-        st.info("No documents in this workspace yet: upload PDFs on the Upload page.")
-        st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+        _no_documents_hint()
         return None
     by_id = {d.doc_id: d for d in docs}
     ids = list(by_id)
