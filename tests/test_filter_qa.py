@@ -126,11 +126,24 @@ def test_filter_rejects_bad_input(toy, embedder):
         run_filter(ws, embedder, None, RetrievalSettings(), IMAGENET, decider="llm", retriever=r, save=False)
 
 
-def test_small_collection_uses_absolute_threshold(tmp_path, embedder):
-    ws = build_toy_workspace(tmp_path / "w", embedder, TOY_DOCS[:3])
+@pytest.mark.parametrize("n_docs", [2, 3, 5])
+def test_small_collection_passes_the_clear_match(tmp_path, embedder, n_docs):
+    """Below ``min_collection`` documents the prior rule decides: the ImageNet paper passes,
+    the others do not (the old fixed ``d >= 0.55`` rule rejected such clear matches)."""
+    ws = build_toy_workspace(tmp_path / "w", embedder, TOY_DOCS[:n_docs])
     run = run_filter(ws, embedder, None, RetrievalSettings(), IMAGENET, save=False)
-    assert "absolute threshold" in run.documents[0].decisions["combined"].rationale
-    assert all(d.decision("combined") is not None for d in run.documents)
+    by = {d.file_name: d for d in run.documents}
+    assert "prior statistics" in by["cnn_imagenet.pdf"].decisions["combined"].rationale
+    for s in ("semantic", "hyperedge", "combined"):
+        assert by["cnn_imagenet.pdf"].decision(s) is True, s
+    for s in ("tree", "semantic", "hyperedge", "combined"):
+        assert [f for f, d in by.items() if f != "cnn_imagenet.pdf" and d.decision(s)] == [], s
+        # the prior z-score ranks the match first even where it stays under the threshold
+        conf = {f: d.decisions[s].score for f, d in by.items()}
+        assert max(conf, key=conf.get) == "cnn_imagenet.pdf", s
+    run2 = run_filter(ws, embedder, None, RetrievalSettings(), APPLIANCE, save=False)
+    appliance = [d.file_name for d in run2.documents if d.decision("combined")]
+    assert "cnn_imagenet.pdf" not in appliance
 
 
 # ------------------------------------------------------------------------------ LLM decider

@@ -244,8 +244,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                    f"); rule z >= {calib.z_threshold:g} and dense >= {calib.floor:g}")
             conf = float(1.0 / (1.0 + np.exp(-(z[i] - calib.z_threshold))))
         else:
-            why = f"dense score {d[i]:.3f} vs absolute threshold {calib.abs_threshold:g} (collection too small to calibrate)"
-            conf = float(np.clip(d[i], 0.0, 1.0))
+            why = (f"z {z[i]:+.2f} against prior statistics (collection of {int(present.sum())} documents is too small "
+                   f"to calibrate; dense {d[i]:.3f} = mean of top-{calib.top_m} cosines vs prior median "
+                   f"{st['dense_median']:g}; keyword score {l[i]:.1f}" + (f" from {', '.join(hits[:6])}" if hits else "")
+                   + f"); rule z >= {calib.prior_z_threshold:g} and dense >= {calib.floor:g}")
+            conf = float(1.0 / (1.0 + np.exp(-(z[i] - calib.prior_z_threshold))))
         if dec[i]:
             # the passages that carry the decision: top cosines, then passages holding the condition's keywords
             ids = [evs[int(j)].evidence_id for j in order[: calib.top_m]]
