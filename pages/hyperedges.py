@@ -124,7 +124,14 @@ def _add_section_chain(sid: int) -> None:
         cur = parent
 
 
-selected_he = st.session_state.get(W_HE, (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id))
+# Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
+# Streamlit identifies it by its arguments. Were the highlight to change between the first
+# run and the run a click triggers, the click would land on a new component (value None,
+# new layout) and be lost.
+_remembered = (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id)
+if st.session_state.get(W_HE) not in he_by_id:
+    st.session_state[W_HE] = _remembered if _remembered in he_by_id else hes[0].id
+selected_he = st.session_state[W_HE]
 for h in drawn:
     _add_section_chain(h.section_id)
     chosen_style = {"borderWidth": 4, "color": {"background": _color(h.cluster), "border": "#111827"}} \
@@ -148,9 +155,13 @@ left, right = st.columns([3, 2], gap="large")
 with left:
     st.caption("Grey boxes: sections · diamonds: hyper-edges (colour = PC-KMeans cluster) · dots: passages · "
                "red dashed: must-links across sections. Click a diamond to inspect it.")
-    config = Config(width=900, height=620, directed=False, physics=True, hierarchical=False,
-                    stabilization=True, minVelocity=2)
+    config = Config(width=900, height=620, directed=True, physics=True, hierarchical=False)
     config.width = "100%"  # fill the column instead of a fixed pixel width
+    # options where vis-network expects them: no arrows, physics settles, one layout per graph
+    config.edges = {"arrows": {"to": {"enabled": False}}}
+    config.physics["minVelocity"] = 2
+    config.layout["randomSeed"] = 7  # same graph -> same layout after every rerun
+    del config.groups
     clicked = agraph(nodes=nodes, edges=edges, config=config)
 
 # a click on the graph selects a hyper-edge (a passage selects its hyper-edge)
@@ -164,13 +175,11 @@ if clicked and clicked != state.get(state.HYPEREDGE_CLICK):
         target = he_of_node.get(int(raw))
     elif kind == "s" and raw.isdigit():
         target = next((h.id for h in hes if h.section_id == int(raw)), None)
-    if target is not None and target in he_by_id:
+    if target is not None and target in he_by_id and target != st.session_state.get(W_HE):
         st.session_state[W_HE] = target
+        st.rerun()  # redraw with the new highlight (same layout: fixed random seed)
 
 with right:
-    remembered = (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id)
-    if st.session_state.get(W_HE) not in he_by_id:
-        st.session_state[W_HE] = remembered if remembered in he_by_id else hes[0].id
     he_id = st.selectbox(
         "Hyper-edge",
         [h.id for h in hes],
