@@ -176,22 +176,33 @@ def cmd_usage(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .store import Workspace
-
-    ws = Workspace(args.workspace, create=False)
+    dm = _dm(args)
+    ws = dm.ws
+    removed: list[str] = []
+    rebuilt: list[str] = []
     if args.repair:
         with ws.writing():
             removed = ws.repair()
-        for r in removed:
-            print(f"removed {r}")
+            rebuilt = dm.repair_vectors()
+        if not args.json:
+            for r in removed:
+                print(f"removed {r}")
+            for r in rebuilt:
+                print(f"repaired: {_clean(r)}")
+            if not removed and not rebuilt:
+                print("nothing to repair")
     problems = ws.check(leftovers=False)
     leftovers = ws.leftovers()
     docs = ws.documents()
     if args.json:
-        _print_json({"ok": not problems, "documents": len(docs), "problems": problems, "leftovers": leftovers})
+        _print_json({"ok": not problems, "documents": len(docs), "problems": problems, "leftovers": leftovers,
+                     "removed": removed, "repaired": rebuilt})
     else:
         for p in problems:
-            print(f"problem: {_clean(p)}")
+            hint = ""
+            if "vector file" in p and not args.repair:
+                hint = " (run 'docmaster check --repair' to re-embed it from the stored tree)"
+            print(f"problem: {_clean(p)}{hint}")
         for p in leftovers:
             print(f"note: {_clean(p)} (an interrupted write; harmless, --repair removes it)")
         print(f"{'ok' if not problems else 'NOT OK'}: {len(docs)} documents, {len(problems)} problems")
@@ -244,9 +255,22 @@ def cmd_filter(args: argparse.Namespace) -> int:
         strategies.append("flat")
     run = dm.filter(args.condition, strategy=args.strategy, strategies=strategies, top_k=args.top_k,
                     decider=args.decider, save=not args.no_save)
+    warnings = list(getattr(run, "warnings", []) or [])
+    decisions = [dec for d in run.documents for dec in d.decisions.values()]
+    nothing_decided = bool(decisions) and all(dec.decision is None for dec in decisions)
     if args.json:
-        _print_json(run.to_dict(text_chars=None if args.full_text else 400))
+        out = run.to_dict(text_chars=None if args.full_text else 400)
+        out["warnings"] = warnings
+        _print_json(out)
+        if nothing_decided:
+            print(f"error: {_undecided_message(decisions)}", file=sys.stderr)
+            return 1
         return 0
+    for w in warnings:
+        print(f"warning: {_clean(w)}", file=sys.stderr)
+    if nothing_decided:
+        print(f"error: {_undecided_message(decisions)}", file=sys.stderr)
+        return 1
     strats = run.strategies
     print(f"condition: {_clean(run.condition)}")
     print(f"decider: {run.backend}   strategy: {run.strategy}   top-k: {run.params['top_k']}")
@@ -276,6 +300,11 @@ def cmd_filter(args: argparse.Namespace) -> int:
     return 0
 
 
+def _undecided_message(decisions) -> str:
+    first = next((d.error for d in decisions if d.error), "") or "no reason given"
+    return f"no document could be decided ({len(decisions)} decisions failed); first error: {_clean(first)[:300]}"
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     dm = _dm(args)
     _retrieval_overrides(args, dm)
@@ -283,6 +312,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(res.to_dict())
         return 0 if not res.answer.error else 1
+    for w in res.warnings:
+        print(f"warning: {_clean(w)}", file=sys.stderr)
     if res.answer.error:
         print(f"error: {_clean(res.answer.error)}", file=sys.stderr)
         return 1
@@ -294,8 +325,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         sec = " > ".join(c.section_path)
         print(f"[{c.evidence_id}] {_clean(c.file)} p.{c.page}" + (f" \u00a7 {_clean(sec)[:60]}" if sec else "")
               + f" (node {c.node_id}): \"{_clean(c.quote)[:200]}\"")
-    print(f"({len(res.evidence)} passages from {len(res.doc_ids)} documents, {res.doc_source}; "
-          f"backend {res.answer.backend})")
+    n_from = len(res.evidence_doc_ids)
+    searched = f" of {len(res.doc_ids)} searched" if len(res.doc_ids) != n_from else ""
+    print(f"({len(res.evidence)} passage{'s' * (len(res.evidence) != 1)} from {n_from} "
+          f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend})")
     return 0
 
 
@@ -360,7 +393,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _add_retrieval_parsers(sub, common) -> None:
     """Register ``filter``, ``ask`` and ``eval``."""
     def knobs(sp):
-        sp.add_argument("--top-k", dest="top_k", type=int, help="evidence items per strategy and document (default 8)")
+        sp.add_argument("--top-k", dest="top_k", type=int, help="evidence items per strategy and document, >= 1 (default 8)")
         sp.add_argument("--gamma", type=float, help="depth decay in s(v,q) = w_type * cos * gamma^depth")
         sp.add_argument("--w-title", dest="w_title", type=float, help="type weight of TITLE nodes (default 1.5)")
         sp.add_argument("--w-text", dest="w_text", type=float, help="type weight of TEXT nodes (default 1.0)")
@@ -467,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("check", help="integrity check of a workspace")
     common(sp, llm=False)
-    sp.add_argument("--repair", action="store_true", help="remove leftovers of interrupted writes")
+    sp.add_argument("--repair", action="store_true",
+                    help="remove leftovers of interrupted writes and re-embed missing vector files from the stored trees")
     sp.set_defaults(func=cmd_check)
 
     _add_retrieval_parsers(sub, common)
@@ -478,6 +512,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    for opt, name in (("top_k", "--top-k"), ("k", "--k")):
+        v = getattr(args, opt, None)
+        if v is not None and args.command in ("filter", "ask", "eval") and v < 1:
+            print(f"error: {name} must be >= 1", file=sys.stderr)
+            return 2
     try:
         return int(args.func(args) or 0)
     except WorkspaceLockedError as e:

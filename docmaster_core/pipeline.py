@@ -21,7 +21,7 @@ import numpy as np
 
 from .config import Settings, get_settings
 from .embedding import Embedder, get_embedder
-from .errors import DocMasterError, ParseError
+from .errors import DocMasterError, ParseError, RetrievalError
 from .model import DocumentTree, NodeType
 from .store import Workspace, file_sha256, storable_text
 
@@ -151,8 +151,21 @@ class DocMaster:
         if self._llm is None:
             from .llm import make_llm
 
-            self._llm = make_llm(self.settings.llm, cache_dir=self.ws.path, embedder=self.embedder)
+            # only the offline backend uses the sentence embedder: do not load it for a chat model
+            emb = self.embedder if self.settings.llm.backend == "offline" else None
+            self._llm = make_llm(self.settings.llm, cache_dir=self.ws.path, embedder=emb)
         return self._llm
+
+    def check_llm(self) -> None:
+        """Fail fast when the configured LLM backend cannot work at all (e.g. the
+        OpenAI backend without an API key), before any model load or retrieval.
+
+        Raises:
+            ConfigError: the backend is not usable (one-line reason).
+        """
+        check = getattr(self.llm, "check_ready", None)
+        if callable(check):
+            check()
 
     # ------------------------------------------------------------------ ingest
     def _parse(self, path: Path):
@@ -176,10 +189,18 @@ class DocMaster:
         (same SHA-256) are skipped without parsing. Parsing of the next file overlaps
         the embedding of the current one (one background thread).
 
+        A file whose content is already stored under another name is skipped with the
+        reason ``same content as <stored file>, already in workspace``. A stored
+        document whose vector file is missing gets it rebuilt from the stored tree.
+
         Raises:
             WorkspaceLockedError: another process is writing to the workspace.
+            ConfigError: the LLM backend is unusable (e.g. no API key) and summaries or
+                the index were asked for; raised before any file is touched.
         """
         inputs, results = collect_inputs(paths)
+        if inputs and (summaries or build_index):
+            self.check_llm()  # e.g. no API key: fail once, not once per file
         emit = on_progress or (lambda e: None)
         total = len(inputs)
         with self.ws.writing():
@@ -200,14 +221,22 @@ class DocMaster:
                 if doc_id is not None:
                     rec = self.ws.document(doc_id)
                     why = "already in workspace"
+                    if rec.file_name != p.name:
+                        why = f"same content as {' '.join(rec.file_name.split())}, already in workspace"
+                    if not self.ws.vectors_ok(doc_id):
+                        try:
+                            self.reembed_document(doc_id)
+                            why += "; its missing vector file was rebuilt"
+                        except DocMasterError as e:
+                            why += storable_text(" ".join(f"; its vector file is missing and could not be rebuilt: {e}".split()))
                     if build_index and self.ws.load_index(doc_id, self.index_params()) is None:
                         # stored by a run that was interrupted (or failed) before its index step
                         emit(IngestEvent(str(p), i, total, "indexing", 0.0))
                         try:
                             self.index_document(doc_id)
-                            why = "already in workspace; its semantic index was completed"
+                            why += "; its semantic index was completed"
                         except DocMasterError as e:
-                            why = storable_text(" ".join(f"already in workspace; index failed: {e}".split()))
+                            why += storable_text(" ".join(f"; index failed: {e}".split()))
                     results.append(IngestResult(str(p), "skipped", doc_id, why, rec.n_pages, rec.n_nodes, rec.counts))
                     emit(IngestEvent(str(p), i, total, "skipped", 0.0, why))
                     continue
@@ -298,6 +327,57 @@ class DocMaster:
         timings["total"] = time.perf_counter() - t_start
         self.ws.update_timings(rec.doc_id, timings)
         return IngestResult(str(p), "ingested", rec.doc_id, "", rec.n_pages, rec.n_nodes, rec.counts, timings)
+
+    # ------------------------------------------------------------------ repair
+    def reembed_document(self, doc_id: str) -> int:
+        """Rebuild a document's vector file from its stored tree (no parsing).
+
+        Embeds :func:`node_embedding_text` of every node with this facade's embedder and
+        writes ``vectors/<doc_id>.npy`` atomically. The caller should hold the write lock.
+
+        Returns:
+            The number of node vectors written.
+
+        Raises:
+            WorkspaceError: no such document.
+            EmbeddingError: the embedder failed.
+            ConfigError: the embedder is not the model the document was embedded with.
+        """
+        from .errors import ConfigError
+
+        rec = self.ws.document(doc_id)
+        name = getattr(self.embedder, "name", "")
+        if rec.embedding_model and name and rec.embedding_model != name:
+            raise ConfigError(
+                f"{rec.file_name} was embedded with {rec.embedding_model}, the configured embedder is {name}; "
+                "remove the workspace document and ingest the PDF again"
+            )
+        tree = self.ws.load_tree(rec.doc_id)
+        emb = self.embedder.encode([node_embedding_text(tree, n.id) for n in tree.nodes])
+        self.ws.write_embeddings(rec.doc_id, np.asarray(emb, dtype=np.float32))
+        return len(tree.nodes)
+
+    def repair_vectors(self) -> list[str]:
+        """Re-embed every document whose vector file is missing, unreadable or of the
+        wrong shape (see :meth:`reembed_document`); holds the write lock.
+
+        Returns:
+            One line per document: what was rebuilt, or why it could not be.
+
+        Raises:
+            WorkspaceLockedError: another process is writing to the workspace.
+        """
+        out = []
+        with self.ws.writing():
+            for d in self.ws.documents():
+                if self.ws.vectors_ok(d.doc_id):
+                    continue
+                try:
+                    n = self.reembed_document(d.doc_id)
+                    out.append(f"rebuilt vectors/{d.doc_id}.npy of {d.file_name} ({n} node vectors re-embedded)")
+                except DocMasterError as e:
+                    out.append(f"could not rebuild the vectors of {d.file_name}: {e}")
+        return out
 
     # ------------------------------------------------------------------ index
     def index_params(self, **overrides) -> dict[str, Any]:
@@ -412,17 +492,37 @@ class DocMaster:
         the decision, rationale, cited evidence ids and tokens of every strategy; the run
         is saved in the workspace unless ``save`` is false. See
         :func:`docmaster_core.retrieval.filter.run_filter` for the options.
+        Documents whose vector file is missing are skipped; ``run.warnings`` (list of
+        str) names them.
 
         Raises:
-            RetrievalError: empty condition, unknown strategy or document, empty workspace.
+            RetrievalError: empty condition, ``top_k`` < 1, unknown strategy or
+                document, empty workspace.
+            ConfigError: the LLM backend is unusable (e.g. no API key), raised before
+                anything is loaded or retrieved.
         """
-        from .retrieval.filter import run_filter
+        from .retrieval.filter import condition_query, run_filter
+        from .retrieval.qa import searchable_documents
+        from .retrieval.retriever import check_top_k
 
-        r = self.retriever()
+        condition_query(condition)
+        check_top_k(top_k)
         llm = None if decider == "calibrated" else self.llm
-        return run_filter(self.ws, self.embedder, llm, self.settings.retrieval, condition, strategy=strategy,
-                          strategies=strategies, top_k=top_k, doc_ids=doc_ids, decider=decider, retriever=r,
-                          index_key=r._index_key, save=save, **options)
+        if llm is not None and not getattr(llm, "is_offline", True):
+            self.check_llm()  # before the embedder is loaded or anything is retrieved
+        r = self.retriever()
+        view = r.view
+        if doc_ids is not None:
+            doc_ids, warnings = searchable_documents(view, doc_ids)
+        else:
+            warnings = list(view.skipped.values())
+            if view.skipped and not view.docs:
+                raise RetrievalError("no document can be searched: " + warnings[0])
+        run = run_filter(self.ws, self.embedder, llm, self.settings.retrieval, condition, strategy=strategy,
+                         strategies=strategies, top_k=top_k, doc_ids=doc_ids, decider=decider, retriever=r,
+                         index_key=r._index_key, save=save, **options)
+        run.warnings = warnings
+        return run
 
     def ask(self, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
             deep: bool = False, save: bool = True, **options):
@@ -433,9 +533,16 @@ class DocMaster:
         :class:`~docmaster_core.retrieval.qa.QAResult`.
 
         Raises:
-            RetrievalError: empty question, unknown documents, nothing to search.
+            RetrievalError: empty question, ``top_k`` < 1, unknown documents, nothing to search.
+            ConfigError: the LLM backend is unusable (e.g. no API key).
         """
         from .retrieval.qa import ask
+        from .retrieval.retriever import check_top_k
 
+        if not " ".join((question or "").split()):
+            raise RetrievalError("the question is empty")
+        check_top_k(top_k)
+        if not getattr(self.llm, "is_offline", True):
+            self.check_llm()  # before the embedder is loaded or anything is retrieved
         return ask(self.ws, self.embedder, self.llm, self.settings.retrieval, question, docs=docs, top_k=top_k,
                    deep=deep, retriever=self.retriever(), save=save, **options)

@@ -190,7 +190,9 @@ class Workspace:
 
     Args:
         path: Workspace directory; created when ``create`` is true.
-        create: Create the directory and database if missing (default True).
+        create: Create the directory and database if missing (default True). With
+            ``create=False`` nothing is written into a folder that holds no workspace
+            database.
 
     Raises:
         WorkspaceError: the path is not a directory, the database is corrupt, or its
@@ -206,10 +208,12 @@ class Workspace:
                 raise WorkspaceError(f"no workspace at {self.path}")
             self.path.mkdir(parents=True)
         self.vectors_dir = self.path / "vectors"
-        self.vectors_dir.mkdir(exist_ok=True)
         self.db_path = self.path / "workspace.sqlite"
         if not create and not self.db_path.exists():
+            # checked before anything is created: opening a folder that is not a
+            # workspace (read-only commands) must leave it untouched
             raise WorkspaceError(f"no workspace database in {self.path}")
+        self.vectors_dir.mkdir(exist_ok=True)
         self._local = threading.local()
         self._lock_fd: int | None = None
         try:
@@ -484,6 +488,30 @@ class Workspace:
         except (OSError, ValueError) as e:
             raise WorkspaceError(f"vector file for {doc_id} is missing or unreadable: {e}") from e
         return arr
+
+    def vectors_ok(self, doc_id: str) -> bool:
+        """True when the document's vector file loads and has one row per node."""
+        rec = self.document(doc_id)
+        try:
+            arr = self.load_embeddings(rec.doc_id)
+        except WorkspaceError:
+            return False
+        return arr.ndim == 2 and arr.shape[0] == rec.n_nodes
+
+    def write_embeddings(self, doc_id: str, embeddings: np.ndarray) -> None:
+        """Replace a stored document's vector file atomically (temp file + ``os.replace``).
+
+        Args:
+            embeddings: float32 (|V|, d), row i = node id i.
+
+        Raises:
+            WorkspaceError: no such document.
+            ValueError: the row count does not match the document's nodes.
+        """
+        rec = self.document(doc_id)
+        if embeddings.ndim != 2 or embeddings.shape[0] != rec.n_nodes:
+            raise ValueError(f"embeddings have shape {embeddings.shape} for {rec.n_nodes} nodes")
+        self._write_vectors(rec.doc_id, embeddings)
 
     def update_summaries(self, doc_id: str, summaries: dict[int, str]) -> None:
         """Set node summaries (one transaction)."""

@@ -152,6 +152,9 @@ class ProgressBoard:
         frac = STAGE_PROGRESS.get(ev.stage, 0.0)
         name = shorten(Path(ev.file).name, 70)
         label = {"done": "done", "skipped": "already in workspace", "failed": "failed"}.get(ev.stage, ev.stage)
+        if ev.stage == "skipped" and getattr(ev, "message", ""):
+            # e.g. "same content as kettle_manual.pdf, already in workspace"
+            label = shorten(" ".join(str(ev.message).split()), 90)
         row.bar.progress(frac, text=f"{name} · {label} · {ev.elapsed:.1f} s")
         if ev.stage in ("done", "skipped", "failed"):
             self.finished += 1
@@ -166,10 +169,21 @@ def ingest_files(dm: Any, paths: Sequence[Path], on_progress: Callable[[Any], No
     Result dicts are ``IngestResult.to_dict()``: ``file, status (ingested | skipped |
     failed), doc_id, reason, pages, nodes, counts, timings`` (seconds).
 
+    When the LLM backend is unusable (e.g. the OpenAI backend without an API key),
+    ``dm.ingest`` refuses the whole batch before touching a file; every file then gets
+    a ``failed`` result carrying that one reason (nothing is recorded in the workspace).
+
     Raises:
         WorkspaceLockedError: another process is writing to the workspace.
     """
-    results = dm.ingest([str(p) for p in paths], on_progress=on_progress)
+    from docmaster_core.errors import ConfigError
+
+    try:
+        results = dm.ingest([str(p) for p in paths], on_progress=on_progress)
+    except ConfigError as e:
+        reason = " ".join(str(e).split())
+        return [{"file": str(p), "status": "failed", "doc_id": None, "reason": f"{Path(p).name}: {reason}",
+                 "pages": 0, "nodes": 0, "counts": {}, "timings": {}} for p in paths]
     return [r.to_dict() for r in results]
 
 

@@ -185,6 +185,14 @@ def extractive_summary(
     return join_sentences([text_of[i] for i in sorted(chosen)])
 
 
+_KEY_RE = re.compile(r"[^0-9a-z]+")
+
+
+def _norm_key(text: str) -> str:
+    """Lower-case alphanumeric words joined by single spaces (duplicate-sentence key)."""
+    return " ".join(_KEY_RE.sub(" ", (text or "").lower()).split())
+
+
 def join_sentences(sentences: Sequence[str]) -> str:
     """Join sentences with spaces, ending each unterminated one with a period.
 
@@ -567,6 +575,32 @@ class OfflineLLM:
                 owner.append(j)
         return units, np.asarray(owner, dtype=np.int64)
 
+    def _answer_units(self, evidence: Sequence[Evidence]) -> tuple[list[str], np.ndarray]:
+        """Like :meth:`_units`, for answers: a passage's leading line that is just its
+        section heading (a TITLE node's heading above its summary, or the heading run
+        into the first sentence) is not quoted, and a bare heading is no answer
+        sentence (unless no passage has anything else)."""
+        units, owner = [], []
+        for j, e in enumerate(evidence):
+            text = e.text or ""
+            title = normalize_ws(e.section_path[-1]) if e.section_path else ""
+            if title:
+                head, _, rest = text.partition("\n")
+                if rest.strip() and _norm_key(head) == _norm_key(title):
+                    text = rest
+                else:
+                    flat = normalize_ws(text)
+                    if flat.startswith(title + " ") and count_words(flat) > count_words(title) + 3:
+                        text = flat[len(title) + 1 :]
+                if _norm_key(text) == _norm_key(title) and e.node_type == "TITLE":
+                    continue
+            for s in split_sentences(text, max_words=60):
+                units.append(s)
+                owner.append(j)
+        if not units:
+            return self._units(evidence)
+        return units, np.asarray(owner, dtype=np.int64)
+
     def decide(self, condition: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Decision:
         """Score-threshold filter decision (0 calls).
 
@@ -640,6 +674,9 @@ class OfflineLLM:
             "evidence": [[e.evidence_id, e.text] for e in evidence],
             "min_cos": self.answer_min_cos,
             "max_sentences": self.answer_max_sentences,
+            # answer algorithm version: v2 drops section headings and repeated sentences
+            "answer_version": 2,
+            "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
         def compute(_: list[int]) -> list[dict[str, Any]]:
@@ -662,7 +699,7 @@ class OfflineLLM:
         return Answer(d["text"], cites, 0, self.backend_name)
 
     def _answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
-        units, owner = self._units(evidence)
+        units, owner = self._answer_units(evidence)
         if not units:
             return {"text": NO_ANSWER_TEXT, "citations": []}
         emb = self._encode([normalize_ws(question)] + units)
@@ -674,7 +711,7 @@ class OfflineLLM:
             i = int(i)
             if cos[i] < self.answer_min_cos or len(picked) >= self.answer_max_sentences:
                 break
-            key = units[i].lower()
+            key = _norm_key(units[i])  # the same sentence from two passages is quoted once
             if key in seen or words + count_words(units[i]) > 150:
                 continue
             seen.add(key)

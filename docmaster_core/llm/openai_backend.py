@@ -15,7 +15,9 @@ against the per-run budget and recorded in the usage log:
   request that quotes the validation error, then :class:`LLMResponseError`;
 * a per-run budget (``max_calls`` requests, ``max_tokens_budget`` tokens): a request
   that would exceed it is not sent, :class:`LLMBudgetExceeded` is raised instead;
-  every HTTP request sent (retries and repairs included) counts as one call;
+  every HTTP request sent (retries and repairs included) counts as one call; a
+  request that could not connect at all (connection refused, DNS failure; not a
+  timeout) is neither counted as a call nor against the budget;
 * at most ``max_concurrency`` requests in flight (a semaphore; callers may use threads);
 * usage per task and per document (calls, prompt/completion tokens, cost estimate
   for models in :data:`PRICES_PER_MTOK`) in memory and in the workspace usage log;
@@ -174,6 +176,19 @@ class OpenAILLM:
         """Tokens counted against the budget by this instance (this run)."""
         return self._tokens_used
 
+    def check_ready(self) -> None:
+        """Cheap up-front check (no request sent): an API key is available, or a
+        ``base_url`` names a local endpoint that needs none.
+
+        Raises:
+            ConfigError: no API key for api.openai.com.
+        """
+        if not self.settings.resolved_api_key() and not self.settings.resolved_base_url():
+            raise ConfigError(
+                "no API key for the OpenAI backend: set OPENAI_API_KEY or DOCMASTER_LLM__API_KEY, "
+                "or set a base_url for a local endpoint"
+            )
+
     def _get_client(self):
         if self._client is not None:
             return self._client
@@ -183,14 +198,10 @@ class OpenAILLM:
                     from openai import OpenAI
                 except ImportError as e:  # pragma: no cover - install problem
                     raise ConfigError("the openai package is not installed (pip install openai)") from e
+                self.check_ready()
                 base_url = self.settings.resolved_base_url()
                 key = self.settings.resolved_api_key()
                 if not key:
-                    if not base_url:
-                        raise ConfigError(
-                            "no API key for the OpenAI backend: set OPENAI_API_KEY or DOCMASTER_LLM__API_KEY, "
-                            "or set a base_url for a local endpoint"
-                        )
                     key = "not-needed"  # local OpenAI-compatible servers ignore the key
                 self._client = OpenAI(base_url=base_url, api_key=key, timeout=self.settings.timeout, max_retries=0)
         return self._client
@@ -259,6 +270,23 @@ class OpenAILLM:
             self._calls_sent += 1
             self._tokens_used += estimate
 
+    def _unreserve(self) -> None:
+        """Give back the call counted by :meth:`_reserve` for a request that never
+        reached the server (its tokens were already given back by :meth:`_settle`)."""
+        with self._budget_lock:
+            self._calls_sent = max(0, self._calls_sent - 1)
+
+    @staticmethod
+    def _never_reached(err: Exception) -> bool:
+        """True for a connection error (refused, DNS, reset before a reply) that is not a
+        timeout: the request got no response and is not counted as a call. A timeout
+        may have been processed (and billed) by the server, so it still counts."""
+        try:
+            import openai
+        except ImportError:  # pragma: no cover - install problem
+            return False
+        return isinstance(err, openai.APIConnectionError) and not isinstance(err, openai.APITimeoutError)
+
     def _settle(self, estimate: int, actual: int) -> None:
         with self._budget_lock:
             self._tokens_used += actual - estimate
@@ -296,7 +324,10 @@ class OpenAILLM:
                     )
             except Exception as err:  # noqa: BLE001 - classified below, re-raised as LLMError
                 self._settle(estimate, 0)
-                self._record(task, doc_id, 0, 0)
+                if self._never_reached(err):
+                    self._unreserve()  # no connection: not a call, not counted against the budget
+                else:
+                    self._record(task, doc_id, 0, 0)
                 if not self._is_openai_error(err):
                     raise
                 if not self._retryable(err):
@@ -659,7 +690,10 @@ class OpenAILLM:
                         stream.close()
             except Exception as err:  # noqa: BLE001 - classified below, re-raised as LLMError
                 self._settle(estimate, 0)
-                self._record(task, doc_id, 0, 0)
+                if not parts and self._never_reached(err):
+                    self._unreserve()  # no connection: not a call, not counted against the budget
+                else:
+                    self._record(task, doc_id, 0, 0)
                 if not self._is_openai_error(err):
                     raise
                 if not parts and include_usage and getattr(err, "status_code", None) == 400:

@@ -98,6 +98,9 @@ class CorpusView:
         offsets: int64 (D+1,) row offsets; document ``i`` has rows
             ``offsets[i]:offsets[i+1]``.
         signature: The cache key the view was built for.
+        skipped: ``{doc_id: warning}`` for stored documents left out of the view
+            because their vector file is missing, unreadable or does not match the tree
+            (``docmaster check --repair`` rebuilds it).
     """
 
     docs: list[DocView]
@@ -111,6 +114,7 @@ class CorpusView:
     offsets: np.ndarray
     signature: tuple = ()
     ws_path: str = ""
+    skipped: dict[str, str] = field(default_factory=dict)
     _by_id: dict[str, int] = field(default_factory=dict, repr=False)
     _aux: dict = field(default_factory=dict, repr=False)
     _aux_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -130,6 +134,8 @@ class CorpusView:
         try:
             return self.docs[self._by_id[doc_id]]
         except KeyError:
+            if doc_id in self.skipped:
+                raise RetrievalError(self.skipped[doc_id]) from None
             raise RetrievalError(f"document {doc_id} is not in the workspace") from None
 
     def has(self, doc_id: str) -> bool:
@@ -252,14 +258,26 @@ def _build(ws, signature: tuple) -> CorpusView:
     docs: list[DocView] = []
     embs, doc_of, node_of, tcode, depth, back, page = [], [], [], [], [], [], []
     start = 0
-    for i, (doc_id, n_nodes, _, _) in enumerate(signature):
+    skipped: dict[str, str] = {}
+    for doc_id, n_nodes, _, _ in signature:
+        if doc_id not in recs:  # removed between the signature and now
+            continue
         tree = ws.load_tree(doc_id)
+        name = recs[doc_id].file_name
+        fix = "run 'docmaster check --repair' to rebuild it"
         try:
             e = np.asarray(ws.load_embeddings(doc_id, mmap=False), dtype=np.float32)
-        except WorkspaceError as err:
-            raise RetrievalError(str(err)) from err
-        if e.shape[0] != len(tree.nodes):
-            raise RetrievalError(f"{recs[doc_id].file_name}: {e.shape[0]} vectors for {len(tree.nodes)} nodes")
+        except WorkspaceError:
+            skipped[doc_id] = f"{name}: skipped, its vector file vectors/{doc_id}.npy is missing or unreadable ({fix})"
+            continue
+        if e.ndim != 2 or e.shape[0] != len(tree.nodes):
+            skipped[doc_id] = (f"{name}: skipped, its vector file has {e.shape[0] if e.ndim else 0} rows for "
+                               f"{len(tree.nodes)} nodes ({fix})")
+            continue
+        if embs and e.shape[1] != embs[0].shape[1]:
+            skipped[doc_id] = f"{name}: skipped, its vectors have dimension {e.shape[1]}, not {embs[0].shape[1]} ({fix})"
+            continue
+        i = len(docs)
         n = len(tree.nodes)
         docs.append(DocView(i, doc_id, recs[doc_id].file_name, tree, start, n))
         embs.append(e)
@@ -291,6 +309,7 @@ def _build(ws, signature: tuple) -> CorpusView:
         offsets=np.array([d.start for d in docs] + [start], dtype=np.int64),
         signature=signature,
         ws_path=str(ws.path),
+        skipped=skipped,
     )
     return view
 
@@ -301,8 +320,9 @@ def load_corpus(ws) -> CorpusView:
     Args:
         ws: A :class:`~docmaster_core.store.Workspace`.
 
-    Raises:
-        RetrievalError: a vector file is missing or does not match its tree.
+    A document whose vector file is missing, unreadable or does not match its tree is
+    left out of the view and named in :attr:`CorpusView.skipped` (the rest of the
+    workspace stays searchable).
     """
     sig = _signature(ws)
     key = str(ws.path)

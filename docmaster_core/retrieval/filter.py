@@ -49,7 +49,7 @@ from .decider import (
     lexical_stats,
     tokens,
 )
-from .retriever import Retriever
+from .retriever import Retriever, check_top_k
 
 __all__ = [
     "collect_evidence",
@@ -132,6 +132,8 @@ class FilterRun:
         backend: LLM backend name, or ``"offline-calibrated"``.
         run_id: Id of the saved run (None when not saved).
         usage: LLM usage snapshot of the run (calls, tokens) when available.
+        warnings: One line per document left out of the run (e.g. its vector file is
+            missing; ``docmaster check --repair`` rebuilds it).
     """
 
     condition: str
@@ -144,6 +146,7 @@ class FilterRun:
     backend: str
     run_id: int | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def matches(self, strategy: str | None = None) -> list[str]:
         """doc_ids decided True by ``strategy`` (default: the run's strategy)."""
@@ -168,6 +171,7 @@ class FilterRun:
             "tokens": dict(self.tokens),
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "usage": self.usage,
+            "warnings": list(self.warnings),
             "documents": [d.to_dict(text_chars) for d in self.documents],
         }
 
@@ -359,7 +363,8 @@ def run_filter(
     if decider == "llm" and llm is None:
         raise RetrievalError("decider 'llm' needs an LLM")
     calib = calibration or DEFAULT_CALIBRATION
-    k = top_k or settings.top_k
+    check_top_k(top_k)
+    k = top_k if top_k is not None else settings.top_k
     retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
     view = retr.view
     if not view.docs:

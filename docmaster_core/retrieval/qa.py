@@ -34,9 +34,10 @@ import numpy as np
 
 from ..errors import LLMError, RetrievalError
 from ..model import Answer, Citation, Evidence
-from .retriever import Retriever
+from .retriever import Retriever, check_top_k
 
-__all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations"]
+__all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations",
+           "dedupe_candidates", "searchable_documents"]
 
 
 @dataclass
@@ -54,6 +55,8 @@ class QAResult:
         dropped_citations: Citation ids the model gave that were not among the passages.
         timings: Seconds: ``retrieve``, ``answer``, ``total``.
         run_id: Id of the saved run, or None.
+        warnings: One line per document that could not be searched (e.g. its vector
+            file is missing; ``docmaster check --repair`` rebuilds it).
     """
 
     question: str
@@ -66,6 +69,12 @@ class QAResult:
     dropped_citations: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     run_id: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def evidence_doc_ids(self) -> list[str]:
+        """Distinct documents the passages came from, in passage order."""
+        return list(dict.fromkeys(e.doc_id for e in self.evidence))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +88,8 @@ class QAResult:
             "rounds": self.rounds,
             "dropped_citations": list(self.dropped_citations),
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "evidence_doc_ids": self.evidence_doc_ids,
+            "warnings": list(self.warnings),
         }
 
 
@@ -120,6 +131,26 @@ def select_documents(ws, docs: Sequence[str] | None = None) -> tuple[list[str], 
     return all_ids, "all"
 
 
+def searchable_documents(view, doc_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``doc_ids`` into the ones the corpus view holds and warnings for the rest.
+
+    A document is missing from the view when its vector file is missing or does not
+    match its tree (:func:`~docmaster_core.retrieval.corpus.load_corpus` skips it).
+
+    Returns:
+        ``(searchable doc_ids, warnings)``.
+
+    Raises:
+        RetrievalError: none of the documents can be searched.
+    """
+    ok = [d for d in doc_ids if view.has(d)]
+    skipped = getattr(view, "skipped", {}) or {}
+    warnings = [skipped.get(d, f"document {d} cannot be searched; skipped") for d in doc_ids if not view.has(d)]
+    if doc_ids and not ok:
+        raise RetrievalError("no chosen document can be searched: " + warnings[0])
+    return ok, warnings
+
+
 def _candidates(retr: Retriever, q: str | np.ndarray, doc_ids: Sequence[str], per_doc: int, view
                 ) -> tuple[list[tuple[float, int, int, str]], np.ndarray]:
     """Combined candidates ``(cosine, doc index, node id, strategies)`` best first, and the query vector."""
@@ -136,18 +167,108 @@ def _candidates(retr: Retriever, q: str | np.ndarray, doc_ids: Sequence[str], pe
     return out, res.q
 
 
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+def _norm(text: str) -> str:
+    """Lower-case alphanumeric words joined by single spaces (for duplicate tests)."""
+    return " ".join(_NON_ALNUM.sub(" ", (text or "").lower()).split())
+
+
+def _passage_texts(view, di: int, nid: int) -> tuple[str, str]:
+    """``(full, body)`` normalised texts of a passage; ``body`` drops a first line that
+    is the node's own section heading (a TITLE node's heading above its summary)."""
+    from .corpus import evidence_text
+
+    tree = view.docs[di].tree
+    text = evidence_text(tree, nid)
+    full = _norm(text)
+    head, _, rest = text.partition("\n")
+    sp = tree.nodes[nid].section_path
+    if rest.strip() and sp and _norm(head) == _norm(sp[-1]):
+        return full, _norm(rest)
+    return full, full
+
+
+def dedupe_candidates(cands: Sequence[tuple[float, int, int, str]], view, limit: int,
+                      min_chars: int = 20) -> list[tuple[float, int, int, str]]:
+    """Drop passages that repeat another passage of the same document.
+
+    A candidate whose body (text without its own section heading, see above; at least
+    ``min_chars`` characters) occurs inside an already chosen passage is dropped; when
+    an already chosen passage's body occurs inside the candidate (e.g. a section TITLE
+    whose extractive summary is the candidate paragraph), the candidate replaces it in
+    place. A heading + summary passage always gives way to the paragraph it repeats.
+    Comparison is on lower-cased alphanumeric words.
+
+    Args:
+        cands: ``(cosine, doc index, node id, strategies)`` best first.
+        view: The :class:`~docmaster_core.retrieval.corpus.CorpusView`.
+        limit: Passages to keep.
+
+    Returns:
+        At most ``limit`` candidates, order kept.
+    """
+    chosen: list[tuple[tuple[float, int, int, str], str, str]] = []
+    for cand in cands:
+        if len(chosen) >= limit:
+            break
+        full, body = _passage_texts(view, cand[1], cand[2])
+        dup = False
+        for j, (oc, ofull, obody) in enumerate(chosen):
+            if oc[1] != cand[1]:
+                continue
+            # a heading + summary passage gives way to the paragraph it repeats
+            if obody != ofull and body == full and len(obody) >= min_chars and obody in full:
+                chosen[j] = (cand, full, body)
+                dup = True
+                break
+            if len(body) >= min_chars and body in ofull:
+                dup = True
+                break
+            if len(obody) >= min_chars and obody in full:
+                chosen[j] = (cand, full, body)
+                dup = True
+                break
+        if not dup:
+            chosen.append((cand, full, body))
+    # a replacement may have made two chosen passages identical: keep the first
+    out, keys = [], set()
+    for cand, _, _ in chosen:
+        if (cand[1], cand[2]) not in keys:
+            keys.add((cand[1], cand[2]))
+            out.append(cand)
+    return out
+
+
 def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequence[str], top_k: int,
                     per_doc: int | None = None) -> list[Evidence]:
     """The ``top_k`` passages for a question over ``doc_ids``, numbered ``E1..En``.
 
     Candidates are each document's combined (RRF) list of ``per_doc`` nodes (default
     ``top_k``); they are ordered by cosine with the question across documents.
+    Passages repeating another passage (:func:`dedupe_candidates`) are dropped and the
+    candidate lists widened (up to 4x) to fill ``top_k``.
+
+    Raises:
+        RetrievalError: ``top_k`` or ``per_doc`` < 1.
     """
     from .corpus import node_evidence
 
+    check_top_k(top_k)
+    check_top_k(per_doc, "per_doc")
     view = retr.view
-    cands = _candidates(retr, question, doc_ids, per_doc or top_k, view)[0][:top_k]
-    return [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(cands)]
+    per = per_doc or top_k
+    prev = -1
+    chosen: list[tuple[float, int, int, str]] = []
+    for _ in range(3):
+        cands = _candidates(retr, question, doc_ids, per, view)[0]
+        chosen = dedupe_candidates(cands, view, top_k)
+        if len(chosen) >= top_k or len(cands) <= prev or len(chosen) == min(len(cands), top_k):
+            break
+        prev = len(cands)
+        per *= 2
+    return [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(chosen)]
 
 
 _SPLIT_RE = re.compile(r"\s*(?:;|\?\s+|\.\s+(?=[A-Z])|,?\s+and\s+(?:also\s+)?(?=(?:what|which|how|why|when|where|who|whether|does|do|is|are|did|list|give)\b))\s*", re.I)
@@ -228,7 +349,8 @@ def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k
     rest = sorted((k for k in seen if k not in order), key=lambda k: -seen[k][0])
     order += rest[: max(0, limit - len(order))]
     order.sort(key=lambda k: -seen[k][0])
-    ev = [node_evidence(view, di, nid, seen[(di, nid)][1], seen[(di, nid)][0], f"E{i + 1}") for i, (di, nid) in enumerate(order)]
+    kept = dedupe_candidates([(seen[k][0], k[0], k[1], seen[k][1]) for k in order], view, len(order))
+    ev = [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(kept)]
     return ev, subs, ran
 
 
@@ -270,22 +392,29 @@ def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | Non
         settings: RetrievalSettings.
         question: The question.
         docs: Document references; default the last filter run's matches (else all).
-        top_k: Passages given to the model (default ``settings.top_k``; deep mode up to twice that).
+        top_k: Passages given to the model (default ``settings.top_k``; deep mode up to
+            twice that); must be >= 1 when given.
         deep: Query decomposition and iterative retrieval (Doc-Researcher).
         rounds: Retrieval rounds in deep mode.
         retriever, load_index, index_key: As in :func:`~docmaster_core.retrieval.filter.run_filter`.
         save: Save the run (kind ``"ask"``) in the workspace.
 
+    Documents that cannot be searched (vector file missing or damaged) are skipped and
+    named in ``QAResult.warnings``.
+
     Raises:
-        RetrievalError: empty question, unknown documents, or nothing to search.
+        RetrievalError: empty question, ``top_k`` < 1, unknown documents, or nothing to
+            search.
     """
     t_all = time.perf_counter()
     q = " ".join((question or "").split())
     if not q:
         raise RetrievalError("the question is empty")
-    k = top_k or settings.top_k
+    check_top_k(top_k)
+    k = top_k if top_k is not None else settings.top_k
     doc_ids, source = select_documents(ws, docs)
     retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
+    doc_ids, warnings = searchable_documents(retr.view, doc_ids)
     t0 = time.perf_counter()
     if deep:
         evidence, subs, ran = _deep_evidence(retr, q, doc_ids, k, llm, rounds)
@@ -305,7 +434,7 @@ def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | Non
     ans, dropped = validate_citations(ans, evidence, files)
     t_ans = time.perf_counter() - t0
     out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
-                   {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all})
+                   {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings)
     if save:
         params = {"question": q, "docs": doc_ids, "doc_source": source, "top_k": k, "deep": deep,
                   "rounds": rounds if deep else 1, "backend": backend}

@@ -27,10 +27,27 @@ from .references import find_references, resolve_references
 from .semantic import node_cosines, semantic_search, top_k_per_doc
 from .tree_traversal import tree_search
 
-__all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX"]
+__all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX", "check_top_k"]
 
 #: Evidence-id letter of each strategy.
 EVIDENCE_PREFIX = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F", "keyword": "K"}
+
+
+def check_top_k(top_k: int | None, name: str = "top_k") -> int | None:
+    """Validate an evidence count: None (use the default) or an integer >= 1.
+
+    Returns ``top_k`` unchanged. ``0`` is refused, not taken as "the default".
+
+    Raises:
+        RetrievalError: ``top_k`` is not an integer or is < 1.
+    """
+    if top_k is None:
+        return None
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+        raise RetrievalError(f"{name} must be an integer >= 1, got {top_k!r}")
+    if top_k < 1:
+        raise RetrievalError(f"{name} must be >= 1, got {int(top_k)}")
+    return int(top_k)
 
 
 @dataclass
@@ -116,13 +133,14 @@ class Retriever:
             top_k: Items per document and strategy (default ``settings.top_k``).
 
         Raises:
-            RetrievalError: an unknown strategy or document.
+            RetrievalError: an unknown strategy or document, or ``top_k`` < 1.
         """
+        check_top_k(top_k)
         bad = [s for s in strategies if s not in STRATEGIES]
         if bad:
             raise RetrievalError(f"unknown strategy {bad[0]!r}; choose from {', '.join(STRATEGIES)}")
         view = view or self.view
-        k = top_k or self.settings.top_k
+        k = top_k if top_k is not None else self.settings.top_k
         q = self.encode(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)
         mask = view.doc_mask(doc_ids)
         need = set(strategies)
@@ -199,7 +217,7 @@ class Retriever:
         """Evidence per document for one strategy: ``{doc_id: [Evidence, ...]}`` best first.
 
         Raises:
-            RetrievalError: unknown strategy or document.
+            RetrievalError: unknown strategy or document, or ``top_k`` < 1.
         """
         view = self.view
         res = self.rank(query, [strategy], doc_ids=doc_ids, top_k=top_k, view=view)
