@@ -134,5 +134,5 @@ else:
     st.info("No documents yet: drop PDFs above and press Ingest.")
 fails = failure_rows(dm)
 if fails:
-    with st.expander(f"{len(fails)} file(s) failed (retried on the next upload)"):
+    with st.expander(f"{len(fails)} file(s) could not be ingested (upload a fixed copy to try again)"):
         st.dataframe(pd.DataFrame(fails), hide_index=True, width="stretch")

@@ -210,5 +210,5 @@ def collection_rows(dm: Any) -> list[dict[str, Any]]:
 
 
 def failure_rows(dm: Any) -> list[dict[str, Any]]:
-    """Files that failed to ingest: ``{file, reason}`` (retried on the next upload)."""
+    """Files that failed to ingest and were not ingested since: ``{file, reason}``."""
     return [{"file": f["file_name"], "reason": f["reason"]} for f in dm.ws.failures()]
