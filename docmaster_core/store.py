@@ -583,6 +583,12 @@ class Workspace:
             for r in rows
         ]
 
+    def last_run_params(self, kind: str) -> tuple[int, dict[str, Any]] | None:
+        """``(run_id, params)`` of the newest run of ``kind`` (its result is not read), or None."""
+        r = self._con().execute("SELECT run_id, params_json FROM runs WHERE kind=? ORDER BY run_id DESC LIMIT 1",
+                                (kind,)).fetchone()
+        return (int(r["run_id"]), json.loads(r["params_json"])) if r else None
+
     # ------------------------------------------------------------------ integrity
     def check(self, leftovers: bool = True) -> list[str]:
         """Integrity check; returns a list of problems (empty when the workspace is sound).

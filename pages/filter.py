@@ -29,12 +29,22 @@ W_COND = "w_filter_condition"
 W_DOC = "w_filter_doc"
 W_WHICH = "w_filter_which"
 W_PAGE = "w_filter_page"
+W_RESTORED = "dm_filter_restored_ws"  # workspace whose last condition was restored
 
 page_header("Filter")
 dm = open_docmaster_or_stop()
 docs = documents_or_stop(dm)
 by_id = {d.doc_id: d for d in docs}
 
+# a new browser session (e.g. after a reload) starts from the condition of the last saved run
+restored = None
+if not state.get(state.FILTER_CONDITION) and W_COND not in st.session_state \
+        and st.session_state.get(W_RESTORED) != str(dm.ws.path):
+    st.session_state[W_RESTORED] = str(dm.ws.path)
+    last = dm.ws.last_run_params("filter")
+    if last and last[1].get("condition"):
+        restored = last[0]
+        state.put(state.FILTER_CONDITION, str(last[1]["condition"]))
 state.seed_widget(W_COND, state.get(state.FILTER_CONDITION, ""))
 condition = st.text_area(
     "Condition",
@@ -44,6 +54,9 @@ condition = st.text_area(
     help="Each document is kept when it satisfies this condition.",
 )
 state.put(state.FILTER_CONDITION, condition)
+if restored is not None:
+    st.caption(f"Condition of the last saved run (#{restored}) restored; press \"Run filter with A and B\" to see its decisions "
+               "(unchanged evidence is decided again from the cache).")
 
 col_a, col_b = st.columns(2, gap="large")
 with col_a, st.container(border=True):

@@ -256,6 +256,26 @@ def test_filter_two_configurations_and_export(uploaded):
     assert at.session_state["dm_highlight"]
 
 
+def test_filter_condition_restored_in_a_new_session(uploaded, env):
+    """A browser reload starts a new session: the Filter page shows the condition of the
+    workspace's last saved filter run instead of an empty box."""
+    from docmaster_core.store import Workspace
+
+    last = Workspace(env["ws"], create=False).last_run_params("filter")
+    assert last is not None, "the filter test above saves its runs"
+    at = _open("pages/filter.py")
+    assert at.text_area(key="w_filter_condition").value == last[1]["condition"]
+    assert any(f"#{last[0]}" in t and "restored" in t for t in _texts(at))
+    # once edited, the user's text is kept (no second restore in the same session)
+    at.text_area(key="w_filter_condition").set_value("Does the paper describe a storage system?")
+    _run(at)
+    at.switch_page("pages/upload.py")
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert at.text_area(key="w_filter_condition").value == "Does the paper describe a storage system?"
+
+
 def test_chat_question_gives_cited_answer(uploaded):
     at = _open("pages/chat.py")
     at.radio(key="w_chat_scope").set_value("all")
