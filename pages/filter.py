@@ -29,6 +29,7 @@ W_COND = "w_filter_condition"
 W_DOC = "w_filter_doc"
 W_WHICH = "w_filter_which"
 W_PAGE = "w_filter_page"
+W_BOXES = "w_filter_boxes"
 W_RESTORED = "dm_filter_restored_ws"  # workspace whose last condition was restored
 
 page_header("Filter")
@@ -204,12 +205,19 @@ with left:
                 with st.container(border=True):
                     render_evidence(e)
 with right:
-    pages = sorted({int(e["page"]) for e in evidence if e.get("page")})
+    # one strategy's boxes at a time: all strategies together put ~25 boxes on a page
+    decisive = str(runs[which].get("strategy", ""))
+    if st.session_state.get(W_BOXES) not in names:
+        st.session_state[W_BOXES] = decisive if decisive in names else names[0]
+    shown = st.radio("Boxes of", names, key=W_BOXES, horizontal=True,
+                     help="Whose evidence is drawn on the page image (the run's deciding strategy first).")
+    ev_shown = groups[shown]
+    pages = sorted({int(e["page"]) for e in ev_shown if e.get("page")})
     if pages:
         if st.session_state.get(W_PAGE) not in pages:
             st.session_state[W_PAGE] = pages[0]
         page = st.selectbox("Page", pages, key=W_PAGE,
-                            format_func=lambda p: f"page {p} ({sum(int(e.get('page') or 0) == p for e in evidence)} passages)")
-        on_page = [e for e in evidence if int(e.get("page") or 0) == page and e.get("bbox")]
+                            format_func=lambda p: f"page {p} ({sum(int(e.get('page') or 0) == p for e in ev_shown)} passages)")
+        on_page = [e for e in ev_shown if int(e.get("page") or 0) == page and e.get("bbox")]
         render_page_image(rec.source_path, page, [e["bbox"] for e in on_page], [e.get("evidence_id", "") for e in on_page],
                           caption=f"{rec.file_name} · page {page} · evidence boxes")

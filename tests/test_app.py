@@ -252,6 +252,13 @@ def test_filter_two_configurations_and_export(uploaded):
     assert len(at.download_button) == 2
     # the evidence of the chosen document, with its page image and boxes
     assert len(at.image) >= 1
+    # the page image shows one strategy's boxes at a time, the deciding strategy first
+    boxes = at.radio(key="w_filter_boxes")
+    assert boxes.value == at.session_state["dm_filter_runs"][at.radio(key="w_filter_which").value]["strategy"]
+    other = next(o for o in boxes.options if o != boxes.value)
+    boxes.set_value(other)
+    _run(at)
+    assert at.radio(key="w_filter_boxes").value == other and len(at.image) >= 1
     # highlight for the tree explorer
     assert at.session_state["dm_highlight"]
 
