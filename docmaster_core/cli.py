@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import DocMasterError, WorkspaceLockedError
+from .errors import DocMasterError, RetrievalError, WorkspaceLockedError
 
 __all__ = ["main", "build_parser"]
 
@@ -275,13 +275,26 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"condition: {_clean(run.condition)}")
     print(f"decider: {run.backend}   strategy: {run.strategy}   top-k: {run.params['top_k']}")
     head = "  ".join(f"{s[:9]:>9}" for s in strats)
-    print(f"{'file':50} {head}")
-    for d in run.documents:
-        cells = "  ".join(f"{_MARK[d.decision(s)]:>9}" for s in strats)
-        print(f"{_clean(d.file_name)[:50]:50} {cells}")
+    print(f"{'rank':>4} {'score':>6}  {'file':50} {head}   (ranked by {run.strategy} evidence score)")
+    cut = run.cuts.get(run.strategy)
+
+    def score_of(d):
         dec = d.decisions.get(run.strategy)
+        return dec.evidence_score if dec is not None and dec.evidence_score is not None else float("-inf")
+
+    drawn = False
+    for d in sorted(run.documents, key=lambda d: -score_of(d)):
+        dec = d.decisions.get(run.strategy)
+        if cut is not None and not drawn and score_of(d) < cut.threshold:
+            print(f"{'':4} {'':6}  ---- cut at evidence score {cut.threshold:.2f} ({cut.rule}): "
+                  f"{cut.kept} of {cut.of} above ----")
+            drawn = True
+        cells = "  ".join(f"{_MARK[d.decision(s)]:>9}" for s in strats)
+        rank = f"{dec.rank:>4}" if dec is not None and dec.rank is not None else f"{'':>4}"
+        sc = f"{dec.evidence_score:>6.2f}" if dec is not None and dec.evidence_score is not None else f"{'':>6}"
+        print(f"{rank} {sc}  {_clean(d.file_name)[:50]:50} {cells}")
         if dec is not None and (args.verbose or dec.decision):
-            print(f"    {run.strategy}: {_clean(dec.rationale or dec.error or '')[:220]}")
+            print(f"    {run.strategy}: {_clean(dec.rationale or dec.error or '')[:260]}")
             ev = {e.evidence_id: e for e in d.evidence.get(run.strategy, [])}
             cites = [f"{i} p.{ev[i].page}" + (f" [{_clean(' > '.join(ev[i].section_path))[:50]}]" if ev[i].section_path else "")
                      for i in dec.evidence_ids if i in ev]
@@ -332,6 +345,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_cases(ev, args: argparse.Namespace):
+    """Labelled cases and condition texts from one or more ``--cases`` / ``--conditions`` pairs."""
+    cases_files = args.cases or []
+    cond_files = args.conditions or [None] * len(cases_files)
+    if not cases_files:
+        raise RetrievalError("eval filter needs --cases FILE (and --conditions FILE)")
+    if len(cond_files) != len(cases_files):
+        raise RetrievalError(f"give one --conditions file per --cases file ({len(cases_files)} cases, "
+                             f"{len(cond_files)} conditions)")
+    cases, texts = [], {}
+    for cf, tf in zip(cases_files, cond_files):
+        c, t = ev.load_filter_cases(cf, tf)
+        dup = sorted(set(t) & set(texts))
+        if dup:
+            raise RetrievalError(f"condition id {dup[0]!r} appears in two condition files")
+        cases += c
+        texts.update(t)
+    return cases, texts
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from .retrieval import evaluation as ev
 
@@ -339,7 +372,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     _retrieval_overrides(args, dm)
     strategies = args.strategy or list(ev.EVAL_STRATEGIES)
     if args.what == "filter":
-        cases, texts = ev.load_filter_cases(args.cases, args.conditions)
+        cases, texts = _load_cases(ev, args)
         r = dm.retriever()
         llm = None if args.decider == "calibrated" else dm.llm
         res = ev.eval_filter(dm.ws, dm.embedder, llm, dm.settings.retrieval, cases, texts, strategies=strategies,
@@ -356,6 +389,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for h, ks in res["halves"].items():
             print(f"{'F1 half ' + h:18}  " + "  ".join(f"{res['macro_half'][h][s]:>9.3f}" for s in strategies)
                   + f"   ({', '.join(ks)})")
+        if res.get("loco"):
+            lo = res["loco"]
+            print(f"{'LOCO f1':18}  " + "  ".join(f"{lo['macro'][s]:>9.3f}" for s in strategies)
+                  + "   (cut parameters chosen on the other conditions)")
+            print("cut parameters chosen per fold: " + "; ".join(f"{k} ({n}x)" for k, n in lo["chosen_counts"].items()))
+            if "combined" in strategies:
+                gaps = [f"{k} {g['combined']['kept']}/{g['combined']['best_kept']}" for k, g in lo["cut_gap"].items()]
+                print("combined: kept by the cut / by the best cut: " + ", ".join(gaps))
         if res["missing_files"]:
             print(f"{len(res['missing_files'])} labelled files are not in the workspace")
         lat = res["latency"]
@@ -363,7 +404,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f" decisions mean {lat['decide_mean']:.3f} s")
         return 0
     if args.what == "calibrate":
-        cases, texts = ev.load_filter_cases(args.cases, args.conditions)
+        cases, texts = _load_cases(ev, args)
         keys = list(texts)
         on = args.calibrate_on or keys[0::2]
         res = ev.calibrate_filter(dm.ws, dm.embedder, dm.settings.retrieval, cases, texts, calibrate_on=on,
@@ -372,7 +413,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             _print_json(res)
             return 0
         print("chosen on " + ", ".join(res["calibrate_on"]) + ": "
-              + ", ".join(f"{k}={v:g}" for k, v in res["best"].items()))
+              + ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in res["best"].items()))
         print(f"{'strategy':10} {'calibration':>12} {'held-out':>10} {'all':>8}   (macro-F1)")
         for s in strategies:
             f = res["f1"][s]
@@ -428,8 +469,9 @@ def _add_retrieval_parsers(sub, common) -> None:
                     help="filter P/R/F1, retrieval recall@k, or calibrate the offline decider on some conditions")
     common(sp)
     knobs(sp)
-    sp.add_argument("--cases", help="filter: TSV with columns file, condition, label")
-    sp.add_argument("--conditions", help="filter: TSV condition<TAB>text (else the condition column is the text)")
+    sp.add_argument("--cases", nargs="+", help="filter: TSV(s) with columns file, condition, label")
+    sp.add_argument("--conditions", nargs="+",
+                    help="filter: TSV(s) condition<TAB>text, one per --cases file (else the condition column is the text)")
     sp.add_argument("--strategy", nargs="+", choices=strategies + ["keyword"], help="strategies to evaluate (default all five)")
     sp.add_argument("--calibrate-on", dest="calibrate_on", nargs="+", metavar="KEY",
                     help="calibrate: condition keys to choose the rule on (default 1st, 3rd, ... condition)")

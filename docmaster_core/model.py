@@ -376,6 +376,11 @@ class Decision:
         tokens: Prompt + completion tokens spent (0 for offline or cache hits).
         backend: ``"offline"`` or the model name.
         error: One-line reason when ``decision`` is ``None``.
+        evidence_score: The offline evidence score of the document (robust z units,
+            higher = stronger evidence; see :mod:`docmaster_core.retrieval.decider`),
+            computed for every filter run whatever the decider, so the collection can
+            be ranked and the cut moved; None outside a filter run.
+        rank: 1-based rank of the document by ``evidence_score`` in its run.
     """
 
     decision: bool | None
@@ -385,6 +390,8 @@ class Decision:
     tokens: int = 0
     backend: str = "offline"
     error: str | None = None
+    evidence_score: float | None = None
+    rank: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -395,6 +402,8 @@ class Decision:
             "tokens": int(self.tokens),
             "backend": self.backend,
             "error": self.error,
+            "evidence_score": None if self.evidence_score is None else round(float(self.evidence_score), 4),
+            "rank": self.rank,
         }
 
 

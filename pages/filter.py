@@ -12,13 +12,15 @@ from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
     compare_rows,
-    decision_rows,
     evidence_node_ids,
     export_csv,
     export_json,
+    is_offline_run,
+    ranked_rows,
     render_filter_form,
     run_filter,
     warm_filter,
+    with_cut,
 )
 from ui.render import render_evidence, render_page_image
 from ui.layout import page_header
@@ -120,31 +122,60 @@ if not runs:
 cond_shown = next(iter(runs.values())).get("condition", "")
 st.caption(md_escape(f"Results for: {cond_shown}"))
 
-# ---------------------------------------------------------------- per-configuration tables
+# ---------------------------------------------------------------- ranked documents, movable cut
 res_cols = st.columns(len(runs), gap="large")
+shown_runs: dict = {}
 for col, (name, run) in zip(res_cols, runs.items()):
     with col:
-        rows = decision_rows(run)
-        kept = sum(r["match"].startswith("✓") for r in rows)
-        st.markdown(f"**Configuration {name}** · {kept} of {len(rows)} documents kept (by {run.get('strategy', '')}) · "
-                    f"{md_escape(run.get('backend', ''))}")
+        n_docs = len(run.get("documents", []))
+        cut = run.get("cut") or {}
+        suggested = int(cut.get("kept", sum(d.get("match") is True for d in run.get("documents", []))))
+        key = f"w_filter_cut_{name}_{run.get('run_id')}"
+        state.seed_widget(key, suggested)
+        kept_n = st.slider(
+            f"Configuration {name}: keep the top N documents by evidence score", 0, max(n_docs, 1), key=key,
+            help="Documents are ranked by their offline evidence score; the suggested cut is where the evidence "
+            "falls below half of the best document's. Moving the cut re-uses this run: nothing is retrieved again.",
+        )
+        shown = with_cut(run, kept_n if kept_n != suggested else None)
+        shown_runs[name] = shown
+        kept = sum(d.get("match") is True for d in shown["documents"])
+        how = ("by the cut" if is_offline_run(run) else f"by {md_escape(run.get('backend', ''))}; "
+               f"the top {kept_n} by score shown beside")
+        st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs}** ({how}, strategy "
+                    f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
+                    + (f" (evidence score >= {cut['threshold']:.2f})" if "threshold" in cut else ""))
+        rows = ranked_rows(shown)
         df = pd.DataFrame(rows).drop(columns=["doc_id"])
-        df["file"] = df["file"].map(lambda f: shorten(f, 40))
-        st.dataframe(df, hide_index=True, width="stretch",
-                     column_config={"rationale": st.column_config.TextColumn("rationale", width="large")})
+        df["file"] = df["file"].map(lambda f: shorten(f, 48))
+
+        def _cut_line(row, k=kept_n):
+            inside = row["rank"] is not None and row["rank"] <= k
+            return ["background-color: #ecfdf5" if inside else "" for _ in row]
+
+        event = st.dataframe(df.style.apply(_cut_line, axis=1), hide_index=True, width="stretch",
+                             on_select="rerun", selection_mode="single-row", key=f"w_filter_table_{name}",
+                             column_config={"rationale": st.column_config.TextColumn("rationale", width="large")})
+        picked = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+        marker = (name, tuple(picked), run.get("run_id"))
+        if picked and st.session_state.get("dm_filter_picked") != marker:
+            st.session_state["dm_filter_picked"] = marker  # a click picks the document for the evidence view once
+            st.session_state[W_DOC] = rows[picked[0]]["doc_id"]
+            st.session_state[W_WHICH] = name
+        st.caption("Click a row to see its evidence below. Green rows are inside the cut.")
 
 # ---------------------------------------------------------------- differences
-if len(runs) == 2:
-    comp = pd.DataFrame(compare_rows(runs["A"], runs["B"]))
+if len(shown_runs) == 2:
+    comp = pd.DataFrame(compare_rows(shown_runs["A"], shown_runs["B"]))
     n_diff = int(comp["differs"].sum())
     st.subheader(f"Differences between A and B: {n_diff} document(s)")
-    show = comp.drop(columns=["doc_id"])
-    show["file"] = show["file"].map(lambda f: shorten(f, 40))
-
-    def _hl(row):
-        return ["background-color: #fef3c7" if row["differs"] else "" for _ in row]
-
-    st.dataframe(show.style.apply(_hl, axis=1), hide_index=True, width="stretch")
+    if n_diff:
+        show = comp[comp["differs"]].drop(columns=["doc_id", "differs"])
+        show["file"] = show["file"].map(lambda f: shorten(f, 48))
+        st.dataframe(show, hide_index=True, width="stretch")
+    else:
+        st.caption("A and B keep the same documents.")
+runs = shown_runs
 
 # ---------------------------------------------------------------- export
 exp1, exp2, _ = st.columns([1, 1, 4])
@@ -157,7 +188,9 @@ with exp2:
 
 # ---------------------------------------------------------------- evidence of one document
 st.subheader("Evidence")
-doc_ids = [d["doc_id"] for d in next(iter(runs.values())).get("documents", [])]
+first_run = next(iter(runs.values()))
+doc_ids = [d["doc_id"] for d in sorted(first_run.get("documents", []),
+                                      key=lambda d: (d.get("rank") is None, d.get("rank") or 0))]
 doc_ids = [d for d in doc_ids if d in by_id] or list(by_id)
 cur = state.get(state.FILTER_DOC)
 if st.session_state.get(W_DOC) not in doc_ids:

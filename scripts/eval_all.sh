@@ -62,7 +62,7 @@ for f in "$out/calibrate_A.json" "$out/calibrate_B.json"; do
 import json, sys
 r = json.load(open(sys.argv[1]))
 b = r["best"]
-print("chosen on " + ",".join(r["calibrate_on"]) + f": top_m={b['top_m']} lam={b['lam']} z={b['z_threshold']} floor={b['floor']}")
+print("chosen on " + ",".join(r["calibrate_on"]) + f": rel_rho={b['rel_rho']} rel_z_min={b['rel_z_min']}")
 for s, f in r["f1"].items():
     print(f"  {s:10} calibration {f['calibration']:.3f}  held-out {f['held_out']:.3f}  all {f['all']:.3f}")
 PY

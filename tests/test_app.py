@@ -263,6 +263,42 @@ def test_filter_two_configurations_and_export(uploaded):
     assert at.session_state["dm_highlight"]
 
 
+def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, monkeypatch):
+    """The Filter page lists the documents ranked by evidence score with the suggested
+    cut; moving the cut slider changes "kept N of M" and the decisions, and runs no new
+    retrieval (no engine call, no new saved run)."""
+    import docmaster_core.retrieval.filter as core_filter
+    from docmaster_core.store import Workspace
+
+    at = _open("pages/filter.py")
+    at.text_area(key="w_filter_condition").set_value("Does the paper describe a distributed storage system?")
+    _run(at)
+    at.button(key="w_filter_run").click()
+    _run(at)
+    run_a = at.session_state["dm_filter_runs"]["A"]
+    ranks = sorted(d["rank"] for d in run_a["documents"])
+    assert ranks == [1, 2] and all(d["score"] is not None for d in run_a["documents"])
+    top = next(d for d in run_a["documents"] if d["rank"] == 1)
+    assert top["file"].startswith("storage")
+    suggested = run_a["cut"]["kept"]
+    assert any(f"kept **{suggested} of 2**" in m.value for m in at.markdown)
+
+    n_runs = len(Workspace(env["ws"], create=False).runs("filter"))
+    calls = []
+    monkeypatch.setattr(core_filter, "collect_evidence", lambda *a, **k: calls.append(1) or (_ for _ in ()).throw(
+        AssertionError("retrieval must not run when the cut moves")))
+    key = f"w_filter_cut_A_{run_a['run_id']}"
+    assert at.slider(key=key).value == suggested
+    for k in (0, 2):
+        at.slider(key=key).set_value(k)
+        _run(at)
+        assert any(f"kept **{k} of 2**" in m.value for m in at.markdown), (k, [m.value for m in at.markdown])
+        assert calls == []
+    assert len(Workspace(env["ws"], create=False).runs("filter")) == n_runs
+    # at 2 every document is kept; the stored run itself is unchanged
+    assert at.session_state["dm_filter_runs"]["A"]["cut"]["kept"] == suggested
+
+
 def test_filter_condition_restored_in_a_new_session(uploaded, env):
     """A browser reload starts a new session: the Filter page shows the condition of the
     workspace's last saved filter run instead of an empty box."""

@@ -199,10 +199,13 @@ def test_calibrate_filter_reports_both_halves(tmp_path, embedder):
 
     cases = [FilterCase(f, k, int(f == pos)) for f, _, _ in TOY_DOCS for k, pos in truth.items()]
     res = calibrate_filter(ws, embedder, RetrievalSettings(), cases, texts, calibrate_on=["I", "F"],
-                           strategies=["combined", "flat"], grid={"z_threshold": [2.0, 3.0, 50.0]})
+                           strategies=["combined", "flat"], grid={"rel_rho": [0.5, 0.6, 1.0]})
     assert res["calibrate_on"] == ["I", "F"] and res["held_out"] == ["A", "R"]
-    assert res["grid_points"] == 3 and res["best"]["z_threshold"] in (2.0, 3.0)
+    # keeping only documents as strong as the best one (rho 1) cannot beat half of it here
+    assert res["grid_points"] == 3 and res["best"]["rel_rho"] in (0.5, 0.6)
     assert res["f1"]["combined"]["calibration"] > 0.5
     assert set(res["per_condition"]) == set(texts)
     with pytest.raises(RetrievalError):
         calibrate_filter(ws, embedder, RetrievalSettings(), cases, texts, calibrate_on=["nope"])
+    with pytest.raises(RetrievalError, match="unknown calibration parameter"):
+        calibrate_filter(ws, embedder, RetrievalSettings(), cases, texts, calibrate_on=["I"], grid={"zz": [1]})

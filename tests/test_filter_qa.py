@@ -133,7 +133,7 @@ def test_small_collection_passes_the_clear_match(tmp_path, embedder, n_docs):
     ws = build_toy_workspace(tmp_path / "w", embedder, TOY_DOCS[:n_docs])
     run = run_filter(ws, embedder, None, RetrievalSettings(), IMAGENET, save=False)
     by = {d.file_name: d for d in run.documents}
-    assert "prior statistics" in by["cnn_imagenet.pdf"].decisions["combined"].rationale
+    assert "typical corpus statistics" in by["cnn_imagenet.pdf"].decisions["combined"].rationale
     for s in ("semantic", "hyperedge", "combined"):
         assert by["cnn_imagenet.pdf"].decision(s) is True, s
     for s in ("tree", "semantic", "hyperedge", "combined"):

@@ -172,8 +172,8 @@ def test_cli_filter_and_ask_under_faults(workspace, server, monkeypatch, capsys)
     rc = cli.main(["filter", "The survey measures bridges", "--strategy", "semantic", "--top-k", "2", *base])
     cap = capsys.readouterr()
     assert rc == 0, cap.err
-    rows = {line.split()[0]: line.split()[-1] for line in cap.out.splitlines() if line.split() and
-            line.split()[0].endswith(".pdf")}
+    # rows: rank, evidence score, file, decisions (ranked by evidence score)
+    rows = {w: line.split()[-1] for line in cap.out.splitlines() for w in line.split()[:3] if w.endswith(".pdf")}
     assert rows["alpha.pdf"] == "yes" and rows["golf.pdf"] == "yes"
     assert all(rows[f"{w}.pdf"] == "?" for w in ERROR_TEXT), rows
     assert f"undecided (error or budget): {len(ERROR_TEXT)}" in cap.out

@@ -11,10 +11,16 @@ parameters (alpha, k, K, w) taken from the form, and is saved in the workspace.
 The page works on *normalised* runs (:func:`normalise_run`)::
 
     {"run_id", "condition", "strategy", "strategies", "params", "backend", "tokens",
+     "cut": {"rule", "threshold", "kept", "of", "best"} | None (the deciding strategy's),
      "documents": [{"doc_id", "file", "decisions": {strategy: bool | None},
                     "match": bool | None, "rationale": str, "rationales": {strategy: str},
                     "errors": {strategy: str}, "evidence": [Evidence dicts],
-                    "tokens": {strategy: int}}]}
+                    "tokens": {strategy: int}, "score": float | None, "rank": int | None,
+                    "decided": bool | None (the decider's own decision, before any cut move)}]}
+
+Every document has an offline *evidence score* and rank (whatever the decider), so the
+page lists the collection ranked, marks the suggested cut, and lets the user move it
+(:func:`with_cut`) without retrieving again.
 """
 from __future__ import annotations
 
@@ -43,6 +49,9 @@ __all__ = [
     "export_json",
     "evidence_node_ids",
     "mark",
+    "with_cut",
+    "ranked_rows",
+    "is_offline_run",
 ]
 
 #: Strategies offered by the form (``combined`` = RRF of tree, semantic and hyper-edge).
@@ -269,6 +278,7 @@ def normalise_run(run: dict[str, Any]) -> dict[str, Any]:
         rationales = {s: (v or {}).get("rationale", "") for s, v in dec.items()}
         errors = {s: (v or {}).get("error") for s, v in dec.items() if (v or {}).get("error")}
         tokens = {s: int((v or {}).get("tokens", 0)) for s, v in dec.items()}
+        main_dec = dec.get(main) or {}
         ev_raw = d.get("evidence") or {}
         flat, seen = [], set()
         for items in (ev_raw.values() if isinstance(ev_raw, dict) else [ev_raw]):
@@ -286,11 +296,74 @@ def normalise_run(run: dict[str, Any]) -> dict[str, Any]:
             "errors": errors,
             "evidence": flat,
             "tokens": tokens,
+            "score": main_dec.get("evidence_score"),
+            "rank": main_dec.get("rank"),
+            "decided": decisions.get(main),
         })
-    out = {k: v for k, v in run.items() if k != "documents"}
+    out = {k: v for k, v in run.items() if k not in ("documents", "cuts")}
     out["documents"] = docs
     out.setdefault("strategy", main)
+    out["cut"] = (run.get("cuts") or {}).get(main, run.get("cut"))
     return out
+
+
+def is_offline_run(run: dict[str, Any]) -> bool:
+    """True when the run was decided by the offline evidence score (its decisions *are*
+    the cut of the ranking, so moving the cut changes them)."""
+    return str(run.get("backend", "")).startswith("offline")
+
+
+def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
+    """The run with its cut moved to keep the ``kept`` best-ranked documents.
+
+    No retrieval and no decision is repeated: offline-decided runs get ``match`` =
+    rank <= ``kept`` for the deciding strategy; LLM-decided runs keep the model's
+    decisions as ``match`` and gain ``by_score`` (the cut of the ranking) beside them.
+
+    Args:
+        run: A normalised run.
+        kept: Documents kept (0..M); None = the suggested cut (the run as decided).
+
+    Returns:
+        A new normalised run (documents copied shallowly) with ``cut["moved_to"]`` set.
+    """
+    docs = run.get("documents", [])
+    n = len(docs)
+    cut = dict(run.get("cut") or {})
+    suggested = int(cut.get("kept", sum(d.get("decided") is True for d in docs)))
+    k = suggested if kept is None else max(0, min(int(kept), n))
+    offline = is_offline_run(run)
+    out_docs = []
+    for d in docs:
+        rank = d.get("rank")
+        inside = rank is not None and int(rank) <= k
+        nd = dict(d)
+        nd["by_score"] = inside
+        if offline and kept is not None and d.get("decided") is not None:
+            nd["match"] = inside
+        out_docs.append(nd)
+    cut["moved_to"] = k
+    cut["suggested"] = suggested
+    return {**run, "documents": out_docs, "cut": cut}
+
+
+def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per document, best evidence score first: rank, score, kept, file, one
+    column per decided strategy (and ``LLM`` for model-decided runs), rationale, doc_id."""
+    cols = _columns(run)
+    offline = is_offline_run(run)
+    rows = []
+    for d in sorted(run.get("documents", []), key=lambda d: (d.get("rank") is None, d.get("rank") or 0)):
+        dec = d.get("decisions") or {}
+        row = {"rank": d.get("rank"), "score": None if d.get("score") is None else round(float(d["score"]), 2),
+               "kept": mark(d.get("match")), "file": d.get("file", d.get("doc_id", ""))}
+        if not offline:
+            row["by score"] = mark(d.get("by_score"))
+        for c in cols:
+            row[c] = mark(dec.get(c))
+        row.update({"rationale": d.get("rationale", ""), "doc_id": d.get("doc_id", "")})
+        rows.append(row)
+    return rows
 
 
 def mark(v: Any) -> str:

@@ -117,7 +117,7 @@ class CorpusView:
     skipped: dict[str, str] = field(default_factory=dict)
     _by_id: dict[str, int] = field(default_factory=dict, repr=False)
     _aux: dict = field(default_factory=dict, repr=False)
-    _aux_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _aux_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def __post_init__(self) -> None:
         self._by_id = {d.doc_id: d.index for d in self.docs}
@@ -156,7 +156,8 @@ class CorpusView:
         return m
 
     def aux(self, key, build):
-        """A derived structure cached on the view (e.g. section centroids); thread-safe."""
+        """A derived structure cached on the view (e.g. section centroids); thread-safe, and a
+        ``build`` may itself call :meth:`aux` (re-entrant lock)."""
         with self._aux_lock:
             if key not in self._aux:
                 self._aux[key] = build()

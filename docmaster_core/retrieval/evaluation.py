@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import RetrievalError, WorkspaceError
 from .combine import STRATEGIES
+from .loco import RankedCondition, loco_f1
 from .retriever import Retriever
 
 __all__ = [
@@ -179,6 +180,13 @@ def ranking_quality(y_true: np.ndarray, score: np.ndarray) -> dict[str, float]:
     return {"ap": ap, "best_f1": best}
 
 
+def _ranking_score(d) -> float:
+    """A decision's ranking score: the offline evidence score, else its confidence."""
+    if d is None:
+        return float("-inf")
+    return float(d.evidence_score) if d.evidence_score is not None else float(d.score)
+
+
 def _doc_map(ws, files: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     m, missing = {}, []
     for f in sorted(set(files)):
@@ -206,7 +214,9 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
     Returns:
         ``{"strategies", "conditions": {key: {"text", "n", "positives", strategy: prf}},
         "macro": {strategy: {precision, recall, f1, ap, best_f1}}, "macro_half": {"A"|"B": {strategy: f1}},
-        "halves": {"A": [...], "B": [...]}, "missing_files": [...], "undecided": n,
+        "halves": {"A": [...], "B": [...]}, "loco": leave-one-condition-out F1 and cut gaps
+        (:func:`~docmaster_core.retrieval.loco.loco_f1`; None for one condition),
+        "missing_files": [...], "undecided": n,
         "latency": {"embed_retrieve_mean", "embed_retrieve_max", "decide_mean"} (seconds)}``.
 
     Raises:
@@ -224,6 +234,7 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
     strats = list(strategies)
     primary = "combined" if "combined" in strats else strats[0]
     out_c: dict[str, Any] = {}
+    ranked: list[RankedCondition] = []
     lat_r, lat_d = [], []
     undecided = 0
     for key, text in texts.items():
@@ -235,16 +246,24 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
         lat_r.append(run.timings["embed_retrieve"])
         lat_d.append(run.timings["decide"])
         by_doc = {d.doc_id: d for d in run.documents}
+        pos = {d.doc_id: i for i, d in enumerate(run.documents)}
         y = np.array([c.label == 1 for c in cc])
         entry: dict[str, Any] = {"text": text, "n": len(cc), "positives": int(y.sum())}
+        zs, elig = {}, {}
         for s in strats:
             dec = [by_doc[dmap[c.file]].decision(s) for c in cc]
             undecided += sum(d is None for d in dec)
             pred = np.array([d is True for d in dec])
             entry[s] = prf(y, pred)
             entry[s]["predicted"] = [c.file for c, p in zip(cc, pred) if p]
-            ds = [by_doc[dmap[c.file]].decisions.get(s) for c in cc]
-            entry[s].update(ranking_quality(y, np.array([d.score if d is not None else 0.0 for d in ds])))
+            zs[s] = np.array([_ranking_score(d.decisions.get(s)) for d in run.documents])
+            cut = run.cuts.get(s)
+            elig[s] = cut.eligible if cut is not None and cut.eligible is not None else np.ones(zs[s].size, bool)
+            rows = np.array([pos[dmap[c.file]] for c in cc], dtype=np.int64)
+            entry[s].update(ranking_quality(y, zs[s][rows]))
+            if cut is not None:
+                entry[s]["cut"] = cut.to_dict()
+        ranked.append(RankedCondition(key, y, zs, elig, np.array([pos[dmap[c.file]] for c in cc], dtype=np.int64)))
         out_c[key] = entry
     keys = list(out_c)
     halves = {"A": keys[0::2], "B": keys[1::2]}
@@ -261,6 +280,7 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
         "macro": {s: macro(keys, s) for s in strats},
         "macro_half": {h: {s: macro(ks, s)["f1"] for s in strats} for h, ks in halves.items()},
         "halves": halves,
+        "loco": loco_f1(ranked, strats) if len(ranked) >= 2 else None,
         "missing_files": missing,
         "undecided": undecided,
         "latency": {
@@ -281,41 +301,47 @@ def calibrate_filter(ws, embedder, settings, cases: Sequence[FilterCase], texts:
     """Choose the offline decision rule's parameters on some conditions, report all.
 
     Retrieval runs once per condition; every parameter combination of ``grid`` is then
-    applied to the stored evidence (one rule for all strategies, as it is one decider).
-    The chosen setting maximises the mean macro-F1 over ``strategies`` on the
-    ``calibrate_on`` conditions; ties go to the earlier grid point.
+    applied to the stored evidence with the offline decider of the filter
+    (:func:`~docmaster_core.retrieval.filter.offline_decisions`: one rule for all
+    strategies, as it is one decider). The chosen setting maximises the mean macro-F1
+    over ``strategies`` on the ``calibrate_on`` conditions; ties go to the earlier grid
+    point. (``docmaster eval filter`` reports the stricter leave-one-condition-out
+    figure for the cut parameters.)
 
     Args:
         calibrate_on: Condition keys used for the choice (e.g. half A).
-        grid: ``{parameter of OfflineCalibration: values}``; default: ``top_m`` 3, 5;
-            ``lam`` 0, 0.5, 1; ``z_threshold`` 2.0-6.0 step 0.25; ``floor`` 0, 0.3.
+        grid: ``{parameter of OfflineCalibration: values}``; default: ``rel_rho``
+            0.3-0.7 step 0.05 and ``rel_z_min`` 0.5, 1, 1.5, 2 (the best-fraction cut).
 
     Returns:
         ``{"best": params, "calibrate_on": [...], "held_out": [...], "f1": {strategy:
-        {"calibration": F1, "held_out": F1, "all": F1}}, "per_condition": {key: {strategy: F1}}}``.
+        {"calibration": F1, "held_out": F1, "all": F1}}, "per_condition": {key: {strategy: F1}},
+        "grid_points": n}``.
 
     Raises:
-        RetrievalError: no labelled file in the workspace, or an unknown condition key.
+        RetrievalError: no labelled file in the workspace, an unknown condition key, or
+            an unknown parameter in ``grid``.
     """
     import itertools
     from dataclasses import replace
 
-    from .decider import (DEFAULT_CALIBRATION, calibrated_decisions, condition_terms, dense_score, lexical_score,
-                          lexical_stats)
-    from .filter import collect_evidence
+    from .decider import DEFAULT_CALIBRATION
+    from .filter import collect_evidence, offline_decisions
+    from .loco import DEFAULT_GRID
 
     unknown = [c for c in calibrate_on if c not in texts]
     if unknown:
         raise RetrievalError(f"unknown condition {unknown[0]!r}")
+    grid = grid or DEFAULT_GRID
+    bad = [n for n in grid if n not in DEFAULT_CALIBRATION.__dataclass_fields__]
+    if bad:
+        raise RetrievalError(f"unknown calibration parameter {bad[0]!r}")
     dmap, _ = _doc_map(ws, [c.file for c in cases])
     if not dmap:
         raise RetrievalError("none of the labelled files is in the workspace")
     retr = retriever or Retriever(ws, embedder, settings)
     view = retr.view
-    stats = lexical_stats(view)
     k = top_k or settings.top_k
-    grid = grid or {"top_m": [3, 5], "lam": [0.0, 0.5, 1.0], "z_threshold": list(np.arange(2.0, 6.01, 0.25)),
-                    "floor": [0.0, 0.3]}
     stored = {}
     for key, text in texts.items():
         cc = [c for c in cases if c.condition == key and c.file in dmap]
@@ -324,25 +350,13 @@ def calibrate_filter(ws, embedder, settings, cases: Sequence[FilterCase], texts:
             idx = {d.doc_id: i for i, d in enumerate(docs)}
             stored[key] = (text, docs, cos_by, [idx[dmap[c.file]] for c in cc], np.array([c.label == 1 for c in cc]))
     names = list(grid)
-    feats: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for key, (text, docs, cos_by, rows, y) in stored.items():
-        terms = condition_terms(text)
-        for s in strategies:
-            lex = np.array([lexical_score(terms, [e.text for e in d.evidence[s]], stats, DEFAULT_CALIBRATION.k1)[0]
-                            for d in docs])
-            present = np.array([len(c) > 0 for c in cos_by[s]])
-            for m in sorted({int(v) for v in grid.get("top_m", [DEFAULT_CALIBRATION.top_m])}):
-                feats[(key, s, m)] = (np.array([dense_score(c, m) for c in cos_by[s]]), lex, present)
     table = []
     for values in itertools.product(*(grid[n] for n in names)):
-        calib = replace(DEFAULT_CALIBRATION, **{n: (int(v) if n == "top_m" else float(v)) for n, v in zip(names, values)})
+        calib = replace(DEFAULT_CALIBRATION, **{n: (int(v) if n == "top_m" else v) for n, v in zip(names, values)})
         per = {}
         for key, (text, docs, cos_by, rows, y) in stored.items():
-            per[key] = {}
-            for s in strategies:
-                d, lex, present = feats[(key, s, calib.top_m)]
-                dec, _, _ = calibrated_decisions(d, lex, calib, present)
-                per[key][s] = prf(y, dec[rows])["f1"]
+            decs, _ = offline_decisions(retr, view, text, docs, cos_by, strategies, calib)
+            per[key] = {s: prf(y, np.array([decs[s][r].decision is True for r in rows]))["f1"] for s in strategies}
         cal = [k_ for k_ in per if k_ in calibrate_on]
         score = float(np.mean([per[k_][s] for k_ in cal for s in strategies])) if cal else 0.0
         table.append((score, calib, per))

@@ -47,13 +47,18 @@ from .decider import (
     dense_score,
     lexical_score,
     lexical_stats,
+    robust_z,
     tokens,
 )
+from .doc_evidence import document_signals
+from .roles import evidence_weight
 from .retriever import Retriever, check_top_k
 
 __all__ = [
     "collect_evidence",
     "calibrated_document_decisions",
+    "offline_decisions",
+    "Cut",
     "DocumentResult",
     "FilterRun",
     "run_filter",
@@ -134,6 +139,9 @@ class FilterRun:
         usage: LLM usage snapshot of the run (calls, tokens) when available.
         warnings: One line per document left out of the run (e.g. its vector file is
             missing; ``docmaster check --repair`` rebuilds it).
+        cuts: ``{strategy: Cut}``: the suggested cut of each strategy's ranking by
+            offline evidence score (the calibrated decider's decisions are exactly the
+            documents at or above it).
     """
 
     condition: str
@@ -147,6 +155,7 @@ class FilterRun:
     run_id: int | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    cuts: dict[str, Cut] = field(default_factory=dict)
 
     def matches(self, strategy: str | None = None) -> list[str]:
         """doc_ids decided True by ``strategy`` (default: the run's strategy)."""
@@ -172,6 +181,7 @@ class FilterRun:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "usage": self.usage,
             "warnings": list(self.warnings),
+            "cuts": {s: c.to_dict() for s, c in self.cuts.items()},
             "documents": [d.to_dict(text_chars) for d in self.documents],
         }
 
@@ -212,8 +222,43 @@ def _llm_decide(llm, condition: str, evidence: list[Evidence], doc_id: str) -> D
     return d
 
 
+@dataclass
+class Cut:
+    """The suggested cut of one strategy's ranking in a filter run.
+
+    Attributes:
+        rule: ``"best_fraction"``, ``"zscore"`` or ``"prior"`` (small collection).
+        threshold: Evidence score (z units) a document needed to be kept.
+        kept: Documents at or above the cut.
+        of: Documents ranked.
+        best: The best document's evidence score.
+        eligible: bool (D,) documents, in run order, whose best passages pass the dense
+            floor (only those can be kept, wherever the cut is moved; not serialised).
+    """
+
+    rule: str
+    threshold: float
+    kept: int
+    of: int
+    best: float
+    eligible: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
+                "best": round(self.best, 4)}
+
+
+def _ranks(z: np.ndarray) -> np.ndarray:
+    """1-based ranks by descending score (ties by position), int64 (D,)."""
+    order = np.argsort(-np.asarray(z, dtype=np.float64), kind="stable")
+    r = np.empty(order.size, dtype=np.int64)
+    r[order] = np.arange(1, order.size + 1)
+    return r
+
+
 def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
-                                  calib: OfflineCalibration, stats) -> list[Decision]:
+                                  calib: OfflineCalibration, stats, extra_z: np.ndarray | None = None,
+                                  role_aware: bool = False) -> tuple[list[Decision], Cut]:
     """Offline decisions of one strategy for a collection (:mod:`.decider`).
 
     Args:
@@ -222,37 +267,58 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         cos_by_doc: Per document, float32 (n_i,) cosines of its evidence with the condition.
         calib: The rule's parameters.
         stats: :class:`~docmaster_core.retrieval.decider.LexicalStats` of the workspace.
+        extra_z: Optional float (D,) document-level evidence in z units added to the
+            evidence score (the combined strategy's :mod:`.doc_evidence` signals).
+        role_aware: Weigh each passage by its section role
+            (:func:`~docmaster_core.retrieval.roles.evidence_weight`): a related-work
+            passage's cosine is scaled by ``0.8 + 0.2 * related_weight`` and its words
+            count ``related_weight``.
 
     Returns:
-        One :class:`Decision` per document (0 tokens, backend ``"offline-calibrated"``);
-        cited ids are among the document's evidence ids.
+        ``(decisions, cut)``: one :class:`Decision` per document (0 tokens, backend
+        ``"offline-calibrated"``, ``evidence_score`` and ``rank`` set; cited ids are
+        among the document's evidence ids) and the :class:`Cut` that was applied.
     """
     terms = condition_terms(condition)
-    d = np.array([dense_score(c, calib.top_m) for c in cos_by_doc])
-    lex = [lexical_score(terms, [e.text for e in evs], stats, calib.k1) for evs in ev_by_doc]
+    if role_aware:
+        w_by_doc = [np.array([evidence_weight(e.section_path, calib.related_weight) for e in evs]) for evs in ev_by_doc]
+        d = np.array([dense_score(np.asarray(c) * np.where(w > 0, 0.8 + 0.2 * w, 0.0), calib.top_m)
+                      for c, w in zip(cos_by_doc, w_by_doc)])
+        lex = [lexical_score(terms, [e.text for e in evs], stats, calib.k1, weights=w)
+               for evs, w in zip(ev_by_doc, w_by_doc)]
+    else:
+        d = np.array([dense_score(c, calib.top_m) for c in cos_by_doc])
+        lex = [lexical_score(terms, [e.text for e in evs], stats, calib.k1) for evs in ev_by_doc]
     l = np.array([x[0] for x in lex])
     present = np.array([len(c) > 0 for c in cos_by_doc], dtype=bool)
-    dec, z, st = calibrated_decisions(d, l, calib, present)
+    dec, z, st = calibrated_decisions(d, l, calib, present, extra_z=extra_z)
+    if present.any() and not present.all():  # documents without evidence rank last
+        z = np.where(present, z, float(z[present].min()) - 1.0)
+    ranks = _ranks(z)
+    thr = float(st["threshold"])
+    cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
+              eligible=present & (d >= calib.floor))
     out = []
     for i, (evs, c) in enumerate(zip(ev_by_doc, cos_by_doc)):
         if not evs:
-            out.append(Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, "offline-calibrated"))
+            out.append(Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, "offline-calibrated",
+                                evidence_score=float(z[i]), rank=int(ranks[i])))
             continue
         order = np.argsort(-c, kind="stable")
         best = evs[int(order[0])]
         hits = lex[i][1]
-        if st["mode"] == "relative":
-            why = (f"combined robust z {z[i]:+.2f} (dense {d[i]:.3f} = mean of top-{calib.top_m} cosines, collection "
-                   f"median {st['dense_median']:.3f}; keyword score {l[i]:.1f}"
-                   + (f" from {', '.join(hits[:6])}" if hits else "") +
-                   f"); rule z >= {calib.z_threshold:g} and dense >= {calib.floor:g}")
-            conf = float(1.0 / (1.0 + np.exp(-(z[i] - calib.z_threshold))))
+        words = f"; condition words found: {', '.join(hits[:6])}" if hits else "; none of the condition's words found"
+        if st["mode"] == "prior":
+            where = (f"evidence score {z[i]:.1f} against typical corpus statistics (a collection of {int(present.sum())} "
+                     f"documents is too small to compare within); needed {thr:g}")
+        elif calib.cut == "best_fraction":
+            where = (f"evidence score {z[i]:.1f}, rank {ranks[i]} of {len(z)}; kept from {thr:.1f} "
+                     f"({calib.rel_rho:g} x the best document's {cut.best:.1f}, at least {calib.rel_z_min:g})")
         else:
-            why = (f"z {z[i]:+.2f} against prior statistics (collection of {int(present.sum())} documents is too small "
-                   f"to calibrate; dense {d[i]:.3f} = mean of top-{calib.top_m} cosines vs prior median "
-                   f"{st['dense_median']:g}; keyword score {l[i]:.1f}" + (f" from {', '.join(hits[:6])}" if hits else "")
-                   + f"); rule z >= {calib.prior_z_threshold:g} and dense >= {calib.floor:g}")
-            conf = float(1.0 / (1.0 + np.exp(-(z[i] - calib.prior_z_threshold))))
+            where = f"evidence score {z[i]:.1f}, rank {ranks[i]} of {len(z)}; kept from {thr:g}"
+        if not dec[i] and z[i] >= thr and d[i] < calib.floor:
+            where += f"; but its best passages are too weakly similar (mean cosine {d[i]:.2f} < {calib.floor:g})"
+        conf = float(1.0 / (1.0 + np.exp(-(z[i] - thr))))
         if dec[i]:
             # the passages that carry the decision: top cosines, then passages holding the condition's keywords
             ids = [evs[int(j)].evidence_id for j in order[: calib.top_m]]
@@ -262,10 +328,40 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         else:
             ids = [best.evidence_id]
         quote = " ".join(best.text.split()[:30])
-        rationale = (f"{'Matches' if dec[i] else 'Does not match'}: {why}. Closest passage [{best.evidence_id}] "
-                     f"p.{best.page}: \"{quote}\"")
-        out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated"))
-    return out
+        rationale = (f"{'Matches' if dec[i] else 'Does not match'}: {where}{words}. Closest passage "
+                     f"[{best.evidence_id}] p.{best.page}: \"{quote}\"")
+        out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated",
+                            evidence_score=float(z[i]), rank=int(ranks[i])))
+    return out, cut
+
+
+def offline_decisions(retr: Retriever, view, condition: str, docs: list[DocumentResult],
+                      cos_by: dict[str, list[np.ndarray]], strategies: Sequence[str], calib: OfflineCalibration,
+                      doc_ids: Sequence[str] | None = None) -> tuple[dict[str, list[Decision]], dict[str, Cut]]:
+    """The offline decisions, evidence scores and cuts of every strategy of a run.
+
+    The ``combined`` strategy adds the document-level, structure-aware signals of
+    :mod:`.doc_evidence` (role-weighted lexical support over the body, soft-AND dense
+    support of the condition's parts) to its evidence score, in the collection mode.
+
+    Returns:
+        ``({strategy: [Decision per document of docs]}, {strategy: Cut})``.
+    """
+    stats = lexical_stats(view)
+    extra = None
+    if "combined" in strategies and len(docs) >= calib.min_collection:
+        mask = view.doc_mask(doc_ids)
+        sig = document_signals(view, lambda texts: retr.embedder.encode(list(texts)), condition, stats,
+                               top_m=calib.top_m, related_weight=calib.related_weight, k1=calib.k1,
+                               dense_scale_floor=calib.dense_scale_floor, doc_mask=mask)
+        rows = np.flatnonzero(mask)
+        extra = (sig.dense_z + calib.lam * robust_z(sig.lexical, calib.lex_scale_floor, mask)[0])[rows]
+    out, cuts = {}, {}
+    for s in strategies:
+        out[s], cuts[s] = calibrated_document_decisions(condition, [r.evidence[s] for r in docs], cos_by[s], calib,
+                                                        stats, extra_z=extra if s == "combined" else None,
+                                                        role_aware=s == "combined")
+    return out, cuts
 
 
 def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str], top_k: int, *,
@@ -376,11 +472,13 @@ def run_filter(
 
     t0 = time.perf_counter()
     usage_before = None
+    # the offline evidence scores rank every strategy's collection (and decide it, for the
+    # calibrated decider): computed for every run, an LLM run shows its decisions beside them
+    offline, cuts = offline_decisions(retr, view, cond, docs, cos_by, strats, calib, doc_ids)
     if decider == "calibrated":
         backend = "offline-calibrated"
-        stats = lexical_stats(view)
         for s in strats:
-            for r, d in zip(docs, calibrated_document_decisions(cond, [r.evidence[s] for r in docs], cos_by[s], calib, stats)):
+            for r, d in zip(docs, offline[s]):
                 r.decisions[s] = d
     else:
         backend = getattr(llm, "backend_name", "llm")
@@ -392,6 +490,9 @@ def run_filter(
             for fut in cf.as_completed(futs):
                 r, s = futs[fut]
                 r.decisions[s] = fut.result()
+        for s in strats:
+            for r, od in zip(docs, offline[s]):
+                r.decisions[s].evidence_score, r.decisions[s].rank = od.evidence_score, od.rank
     t_decide = time.perf_counter() - t0
     tokens = {s: int(sum(r.decisions[s].tokens for r in docs)) for s in strats}
     run = FilterRun(
@@ -405,7 +506,7 @@ def run_filter(
             "top_k": k,
             "decider": decider,
             "retrieval": settings.model_dump() if hasattr(settings, "model_dump") else dict(settings),
-            "calibration": calib.to_dict() if decider == "calibrated" else None,
+            "calibration": calib.to_dict(),
             "index": index_key if isinstance(index_key, (dict, str, int, float, type(None))) else str(index_key),
             "doc_ids": list(doc_ids) if doc_ids is not None else None,
             **(extra_params or {}),
@@ -415,6 +516,7 @@ def run_filter(
         timings={"embed_retrieve": t_retrieve, "decide": t_decide},
         backend=backend,
         usage=_usage_delta(usage_before, _usage(llm)) if usage_before is not None else {},
+        cuts=cuts,
     )
     run.timings["total"] = time.perf_counter() - t_all
     if save:
