@@ -142,7 +142,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
         kept = sum(d.get("match") is True for d in shown["documents"])
         how = ("by the cut" if is_offline_run(run) else f"by {md_escape(run.get('backend', ''))}; "
                f"the top {kept_n} by score shown beside")
-        st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs}** ({how}, strategy "
+        st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs} documents** ({how}, strategy "
                     f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
                     + (f" (evidence score >= {cut['threshold']:.2f})" if "threshold" in cut else ""))
         rows = ranked_rows(shown)

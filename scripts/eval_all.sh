@@ -9,7 +9,8 @@
 #   OUT_DIR    where results go (default: eval-results/)
 #
 # Figures produced:
-#   filter.json / filter.txt        P/R/F1 per condition and macro, every strategy (SPEC F6)
+#   filter.json / filter.txt        P/R/F1, AP and leave-one-condition-out F1 per condition and
+#                                   macro, every strategy, over P1-P12 and Q1-Q12 (SPEC F6)
 #   calibrate_A.json, calibrate_B.json
 #                                   the offline decider's rule chosen on one half of the
 #                                   conditions and reported on the other (both directions)
@@ -33,9 +34,12 @@ mkdir -p "$out"
 
 cases="$shared/eval/filter_cases.tsv"
 conds="$shared/eval/filter_conditions.tsv"
+cases_q="$shared/eval/filter_cases_q.tsv"
+conds_q="$shared/eval/filter_conditions_q.tsv"
 
 echo "== filter evaluation ($corpus)"
-"$dm" eval filter -w "$corpus" --cases "$cases" --conditions "$conds" --json > "$out/filter.json"
+# both public sets (P1-P12, Q1-Q12): leave-one-condition-out needs many conditions
+"$dm" eval filter -w "$corpus" --cases "$cases" "$cases_q" --conditions "$conds" "$conds_q" --json > "$out/filter.json"
 "$py" - "$out/filter.json" > "$out/filter.txt" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -45,8 +49,8 @@ for k, c in r["conditions"].items():
     print(f"{k:10} {c['n']:>3} {c['positives']:>3}  " + "  ".join(f"{c[s]['f1']:9.3f}" for s in S))
 for m in ("precision", "recall", "f1", "ap", "best_f1"):
     print(f"{'macro ' + m:18}  " + "  ".join(f"{r['macro'][s][m]:9.3f}" for s in S))
-for h, ks in r["halves"].items():
-    print(f"{'F1 half ' + h:18}  " + "  ".join(f"{r['macro_half'][h][s]:9.3f}" for s in S) + f"   ({', '.join(ks)})")
+if r.get("loco"):
+    print(f"{'LOCO f1':18}  " + "  ".join(f"{r['loco']['macro'][s]:9.3f}" for s in S))
 lat = r["latency"]
 print(f"retrieval per condition: mean {lat['embed_retrieve_mean']:.3f} s (first condition builds the caches)")
 PY

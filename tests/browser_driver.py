@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -301,8 +302,13 @@ def run_filter_button(page: Any):
 
 
 def decision_tables_ready(page: Any, n_docs: int) -> bool:
-    """True when both per-configuration decision tables are drawn (the results caption
-    ``kept`` line of A and B is shown and at least two data frames exist)."""
-    txt = page.locator("[data-testid='stMarkdownContainer']").filter(has_text="documents kept")
+    """True when both per-configuration ranked tables are drawn (the ``kept N of M
+    documents`` line of A and B is shown and at least two data frames exist)."""
+    txt = kept_lines(page)
     return txt.count() >= 2 and page.locator("[data-testid='stDataFrame']").count() >= 2 and \
-        txt.first.inner_text().find(f"of {n_docs} documents kept") >= 0
+        txt.first.inner_text().find(f"of {n_docs} documents") >= 0
+
+
+def kept_lines(page: Any) -> Any:
+    """The ``Configuration X · kept N of M documents (...)`` lines of the Filter page."""
+    return page.locator("[data-testid='stMarkdownContainer']").filter(has_text=re.compile(r"kept \d+ of \d+ documents"))

@@ -9,7 +9,7 @@ import pytest
 from docmaster_core.config import RetrievalSettings
 from docmaster_core.model import DocumentTree, Node, NodeType
 from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION, OfflineCalibration, cut_threshold
-from docmaster_core.retrieval.doc_evidence import condition_parts, strip_question
+from docmaster_core.retrieval.doc_evidence import condition_parts, lexical_parts, strip_question
 from docmaster_core.retrieval.filter import run_filter
 from docmaster_core.retrieval.roles import ROLES, heading_role, node_roles
 from test_retrieval import TOY_DOCS, build_toy_workspace
@@ -104,6 +104,9 @@ def test_condition_parts_split_compound_conditions_only():
     assert condition_parts("Does the paper study board games, such as chess, Go and shogi?") == [
         "study board games, such as chess, Go and shogi"]
     assert condition_parts("") == [""]
+    # a part too short to carry lexical evidence of its own is not counted alone
+    assert lexical_parts("Does the paper contain a theorem together with a proof?") == [["contain", "theorem", "together", "proof"]]
+    assert len(lexical_parts(COMPOUND)) == 2
 
 
 # ------------------------------------------------------------------------------ decisions
@@ -112,10 +115,11 @@ def test_related_work_mention_is_not_the_papers_own_contribution(ws_extra, embed
     by = _by_file(run)
     assert by["gnn_molecules.pdf"].decision("combined") is True
     assert by["subword_mt.pdf"].decision("combined") is False
-    # the same mention outside related work would weigh fully: the discount is what separates them
-    full = _run(ws_extra, embedder, GNN_COND, calibration=OfflineCalibration(related_weight=1.0))
+    # counted like any other section, the same mention would pass: the discount is what separates them
+    full = _by_file(_run(ws_extra, embedder, GNN_COND, calibration=OfflineCalibration(related_weight=1.0)))
+    assert full["subword_mt.pdf"].decision("combined") is True
     assert (by["subword_mt.pdf"].decisions["combined"].evidence_score
-            < _by_file(full)["subword_mt.pdf"].decisions["combined"].evidence_score)
+            < full["subword_mt.pdf"].decisions["combined"].evidence_score)
 
 
 def test_compound_condition_needs_both_parts(ws_extra, embedder):
@@ -145,11 +149,13 @@ def test_every_run_ranks_and_reports_its_cut(ws_extra, embedder):
 
 def test_best_fraction_cut():
     z = np.array([10.0, 6.0, 4.9, 1.0, 0.0])
-    assert cut_threshold(z) == pytest.approx(5.0)  # 0.5 x the best
-    assert cut_threshold(np.array([2.0, 1.6, 0.0])) == pytest.approx(DEFAULT_CALIBRATION.rel_z_min)
+    half = OfflineCalibration(rel_rho=0.5, rel_z_min=1.5)
+    assert cut_threshold(z, half) == pytest.approx(5.0)  # 0.5 x the best
+    assert cut_threshold(z) == pytest.approx(DEFAULT_CALIBRATION.rel_rho * 10.0)
+    assert cut_threshold(np.array([2.0, 1.6, 0.0]), half) == pytest.approx(1.5)  # the minimum
     assert cut_threshold(z, OfflineCalibration(cut="zscore")) == DEFAULT_CALIBRATION.z_threshold
     # documents without evidence cannot set the best
-    assert cut_threshold(z, present=np.array([False, True, True, True, True])) == pytest.approx(3.0)
+    assert cut_threshold(z, half, present=np.array([False, True, True, True, True])) == pytest.approx(3.0)
     with pytest.raises(ValueError):
         OfflineCalibration(cut="gap")
     with pytest.raises(ValueError):
