@@ -497,3 +497,35 @@ def test_filter_compare_and_export_from_engine_run():
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
     assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""
     assert json.loads(export_json({"A": a}))["A"]["documents"][1]["match"] is False
+
+
+def test_with_cut_and_ranked_rows_from_engine_run():
+    """The ranked table and the movable cut on a run dict as the engine writes it: an
+    offline run's decisions follow the cut; an LLM run keeps the model's decisions and
+    shows the cut of the ranking beside them."""
+    from ui.filtering import export_csv, normalise_run, ranked_rows, with_cut
+
+    def doc(doc_id, score, rank, dec):
+        return {"doc_id": doc_id, "file": f"{doc_id}.pdf", "evidence": {},
+                "decisions": {"combined": {"decision": dec, "rationale": "r", "tokens": 0,
+                                           "evidence_score": score, "rank": rank}}}
+
+    raw = {"strategy": "combined", "condition": "c", "backend": "offline-calibrated",
+           "cuts": {"combined": {"rule": "best_fraction", "threshold": 3.0, "kept": 1, "of": 3, "best": 9.0}},
+           "documents": [doc("d1", 1.0, 3, False), doc("d2", 9.0, 1, True), doc("d3", 2.5, 2, False)]}
+    run = normalise_run(raw)
+    assert run["cut"]["kept"] == 1
+    assert [r["file"] for r in ranked_rows(run)] == ["d2.pdf", "d3.pdf", "d1.pdf"]
+    moved = with_cut(run, 2)
+    assert {d["doc_id"]: d["match"] for d in moved["documents"]} == {"d1": False, "d2": True, "d3": True}
+    assert moved["cut"]["moved_to"] == 2 and moved["cut"]["suggested"] == 1
+    assert [d["match"] for d in with_cut(run, None)["documents"]] == [False, True, False]
+    assert run["documents"][2]["match"] is False  # the run itself is untouched
+    csv_rows = list(csv.DictReader(io.StringIO(export_csv({"A": moved}))))
+    assert [(r["doc_id"], r["rank"], r["match"]) for r in csv_rows] == [("d1", "3", "false"), ("d2", "1", "true"),
+                                                                       ("d3", "2", "true")]
+    llm = normalise_run({**raw, "backend": "gpt-4o-mini"})
+    moved = with_cut(llm, 2)
+    assert [d["match"] for d in moved["documents"]] == [False, True, False]  # the model's decisions
+    assert [d["by_score"] for d in moved["documents"]] == [False, True, True]
+    assert "by score" in ranked_rows(moved)[0]

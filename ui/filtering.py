@@ -431,12 +431,13 @@ def compare_rows(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str,
 
 
 def export_csv(runs: dict[str, dict[str, Any]]) -> str:
-    """CSV text: one row per (configuration, document) with the match, every
-    strategy's decision (empty = not decided), rationale, tokens and evidence ids."""
+    """CSV text: one row per (configuration, document) with the match (after any cut
+    move), the rank and evidence score of the deciding strategy, every strategy's
+    decision (empty = not decided), rationale, tokens and evidence ids."""
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["config", "run_id", "condition", "doc_id", "file", "match", *DECISION_COLUMNS, "rationale", "tokens",
-                "evidence_ids"])
+    w.writerow(["config", "run_id", "condition", "doc_id", "file", "match", "rank", "evidence_score", *DECISION_COLUMNS,
+                "rationale", "tokens", "evidence_ids"])
 
     def cell(v: Any) -> str:
         return "" if v is None else str(bool(v)).lower()
@@ -446,7 +447,8 @@ def export_csv(runs: dict[str, dict[str, Any]]) -> str:
             dec = d.get("decisions") or {}
             w.writerow([
                 name, run.get("run_id", ""), run.get("condition", ""), d.get("doc_id", ""), d.get("file", ""),
-                cell(d.get("match")), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
+                cell(d.get("match")), "" if d.get("rank") is None else d["rank"],
+                "" if d.get("score") is None else round(float(d["score"]), 4), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
                 d.get("rationale", ""), _tokens(d), " ".join(e.get("evidence_id", "") for e in d.get("evidence") or []),
             ])
     return buf.getvalue()
