@@ -153,9 +153,12 @@ for col, (name, run) in zip(res_cols, runs.items()):
             inside = row["rank"] is not None and row["rank"] <= k
             return ["background-color: #ecfdf5" if inside else "" for _ in row]
 
-        event = st.dataframe(df.style.apply(_cut_line, axis=1), hide_index=True, width="stretch",
+        styled = df.style.apply(_cut_line, axis=1).format({"score": "{:.2f}"}, na_rep="")
+        event = st.dataframe(styled, hide_index=True, width="stretch",
                              on_select="rerun", selection_mode="single-row", key=f"w_filter_table_{name}",
-                             column_config={"rationale": st.column_config.TextColumn("rationale", width="large")})
+                             column_config={"rationale": st.column_config.TextColumn("rationale", width="large"),
+                                            "score": st.column_config.NumberColumn("score", format="%.2f",
+                                                                                   help="evidence score (z units)")})
         picked = list(getattr(getattr(event, "selection", None), "rows", []) or [])
         marker = (name, tuple(picked), run.get("run_id"))
         if picked and st.session_state.get("dm_filter_picked") != marker:

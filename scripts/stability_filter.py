@@ -9,7 +9,7 @@ counts, per strategy, the base documents whose decision differs.
 Usage::
 
     python scripts/stability_filter.py --base WS --grown WS2 --conditions C.tsv [C2.tsv ...]
-        [--cut best_fraction|zscore] [--json OUT]
+        [--cut best_fraction|zscore] [--whole-collection] [--json OUT]
 
 Prints the flipped share per strategy and per condition; ``--json`` writes it all.
 """
@@ -44,9 +44,13 @@ def main() -> int:
     ap.add_argument("--grown", required=True, help="workspace holding the same documents plus unrelated ones")
     ap.add_argument("--conditions", nargs="+", required=True, help="TSV(s) condition<TAB>text")
     ap.add_argument("--cut", choices=["best_fraction", "zscore"], default=DEFAULT_CALIBRATION.cut)
+    ap.add_argument("--whole-collection", action="store_true",
+                    help="take the robust statistics over the whole collection instead of the best-44 pool")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
     calib = replace(DEFAULT_CALIBRATION, cut=a.cut)
+    if a.whole_collection:
+        calib = replace(calib, pool=None)
     texts = {}
     for f in a.conditions:
         with open(f, newline="", encoding="utf-8") as fh:
@@ -68,12 +72,14 @@ def main() -> int:
             total[s] += sum(f in dg[s] for f in db[s])
         print(f"{key:6} " + "  ".join(f"{s} {per[key][s]:2d}" for s in STRATEGIES), flush=True)
     share = {s: flips[s] / max(total[s], 1) for s in STRATEGIES}
-    print(f"collection {n_base} -> {n_grown} documents, cut {a.cut}: decisions of the {n_base} base documents "
-          "that changed")
+    print(f"collection {n_base} -> {n_grown} documents, cut {a.cut}, statistics over "
+          f"{'the whole collection' if calib.pool is None else f'the best {calib.pool}'}: decisions of the {n_base} "
+          "base documents that changed")
     for s in STRATEGIES:
         print(f"  {s:10} {flips[s]:4d} of {total[s]:5d} = {100 * share[s]:.2f} %")
     if a.json:
         Path(a.json).write_text(json.dumps({"base_documents": n_base, "grown_documents": n_grown, "cut": a.cut,
+                                            "pool": calib.pool,
                                             "flips": flips, "decisions": total, "share": share,
                                             "per_condition": per}, indent=2))
     return 0

@@ -120,7 +120,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             out.append(Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, "offline-calibrated",
                                 evidence_score=float(z[i]), rank=int(ranks[i])))
             continue
-        order = np.argsort(-c, kind="stable")
+        # the passages that count most first: a related-work passage ranks by its weighted cosine
+        order = np.argsort(-(np.asarray(c) * w_by_doc[i]) if role_aware else -np.asarray(c), kind="stable")
         best = evs[int(order[0])]
         hits = lex[i][1]
         words = f"; condition words found: {', '.join(hits[:6])}" if hits else "; none of the condition's words found"
