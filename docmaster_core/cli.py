@@ -275,17 +275,18 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"condition: {_clean(run.condition)}")
     print(f"decider: {run.backend}   strategy: {run.strategy}   top-k: {run.params['top_k']}")
     head = "  ".join(f"{s[:9]:>9}" for s in strats)
-    print(f"{'rank':>4} {'score':>6}  {'file':50} {head}   (ranked by {run.strategy} evidence score)")
+    print(f"{'rank':>4} {'score':>6}  {'file':50} {head}   (ranked by {run.strategy} evidence score; documents "
+          "whose passages are too weakly similar rank last)")
     cut = run.cuts.get(run.strategy)
 
-    def score_of(d):
+    def rank_of(d):
         dec = d.decisions.get(run.strategy)
-        return dec.evidence_score if dec is not None and dec.evidence_score is not None else float("-inf")
+        return dec.rank if dec is not None and dec.rank is not None else len(run.documents) + 1
 
     drawn = False
-    for d in sorted(run.documents, key=lambda d: -score_of(d)):
+    for d in sorted(run.documents, key=rank_of):
         dec = d.decisions.get(run.strategy)
-        if cut is not None and not drawn and score_of(d) < cut.threshold:
+        if cut is not None and not drawn and rank_of(d) > cut.kept:
             print(f"{'':4} {'':6}  ---- cut at evidence score {cut.threshold:.2f} ({cut.rule}): "
                   f"{cut.kept} of {cut.of} above ----")
             drawn = True

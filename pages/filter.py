@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from docmaster_core.errors import DocMasterError
+from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION
 from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
@@ -134,8 +135,9 @@ for col, (name, run) in zip(res_cols, runs.items()):
         state.seed_widget(key, suggested)
         kept_n = st.slider(
             f"Configuration {name}: keep the top N documents by evidence score", 0, max(n_docs, 1), key=key,
-            help="Documents are ranked by their offline evidence score; the suggested cut is where the evidence "
-            "falls below half of the best document's. Moving the cut re-uses this run: nothing is retrieved again.",
+            help=f"Documents are ranked by their offline evidence score; the suggested cut keeps those with at least "
+            f"{DEFAULT_CALIBRATION.rel_rho:g} x the best document's score. Moving the cut re-uses this run: nothing is "
+            "retrieved again.",
         )
         shown = with_cut(run, kept_n if kept_n != suggested else None)
         shown_runs[name] = shown
@@ -144,7 +146,8 @@ for col, (name, run) in zip(res_cols, runs.items()):
                f"the top {kept_n} by score shown beside")
         st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs} documents** ({how}, strategy "
                     f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
-                    + (f" (evidence score >= {cut['threshold']:.2f})" if "threshold" in cut else ""))
+                    + (f" (evidence score >= {cut['threshold']:.2f})" if isinstance(cut.get("threshold"), (int, float))
+                       else ""))
         rows = ranked_rows(shown)
         df = pd.DataFrame(rows).drop(columns=["doc_id"])
         df["file"] = df["file"].map(lambda f: shorten(f, 48))
@@ -165,15 +168,16 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.session_state["dm_filter_picked"] = marker  # a click picks the document for the evidence view once
             st.session_state[W_DOC] = rows[picked[0]]["doc_id"]
             st.session_state[W_WHICH] = name
-        st.caption("Click a row to see its evidence below. Green rows are inside the cut.")
+        st.caption("Tick a row's box to see its evidence below. Green rows are inside the cut.")
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:
     comp = pd.DataFrame(compare_rows(shown_runs["A"], shown_runs["B"]))
-    n_diff = int(comp["differs"].sum())
-    st.subheader(f"Differences between A and B: {n_diff} document(s)")
+    kept_differs = comp["A match"] != comp["B match"]  # the kept sets, after any cut move
+    n_diff = int(kept_differs.sum())
+    st.subheader(f"Differences between A and B: {n_diff} document(s) kept by one only")
     if n_diff:
-        show = comp[comp["differs"]].drop(columns=["doc_id", "differs"])
+        show = comp[kept_differs].drop(columns=["doc_id", "differs"])
         show["file"] = show["file"].map(lambda f: shorten(f, 48))
         st.dataframe(show, hide_index=True, width="stretch")
     else:

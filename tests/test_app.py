@@ -519,6 +519,8 @@ def test_with_cut_and_ranked_rows_from_engine_run():
     moved = with_cut(run, 2)
     assert {d["doc_id"]: d["match"] for d in moved["documents"]} == {"d1": False, "d2": True, "d3": True}
     assert moved["cut"]["moved_to"] == 2 and moved["cut"]["suggested"] == 1
+    d3 = next(d for d in moved["documents"] if d["doc_id"] == "d3")
+    assert d3["rationale"].startswith("Kept by the moved cut (top 2)")  # the text follows the moved cut
     assert [d["match"] for d in with_cut(run, None)["documents"]] == [False, True, False]
     assert run["documents"][2]["match"] is False  # the run itself is untouched
     csv_rows = list(csv.DictReader(io.StringIO(export_csv({"A": moved}))))

@@ -140,8 +140,10 @@ def test_every_run_ranks_and_reports_its_cut(ws_extra, embedder):
         cut = run.cuts[s]
         kept = [d for d in run.documents if d.decision(s)]
         assert cut.kept == len(kept) and cut.of == n
-        # the calibrated decisions are exactly the documents at or above the cut (and above the floor)
+        # the calibrated decisions are exactly the documents at or above the cut (and above the floor),
+        # and they are the top of the ranking
         assert all(d.decisions[s].evidence_score >= cut.threshold for d in kept)
+        assert sorted(d.decisions[s].rank for d in kept) == list(range(1, len(kept) + 1)), s
     js = run.to_dict()
     assert js["cuts"]["combined"]["threshold"] == pytest.approx(run.cuts["combined"].threshold, abs=1e-4)
     assert all(isinstance(d["decisions"]["combined"]["rank"], int) for d in js["documents"])

@@ -341,6 +341,9 @@ def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
         nd["by_score"] = inside
         if offline and kept is not None and d.get("decided") is not None:
             nd["match"] = inside
+            if inside != d.get("decided"):
+                nd["rationale"] = (f"{'Kept' if inside else 'Not kept'} by the moved cut (top {k}); the suggested cut "
+                                   f"(top {suggested}) said: {d.get('rationale', '')}")
         out_docs.append(nd)
     cut["moved_to"] = k
     cut["suggested"] = suggested

@@ -53,7 +53,9 @@ z is the document's *evidence score*; it ranks the collection. The cut (``cut``)
   rule that keeps only the top few documents when many match.
 
 The floor keeps a collection without any relevant document from producing matches
-that are only relatively better.
+that are only relatively better, and a document whose best passages are only weakly
+similar from being kept on keywords alone. A run ranks the documents that pass it first
+(:mod:`.offline_filter`), so the kept documents are always the top of the ranking.
 
 Small collections (fewer than ``min_collection`` documents with evidence): a median and
 a MAD over 2-7 documents are meaningless (with one match among three documents the

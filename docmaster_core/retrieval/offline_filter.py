@@ -37,12 +37,13 @@ class Cut:
 
     Attributes:
         rule: ``"best_fraction"``, ``"zscore"`` or ``"prior"`` (small collection).
-        threshold: Evidence score (z units) a document needed to be kept.
+        threshold: Evidence score (z units) a document needed to be kept (besides
+            passing the dense floor).
         kept: Documents at or above the cut.
         of: Documents ranked.
         best: The best document's evidence score.
         eligible: bool (D,) documents, in run order, whose best passages pass the dense
-            floor (only those can be kept, wherever the cut is moved; not serialised).
+            floor: only those can be kept, and they rank first (not serialised).
     """
 
     rule: str
@@ -57,9 +58,11 @@ class Cut:
                 "best": round(self.best, 4)}
 
 
-def _ranks(z: np.ndarray) -> np.ndarray:
-    """1-based ranks by descending score (ties by position), int64 (D,)."""
-    order = np.argsort(-np.asarray(z, dtype=np.float64), kind="stable")
+def _ranks(z: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """1-based ranks, int64 (D,): the eligible documents (those the rule may keep) first,
+    each group by descending score (ties by position), so that the kept documents are
+    always ranks 1..N."""
+    order = np.lexsort((-np.asarray(z, dtype=np.float64), ~np.asarray(eligible, dtype=bool)))
     r = np.empty(order.size, dtype=np.int64)
     r[order] = np.arange(1, order.size + 1)
     return r
@@ -110,10 +113,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     dec, z, st = calibrated_decisions(d, l, calib, present, extra_z=extra_z)
     if present.any() and not present.all():  # documents without evidence rank last
         z = np.where(present, z, float(z[present].min()) - 1.0)
-    ranks = _ranks(z)
+    eligible = present & (d >= calib.floor)
+    ranks = _ranks(z, eligible)
     thr = float(st["threshold"])
     cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
-              eligible=present & (d >= calib.floor))
+              eligible=eligible)
     out = []
     for i, (evs, c) in enumerate(zip(ev_by_doc, cos_by_doc)):
         if not evs:
@@ -122,7 +126,7 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             continue
         # the passages that count most first: a related-work passage ranks by its weighted cosine
         order = np.argsort(-(np.asarray(c) * w_by_doc[i]) if role_aware else -np.asarray(c), kind="stable")
-        best = evs[int(order[0])]
+        best = next((evs[int(j)] for j in order if evs[int(j)].text.strip()), evs[int(order[0])])
         hits = lex[i][1]
         words = f"; condition words found: {', '.join(hits[:6])}" if hits else "; none of the condition's words found"
         if st["mode"] == "prior":
@@ -133,8 +137,9 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                      f"({calib.rel_rho:g} x the best document's {cut.best:.1f}, at least {calib.rel_z_min:g})")
         else:
             where = f"evidence score {z[i]:.1f}, rank {ranks[i]} of {len(z)}; kept from {thr:g}"
-        if not dec[i] and z[i] >= thr and d[i] < calib.floor:
-            where += f"; but its best passages are too weakly similar (mean cosine {d[i]:.2f} < {calib.floor:g})"
+        if not eligible[i]:
+            where += (f"; its best passages are too weakly similar to be kept (mean cosine {d[i]:.3f} < "
+                      f"{calib.floor:g}), so it ranks after every document that is similar enough")
         conf = float(1.0 / (1.0 + np.exp(-(z[i] - thr))))
         if dec[i]:
             # the passages that carry the decision: top cosines, then passages holding the condition's keywords
