@@ -316,8 +316,8 @@ def is_offline_run(run: dict[str, Any]) -> bool:
 def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
     """The run with its cut moved to keep the ``kept`` best-ranked documents.
 
-    No retrieval and no decision is repeated: offline-decided runs get ``match`` =
-    rank <= ``kept`` for the deciding strategy; LLM-decided runs keep the model's
+    No retrieval and no decision is repeated: offline-decided runs get ``match`` (and the
+    deciding strategy's decision) = rank <= ``kept``; LLM-decided runs keep the model's
     decisions as ``match`` and gain ``by_score`` (the cut of the ranking) beside them.
 
     Args:
@@ -341,6 +341,8 @@ def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
         nd["by_score"] = inside
         if offline and kept is not None and d.get("decided") is not None:
             nd["match"] = inside
+            # the deciding strategy's column follows the moved cut too (the others are unchanged)
+            nd["decisions"] = {**(d.get("decisions") or {}), run.get("strategy", "combined"): inside}
             if inside != d.get("decided"):
                 nd["rationale"] = (f"{'Kept' if inside else 'Not kept'} by the moved cut (top {k}); the suggested cut "
                                    f"(top {suggested}) said: {d.get('rationale', '')}")

@@ -29,7 +29,7 @@ documents of the run that score best on that signal (all of them in a smaller
 collection). Documents added far below it, e.g. unrelated ones, then move neither
 statistic, so the decisions of the documents already there do not flip: doubling the
 88-document corpus with 88 unrelated PDFs changed 0.66 % of the combined decisions with
-the pool and 4.36 % with statistics over the whole collection (README,
+the pool and 9.33 % with statistics over the whole collection (README,
 ``scripts/stability_filter.py``). The price: a document must score above the median of
 the 44 best to be kept, so in a collection where far more than ~40 documents match a
 condition the rule keeps too few (measured only up to 176 documents and 20 matches;
@@ -255,7 +255,7 @@ def lexical_score(terms: Sequence[str], texts: Sequence[str], stats: LexicalStat
         stats: Document frequencies of the collection.
         k1: BM25 saturation.
         weights: Optional weight per text (a term occurrence counts ``weights[i]``;
-            e.g. a related-work passage 0.5, see :mod:`.roles`); default 1 each.
+            e.g. a related-work passage 0.25, see :mod:`.roles`); default 1 each.
 
     Returns:
         ``(score, matched terms)``.
