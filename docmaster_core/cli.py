@@ -152,7 +152,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         stats_c = None
     if args.json:
-        _print_json({"params": dm.index_params(**over),
+        _print_json({"params": dm.index_params(**over).as_dict(),
                      "documents": [{"doc_id": k, "file": docs.get(k, ""), **v} for k, v in stats.items()],
                      "collection": stats_c})
         return 0

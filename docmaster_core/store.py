@@ -26,14 +26,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from .errors import WorkspaceError, WorkspaceLockedError
 from .model import DocumentTree, Node, NodeType
 
-__all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256", "storable_text"]
+__all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256", "params_key", "storable_text"]
 
 SCHEMA_VERSION = 1
 
@@ -119,6 +119,13 @@ def storable_text(text: str) -> str:
             return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         except UnicodeEncodeError:
             return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def params_key(params: Mapping[str, Any]) -> str:
+    """Stable key of index parameters (a dict or an
+    :class:`~docmaster_core.index.params.IndexParams`): sha256 of the sorted JSON,
+    16 hex characters. The one key of a stored semantic index."""
+    return hashlib.sha256(json.dumps(dict(params), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -522,17 +529,14 @@ class Workspace:
             )
 
     # ------------------------------------------------------------------ index and runs
-    @staticmethod
-    def params_key(params: dict[str, Any]) -> str:
-        """Stable key of a parameter dict (sha256 of its sorted JSON, 16 hex chars)."""
-        return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
+    params_key = staticmethod(params_key)
 
     def save_index(self, doc_id: str, params: dict[str, Any], data: dict[str, Any]) -> None:
         """Persist a document's semantic index built with ``params`` (JSON, no pickle)."""
         with self.transaction() as con:
             con.execute(
                 "INSERT OR REPLACE INTO indexes(doc_id, params_key, params_json, data_json, created_at) VALUES(?,?,?,?,?)",
-                (doc_id, self.params_key(params), json.dumps(params, sort_keys=True), json.dumps(data), time.time()),
+                (doc_id, self.params_key(params), json.dumps(dict(params), sort_keys=True), json.dumps(data), time.time()),
             )
 
     def load_index(self, doc_id: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:

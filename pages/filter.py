@@ -91,7 +91,7 @@ if run_clicked:
                 continue
             ip = {k: cfg[k] for k in ("alpha", "k", "K", "w")}
             if build_missing and {"hyperedge", "combined"} & set(cfg["strategies"]):
-                wait_for_saves()
+                wait_for_saves(dm)
                 have = stored_index_docs(dm, ip)
                 missing = [d for d in docs if d.doc_id not in have]
                 if missing:

@@ -11,7 +11,6 @@ citation points at a passage the model saw.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable
 
@@ -106,7 +105,6 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
     from docmaster_core.model import Answer, Citation
     from docmaster_core.retrieval.qa import ask as core_ask
     from docmaster_core.retrieval.qa import gather_evidence, validate_citations
-    from docmaster_core.retrieval.retriever import Retriever
 
     from .indexing import index_params
 
@@ -118,8 +116,7 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
     k = top_k or settings.top_k
     doc_ids = list(docs) if docs else [d.doc_id for d in dm.ws.documents()]
     llm = dm.llm
-    retr = Retriever(dm.ws, dm.embedder, settings, load_index=lambda d: dm.load_index(d, **ip),
-                     index_key=json.dumps(dm.index_params(**ip), sort_keys=True))
+    retr = dm.retriever(ip)
     files = {d.doc_id: d.file_name for d in dm.ws.documents()}
     if write_stream is not None and hasattr(llm, "answer_stream"):
         from .text import md_escape

@@ -147,12 +147,8 @@ def render_filter_form(prefix: str, title: str) -> dict[str, Any]:
 def retrieval_settings(dm: Any, config: dict[str, Any]):
     """The :class:`~docmaster_core.config.RetrievalSettings` of a form config (the
     workspace settings with top-k, gamma and the five type weights replaced)."""
-    from docmaster_core.config import RetrievalSettings
-
-    base = dm.settings.retrieval.model_dump()
-    base.update({"top_k": int(config["top_k"]), "gamma": float(config["gamma"])})
-    base.update({name: float(config[name]) for name, _ in _TYPE_WEIGHTS})
-    return RetrievalSettings(**base)
+    return dm.retrieval_settings(top_k=int(config["top_k"]), gamma=float(config["gamma"]),
+                                 **{name: float(config[name]) for name, _ in _TYPE_WEIGHTS})
 
 
 _WARM_LOCK = threading.Lock()
@@ -178,7 +174,7 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
     keys = []
     for cfg in configs:
         ip = {k: cfg[k] for k in ("alpha", "k", "K", "w")}
-        key = json.dumps(dm.index_params(**ip), sort_keys=True)
+        key = dm.index_params(ip).key()
         if key not in [k for k, _ in keys]:
             keys.append((key, ip))
     try:
@@ -194,7 +190,6 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
     def _run() -> None:
         try:
             from docmaster_core.retrieval.corpus import load_corpus
-            from docmaster_core.retrieval.retriever import Retriever
 
             view = load_corpus(dm.ws)
             try:
@@ -203,9 +198,8 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
                 lexical_stats(view)
             except ImportError:
                 pass
-            for key, ip in keys:
-                Retriever(dm.ws, dm.embedder, dm.settings.retrieval,
-                          load_index=lambda doc_id, ip=ip: dm.load_index(doc_id, **ip), index_key=key).hyperedges(view)
+            for _key, ip in keys:
+                dm.retriever(ip).hyperedges(view)
         except Exception:  # noqa: BLE001 - a warm-up failure is reported by the real run
             with _WARM_LOCK:
                 _WARMED.discard(token)
@@ -246,18 +240,12 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
         RetrievalError: empty condition, unknown strategy, or no documents.
         LLMError: only for failures outside per-document decisions.
     """
-    from docmaster_core.retrieval.filter import run_filter as core_run_filter
-
     _wait_for_warm_up(dm)
     ip = {k: config[k] for k in ("alpha", "k", "K", "w")}
     strategies = [x for x in STRATEGIES if x in config["strategies"]] or ["combined"]
     decide_by = config.get("decide_by") if config.get("decide_by") in strategies else strategies[-1]
-    run = core_run_filter(
-        dm.ws, dm.embedder, dm.llm, retrieval_settings(dm, config), condition,
-        strategy=decide_by, strategies=strategies, top_k=int(config["top_k"]), doc_ids=docs,
-        load_index=lambda doc_id: dm.load_index(doc_id, **ip), index_key=json.dumps(dm.index_params(**ip), sort_keys=True),
-        extra_params={"app_config": dict(config)},
-    )
+    run = dm.filter(condition, strategy=decide_by, strategies=strategies, top_k=int(config["top_k"]), doc_ids=docs,
+                    params=ip, retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)})
     return normalise_run(run.to_dict())
 
 
