@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "LLMSettings",
     "IndexSettings",
     "RetrievalSettings",
+    "FilterSettings",
     "Settings",
     "get_settings",
 ]
@@ -105,8 +106,29 @@ class RetrievalSettings(BaseModel):
     rrf_c: float = Field(5.0, gt=0.0, description="RRF constant of the page-level fusion of combined (node-level keeps 60).")
 
 
+class FilterSettings(BaseModel):
+    """The offline filter decision rule (SPEC F6; ``OfflineCalibration`` in
+    :mod:`docmaster_core.retrieval.decider` documents each field). Defaults equal the
+    calibrated rule; change them only with ``docmaster eval calibrate`` figures."""
+
+    cut: Literal["best_fraction", "zscore"] = Field(
+        "best_fraction", description="best_fraction: keep z >= max(rel_z_min, rel_rho x best z); zscore: z >= z_threshold.")
+    rel_rho: float = Field(0.35, gt=0.0, le=1.0, description="Fraction of the best document's evidence score a kept document needs.")
+    rel_z_min: float = Field(0.5, description="Minimum evidence score (robust z units) of a kept document.")
+    related_weight: float = Field(0.25, ge=0.0, le=1.0, description="Weight of related-work / background passages.")
+    pool: int | None = Field(44, ge=2, description="Robust statistics over the pool best documents (None: all).")
+    z_threshold: float = Field(3.75, description="Minimum robust z-score of the zscore cut.")
+
+
 class Settings(BaseSettings):
-    """The whole DocMaster settings tree."""
+    """The whole DocMaster settings tree.
+
+    Besides the sections, four top-level fields keep their historical environment
+    names: ``DOCMASTER_WORKSPACE`` (the app's first workspace),
+    ``DOCMASTER_WORKSPACE_ROOT`` (the folder the app may open workspaces under),
+    ``DOCMASTER_UI_UMAP`` (``off`` = PCA only on the cluster page) and
+    ``DOCMASTER_BENCH_DIR`` (benchmark PDFs and questions for ``docmaster eval``).
+    """
 
     model_config = SettingsConfigDict(env_prefix="DOCMASTER_", env_nested_delimiter="__", extra="ignore")
 
@@ -115,6 +137,18 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    filter: FilterSettings = Field(default_factory=FilterSettings)
+    workspace: str | None = Field(None, description="The app's first workspace folder (default ROOT/workspace).")
+    workspace_root: str | None = Field(None, description="The app opens workspaces only under this folder (default: cwd).")
+    ui_umap: bool = Field(True, description="UMAP projections on the cluster page (False: PCA only).")
+    bench_dir: str | None = Field(None, description="Benchmark folder for docmaster eval (default ../shared/corpus/bench).")
+
+    @field_validator("ui_umap", mode="before")
+    @classmethod
+    def _on_off(cls, v):
+        if isinstance(v, str):
+            return v.strip().lower() not in ("off", "0", "false", "no")
+        return v
 
 
 def get_settings(**overrides) -> Settings:

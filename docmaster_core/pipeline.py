@@ -124,6 +124,7 @@ class DocMaster(IngestStage, IndexStage):
             ConfigError: the LLM backend is unusable (e.g. no API key), raised before
                 anything is loaded or retrieved.
         """
+        from .retrieval.decider import calibration_from_settings
         from .retrieval.filter import condition_query, run_filter
         from .retrieval.qa import searchable_documents
         from .retrieval.retriever import check_top_k
@@ -141,6 +142,7 @@ class DocMaster(IngestStage, IndexStage):
             warnings = list(view.skipped.values())
             if view.skipped and not view.docs:
                 raise RetrievalError("no document can be searched: " + warnings[0])
+        options.setdefault("calibration", calibration_from_settings(self.settings.filter))
         run = run_filter(self.ws, self.embedder, llm, r.settings, condition, strategy=strategy,
                          strategies=strategies, top_k=top_k, doc_ids=doc_ids, decider=decider, retriever=r,
                          index_key=r._index_key, save=save, **options)

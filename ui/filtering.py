@@ -70,9 +70,9 @@ def default_config(which: str) -> dict[str, Any]:
         ``{"strategies": list[str], "decide_by": str, "top_k": int, "gamma": float,
         "w_title" ... "w_equation": float, "alpha": float, "k": int, "K": int, "w": float}``.
     """
-    from docmaster_core.config import RetrievalSettings
+    from docmaster_core.config import get_settings
 
-    r = RetrievalSettings()
+    r = get_settings().retrieval
     cfg: dict[str, Any] = {
         "strategies": ["tree", "semantic", "hyperedge", "combined"],
         "decide_by": "combined",

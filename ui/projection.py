@@ -75,8 +75,10 @@ def umap_path(workspace: str | Path, key: str) -> Path:
 
 
 def umap_enabled() -> bool:
-    """False when env ``DOCMASTER_UI_UMAP`` is ``off``/``0``/``false``."""
-    return os.environ.get("DOCMASTER_UI_UMAP", "on").strip().lower() not in ("off", "0", "false", "no")
+    """``settings.ui_umap``: False when env ``DOCMASTER_UI_UMAP`` is ``off``/``0``/``false``/``no``."""
+    from docmaster_core.config import get_settings
+
+    return get_settings().ui_umap
 
 
 def umap_status(workspace: str | Path, key: str) -> str:
@@ -125,11 +127,10 @@ def request_umap(workspace: str | Path, key: str, X: np.ndarray) -> str:
         log = out.with_name(f"umap_{key}.log")
         with open(log, "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, str(_WORKER), str(src), str(out)],
+                [sys.executable, "-W", "ignore", str(_WORKER), str(src), str(out)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-                env={**os.environ, "PYTHONWARNINGS": "ignore"},
             )
         _JOBS[key] = {"proc": proc, "log": log}
     return "running"

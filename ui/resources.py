@@ -26,6 +26,7 @@ __all__ = [
     "resolve_workspace",
     "secret_api_key",
     "api_key_available",
+    "default_model",
     "get_app_settings",
     "get_embedder_cached",
     "get_docmaster",
@@ -39,10 +40,12 @@ ROOT_ENV = "DOCMASTER_WORKSPACE_ROOT"
 def allowed_root() -> Path:
     """The directory under which workspaces may live.
 
-    From env ``DOCMASTER_WORKSPACE_ROOT``, default the current working directory;
-    resolved (symlinks followed).
+    ``settings.workspace_root`` (env ``DOCMASTER_WORKSPACE_ROOT``), default the current
+    working directory; resolved (symlinks followed).
     """
-    return Path(os.environ.get(ROOT_ENV) or os.getcwd()).expanduser().resolve()
+    from docmaster_core.config import get_settings
+
+    return Path(get_settings().workspace_root or os.getcwd()).expanduser().resolve()
 
 
 def resolve_workspace(text: str, root: Path | None = None) -> Path:
@@ -82,11 +85,14 @@ def resolve_workspace(text: str, root: Path | None = None) -> Path:
 
 
 def secret_api_key() -> str | None:
-    """The API key from env or ``st.secrets`` (``OPENAI_API_KEY``); None when absent.
+    """The API key of the settings tree (``DOCMASTER_LLM__API_KEY``, else
+    ``OPENAI_API_KEY``), else ``st.secrets["OPENAI_API_KEY"]``; None when absent.
 
     Never display or log the return value.
     """
-    key = os.environ.get("DOCMASTER_LLM__API_KEY") or os.environ.get("OPENAI_API_KEY")
+    from docmaster_core.config import get_settings
+
+    key = get_settings().llm.resolved_api_key()
     if key:
         return key
     try:
@@ -98,6 +104,13 @@ def secret_api_key() -> str | None:
     except (StreamlitSecretNotFoundError, FileNotFoundError, KeyError):
         return None
     return str(val) if val else None
+
+
+def default_model() -> str:
+    """The LLM model name of the settings tree (``DOCMASTER_LLM__MODEL``)."""
+    from docmaster_core.config import get_settings
+
+    return get_settings().llm.model
 
 
 def api_key_available() -> bool:
@@ -121,7 +134,7 @@ def get_app_settings(backend: str, model: str, base_url: str):
 
     llm: dict[str, Any] = {"backend": backend}
     if backend == "openai":
-        llm["model"] = model or "gpt-4o-mini"
+        llm["model"] = model or default_model()
         if base_url:
             llm["base_url"] = base_url
         key = secret_api_key()
@@ -186,7 +199,7 @@ def current_docmaster():
     return get_docmaster(
         ws,
         state.get(state.LLM_BACKEND, "offline"),
-        state.get(state.LLM_MODEL, "gpt-4o-mini"),
+        state.get(state.LLM_MODEL, "") or default_model(),
         state.get(state.LLM_BASE_URL, "") or "",
     )
 
@@ -196,9 +209,11 @@ def backend_label(backend: str | None = None, model: str | None = None, base_url
     backend = backend or state.get(state.LLM_BACKEND, "offline")
     if backend != "openai":
         return "LLM: offline (extractive)"
-    model = model or state.get(state.LLM_MODEL, "") or "gpt-4o-mini"
+    from docmaster_core.config import get_settings
+
+    model = model or state.get(state.LLM_MODEL, "") or default_model()
     base_url = base_url if base_url is not None else (state.get(state.LLM_BASE_URL, "") or "")
-    where = _display_url(base_url or os.environ.get("OPENAI_BASE_URL") or "") or "api.openai.com"
+    where = _display_url(base_url or get_settings().llm.resolved_base_url() or "") or "api.openai.com"
     return f"LLM: {model} (OpenAI-compatible, {where})"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
-from .resources import api_key_available, backend_label
+from .resources import api_key_available, backend_label, default_model
 from .text import md_escape
 
 __all__ = ["render_sidebar", "render_backend_badge"]
@@ -59,7 +59,7 @@ def render_sidebar() -> None:
                 on_change=_copy,
                 args=(_W_BASE_URL, state.LLM_BASE_URL),
             )
-            state.seed_widget(_W_MODEL, state.get(state.LLM_MODEL, "gpt-4o-mini"))
+            state.seed_widget(_W_MODEL, state.get(state.LLM_MODEL, "") or default_model())
             st.text_input("Model", key=_W_MODEL, on_change=_copy, args=(_W_MODEL, state.LLM_MODEL))
             if api_key_available():
                 st.caption("API key: found in the environment / secrets (not shown).")

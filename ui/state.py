@@ -12,7 +12,6 @@ and copied into a widget's key before it is drawn (:func:`seed_widget`).
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import streamlit as st
@@ -74,23 +73,24 @@ def default_index_params() -> dict[str, Any]:
     Returns:
         ``{"alpha": float, "k": int, "K": int, "w": float}``.
     """
-    from docmaster_core.config import IndexSettings
+    from docmaster_core.config import get_settings
 
-    s = IndexSettings()
+    s = get_settings().index
     return {"alpha": s.alpha, "k": s.k, "K": s.K, "w": s.w}
 
 
 def _defaults() -> dict[str, Any]:
+    from docmaster_core.config import get_settings
+
     from .resources import allowed_root
 
-    ws_env = os.environ.get("DOCMASTER_WORKSPACE")
-    ws = ws_env if ws_env else str(allowed_root() / "workspace")
+    s = get_settings()
     return {
-        WORKSPACE: ws,
+        WORKSPACE: s.workspace or str(allowed_root() / "workspace"),
         WORKSPACE_ERROR: None,
-        LLM_BACKEND: os.environ.get("DOCMASTER_LLM__BACKEND", "offline"),
-        LLM_MODEL: os.environ.get("DOCMASTER_LLM__MODEL", "gpt-4o-mini"),
-        LLM_BASE_URL: os.environ.get("DOCMASTER_LLM__BASE_URL", ""),
+        LLM_BACKEND: s.llm.backend,
+        LLM_MODEL: s.llm.model,
+        LLM_BASE_URL: s.llm.base_url or "",
         DOC_ID: None,
         NODE_BY_DOC: {},
         INDEX_PARAMS: default_index_params(),

@@ -86,7 +86,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -94,6 +94,7 @@ import numpy as np
 __all__ = [
     "OfflineCalibration",
     "DEFAULT_CALIBRATION",
+    "calibration_from_settings",
     "STOPWORDS",
     "tokens",
     "condition_terms",
@@ -180,6 +181,17 @@ class OfflineCalibration:
 
 
 DEFAULT_CALIBRATION = OfflineCalibration()
+
+
+def calibration_from_settings(settings) -> OfflineCalibration:
+    """The :class:`OfflineCalibration` of a :class:`~docmaster_core.config.FilterSettings`
+    (the settings tree's ``filter`` section; the other parameters keep their defaults).
+
+    Raises:
+        ValueError: an inconsistent combination (see :class:`OfflineCalibration`).
+    """
+    return replace(DEFAULT_CALIBRATION, **settings.model_dump())
+
 
 
 def tokens(text: str) -> list[str]:

@@ -380,8 +380,11 @@ def calibrate_filter(ws, embedder, settings, cases: Sequence[FilterCase], texts:
 
 # ---------------------------------------------------------------------------- benchmarks
 def default_bench_dir() -> Path:
-    """``$DOCMASTER_BENCH_DIR``, else ``../shared/corpus/bench`` beside the repository."""
-    env = os.environ.get("DOCMASTER_BENCH_DIR")
+    """``settings.bench_dir`` (env ``DOCMASTER_BENCH_DIR``), else ``../shared/corpus/bench``
+    beside the repository."""
+    from ..config import get_settings
+
+    env = get_settings().bench_dir
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "bench"
