@@ -12,17 +12,35 @@ Typical use::
 from __future__ import annotations
 
 from .config import Settings, get_settings
-from .errors import DocMasterError
+from .errors import (
+    ConfigError,
+    DocMasterError,
+    EmbeddingError,
+    IndexBuildError,
+    LLMBudgetExceeded,
+    LLMError,
+    LLMResponseError,
+    LLMUnreachable,
+    ParseError,
+    RetrievalError,
+    WorkspaceError,
+    WorkspaceLockedError,
+)
 from .model import Answer, Citation, Decision, DocumentTree, Element, Evidence, HyperEdge, Node, NodeType, ParsedDocument
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the facade, its settings and its workspace
+    "DocMaster",
+    "Settings",
+    "get_settings",
+    "Workspace",
+    "IndexParams",
+    # the data model
     "Answer",
     "Citation",
     "Decision",
-    "DocMaster",
-    "DocMasterError",
     "DocumentTree",
     "Element",
     "Evidence",
@@ -30,19 +48,41 @@ __all__ = [
     "Node",
     "NodeType",
     "ParsedDocument",
-    "Settings",
-    "Workspace",
-    "get_settings",
+    # the seams
+    "LLM",
+    "Embedder",
+    "CorpusReader",
+    "RunRecorder",
+    # errors
+    "DocMasterError",
+    "ConfigError",
+    "ParseError",
+    "WorkspaceError",
+    "WorkspaceLockedError",
+    "EmbeddingError",
+    "LLMError",
+    "LLMBudgetExceeded",
+    "LLMResponseError",
+    "LLMUnreachable",
+    "IndexBuildError",
+    "RetrievalError",
 ]
+
+_LAZY = {
+    "DocMaster": ("pipeline", "DocMaster"),
+    "Workspace": ("store", "Workspace"),
+    "IndexParams": ("index.params", "IndexParams"),
+    "LLM": ("protocols", "LLM"),
+    "Embedder": ("protocols", "Embedder"),
+    "CorpusReader": ("protocols", "CorpusReader"),
+    "RunRecorder": ("protocols", "RunRecorder"),
+}
 
 
 def __getattr__(name: str):  # lazy: keep `import docmaster_core` light
-    if name == "DocMaster":
-        from .pipeline import DocMaster
+    if name in _LAZY:
+        import importlib
 
-        return DocMaster
-    if name == "Workspace":
-        from .store import Workspace
-
-        return Workspace
-    raise AttributeError(name)
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    raise AttributeError(f"module 'docmaster_core' has no attribute {name!r}")

@@ -99,6 +99,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not args.json:
             print("error: no document was ingested", file=sys.stderr)
         return 1
+    gaps = [r for r in results if r.llm_gaps]
+    if gaps:
+        if not args.json:
+            n_sum = sum("summaries" in r.llm_gaps for r in gaps)
+            n_idx = sum("index" in r.llm_gaps for r in gaps)
+            ws = _clean(str(dm.ws.path))
+            print(f"incomplete: the LLM failed for {len(gaps)} document(s): {n_sum} have fallback summaries, "
+                  f"{n_idx} no semantic index; when the LLM works, run: docmaster index -w {ws} --summaries")
+        return 4
     return 0
 
 
@@ -144,6 +153,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     over = {k: getattr(args, k) for k in ("alpha", "k", "K", "w") if getattr(args, k) is not None}
     if args.sec_sign:
         over["sec_sign"] = args.sec_sign
+    if args.summaries:
+        failed = dm.resummarize()
+        bad = sum(1 for v in failed.values() if v)
+        if not args.json:
+            print(f"summarised {len(failed)} document(s) again; {bad} still have fallback summaries")
     stats = dm.index(force=args.force, **over)
     docs = {d.doc_id: d.file_name for d in dm.ws.documents()}
     if args.collection:
@@ -534,6 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--w", type=float, help="PC-KMeans constraint penalty weight")
     sp.add_argument("--sec-sign", dest="sec_sign", choices=["printed", "prose"], help="SEC sign convention")
     sp.add_argument("--force", action="store_true", help="rebuild even if stored for these parameters")
+    sp.add_argument("--summaries", action="store_true",
+                    help="first summarise every document again with the LLM (after an ingest whose LLM calls failed)")
     sp.add_argument("--collection", action="store_true", help="also build the collection-level index")
     sp.set_defaults(func=cmd_index)
 

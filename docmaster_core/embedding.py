@@ -9,28 +9,17 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Sequence
 
 import numpy as np
 
 from .config import EmbeddingSettings
 from .errors import EmbeddingError
+from .protocols import Embedder
 
 __all__ = ["Embedder", "SentenceTransformerEmbedder", "HashingEmbedder", "get_embedder", "DIM"]
 
 DIM = 384
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Anything that turns texts into L2-normalised vectors."""
-
-    dim: int
-    name: str
-
-    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        """Encode ``texts``; returns float32 array of shape (len(texts), dim), rows of unit norm."""
-        ...
 
 
 def _find_packaged_model() -> str | None:

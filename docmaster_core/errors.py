@@ -18,6 +18,7 @@ __all__ = [
     "LLMError",
     "LLMBudgetExceeded",
     "LLMResponseError",
+    "LLMUnreachable",
     "IndexBuildError",
     "RetrievalError",
 ]
@@ -65,6 +66,11 @@ class LLMBudgetExceeded(LLMError):
 
 class LLMResponseError(LLMError):
     """The LLM's answer could not be parsed into the task's schema, even after repair."""
+
+
+class LLMUnreachable(LLMError):
+    """The LLM endpoint cannot be reached at all (connection refused, DNS failure,
+    network unreachable); not retried, and the run stops instead of failing per item."""
 
 
 class IndexBuildError(DocMasterError):

@@ -53,6 +53,8 @@ class IngestResult:
     nodes: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    #: LLM-dependent steps that failed for a stored document ("summaries", "index")
+    llm_gaps: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class IngestResult:
             "nodes": self.nodes,
             "counts": self.counts,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "llm_gaps": list(self.llm_gaps),
         }
 
 
@@ -236,6 +239,7 @@ class IngestStage:
         from .tree import build_tree
 
         timings = {"parse": t_parse}
+        gaps: list[str] = []
         doc_id = sha[:16]
         t0 = time.perf_counter()
         tree = build_tree(parsed, doc_id, self.settings.parsing)
@@ -255,7 +259,8 @@ class IngestStage:
             t0 = time.perf_counter()
             from .llm.summaries import summarize_tree
 
-            summarize_tree(tree, self.llm)
+            if summarize_tree(tree, self.llm):
+                gaps.append("summaries")
             timings["summarise"] = time.perf_counter() - t0
 
         emit(IngestEvent(str(p), i, total, "storing", time.perf_counter() - t_start))
@@ -272,11 +277,41 @@ class IngestStage:
                 self.index_document(tree.doc_id, tree=tree, embeddings=emb)
             except DocMasterError as e:
                 rec_reason = f"stored, but the semantic index failed: {e}"
-                return IngestResult(str(p), "ingested", rec.doc_id, rec_reason, rec.n_pages, rec.n_nodes, rec.counts, timings)
+                return IngestResult(str(p), "ingested", rec.doc_id, rec_reason, rec.n_pages, rec.n_nodes, rec.counts,
+                                    timings, [*gaps, "index"])
             timings["index"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
         self.ws.update_timings(rec.doc_id, timings)
-        return IngestResult(str(p), "ingested", rec.doc_id, "", rec.n_pages, rec.n_nodes, rec.counts, timings)
+        why = "stored with fallback summaries: LLM calls failed" if gaps else ""
+        return IngestResult(str(p), "ingested", rec.doc_id, why, rec.n_pages, rec.n_nodes, rec.counts, timings, gaps)
+
+    def resummarize(self, doc_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """Summarise stored documents again with the configured LLM (SPEC F2), e.g.
+        after an ingest whose LLM calls failed; answers already cached cost nothing.
+        Holds the workspace write lock.
+
+        Args:
+            doc_ids: Documents (default all).
+
+        Returns:
+            ``{doc_id: failed LLM calls}`` (0 = every summary came from the LLM).
+
+        Raises:
+            WorkspaceLockedError: another process is writing the workspace.
+            WorkspaceError: an unknown document.
+            ConfigError, LLMUnreachable: the LLM cannot be used at all (checked first).
+        """
+        from .llm.summaries import summarize_tree
+
+        self.check_llm()
+        out: dict[str, int] = {}
+        with self.ws.writing():
+            for ref in (doc_ids if doc_ids is not None else [d.doc_id for d in self.ws.documents()]):
+                rec = self.ws.document(ref)
+                tree = self.ws.load_tree(rec.doc_id)
+                out[rec.doc_id] = summarize_tree(tree, self.llm)
+                self.ws.update_summaries(rec.doc_id, {n.id: n.summary for n in tree.nodes})
+        return out
 
     # ------------------------------------------------------------------ repair
     def reembed_document(self, doc_id: str) -> int:

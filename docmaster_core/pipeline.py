@@ -63,15 +63,16 @@ class DocMaster(IngestStage, IndexStage):
         return self._llm
 
     def check_llm(self) -> None:
-        """Fail fast when the configured LLM backend cannot work at all (e.g. the
-        OpenAI backend without an API key), before any model load or retrieval.
+        """Fail fast when the configured LLM backend cannot work at all, before any
+        model load or retrieval: no API key, or an endpoint that refuses connections or
+        does not resolve (a TCP probe of at most a few seconds; none offline).
 
         Raises:
             ConfigError: the backend is not usable (one-line reason).
+            LLMUnreachable: the endpoint cannot be reached (one line naming it).
         """
-        check = getattr(self.llm, "check_ready", None)
-        if callable(check):
-            check()
+        self.llm.check_ready()
+        self.llm.check_reachable()
 
     # ------------------------------------------------------------------ retrieval, filter, QA (SPEC F6, F7)
     def retrieval_settings(self, **overrides: Any) -> RetrievalSettings:
@@ -132,7 +133,7 @@ class DocMaster(IngestStage, IndexStage):
         condition_query(condition)
         check_top_k(top_k)
         llm = None if decider == "calibrated" else self.llm
-        if llm is not None and not getattr(llm, "is_offline", True):
+        if llm is not None and not llm.is_offline:
             self.check_llm()  # before the embedder is loaded or anything is retrieved
         r = self.retriever(params, retrieval)
         view = r.view
@@ -168,7 +169,7 @@ class DocMaster(IngestStage, IndexStage):
         if not " ".join((question or "").split()):
             raise RetrievalError("the question is empty")
         check_top_k(top_k)
-        if not getattr(self.llm, "is_offline", True):
+        if not self.llm.is_offline:
             self.check_llm()  # before the embedder is loaded or anything is retrieved
         r = self.retriever(params, retrieval)
         return ask(self.ws, self.embedder, self.llm, r.settings, question, docs=docs, top_k=top_k,

@@ -8,6 +8,7 @@ import pytest
 
 from docmaster_core.config import RetrievalSettings
 from docmaster_core.errors import LLMBudgetExceeded, RetrievalError
+from docmaster_core.llm.base import UsageTracker
 from docmaster_core.model import Answer, Citation, Decision
 from docmaster_core.retrieval.filter import compare_runs, run_filter
 from docmaster_core.retrieval.qa import ask, decompose_question, select_documents
@@ -152,8 +153,10 @@ class FakeLLM:
     id and one invented id, spends 10 tokens per passage, and refuses calls past a budget."""
 
     is_offline = False
+    max_concurrency = 4
 
     def __init__(self, name: str, budget: int | None = None):
+        self.usage = UsageTracker()
         self.backend_name = name
         self.budget = budget
         self.calls = 0

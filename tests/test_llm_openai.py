@@ -72,7 +72,9 @@ def test_summarize_success_and_request_shape(server, tmp_path):
     req = server.requests[0]
     assert req.path.endswith("/v1/chat/completions")
     assert req.body["model"] == "gpt-4o-mini"
-    assert req.body["response_format"] == {"type": "json_object"}
+    fmt = req.body["response_format"]  # structured outputs with the task's JSON schema
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "summarize"
+    assert fmt["json_schema"]["schema"]["required"] == ["summary"]
     assert req.body["temperature"] == 0.0
     assert req.headers["authorization"] == f"Bearer {KEY}"
     system, user = req.messages[0], req.messages[1]

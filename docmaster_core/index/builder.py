@@ -334,8 +334,8 @@ def build_document_index(
         },
     }
     p = params.model_dump()
-    p["embedder"] = getattr(embedder, "name", type(embedder).__name__)
-    p["llm_backend"] = getattr(llm, "backend_name", type(llm).__name__)
+    p["embedder"] = embedder.name
+    p["llm_backend"] = llm.backend_name
     return DocumentIndex(
         doc_id=tree.doc_id,
         params=p,

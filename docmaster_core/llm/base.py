@@ -1,4 +1,5 @@
-"""The LLM facade: one protocol with typed tasks, usage accounting and text helpers.
+"""The LLM layer's shared parts: usage accounting and text helpers. The :class:`LLM`
+protocol itself lives in :mod:`docmaster_core.protocols` (re-exported here).
 
 Every LLM use in DocMaster goes through :class:`LLM`, so each task (summaries,
 anchor-pair labels, paragraph grouping, filter decisions, answers) runs on either
@@ -14,11 +15,9 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any
 
-import numpy as np
-
-from ..model import Answer, Decision, Evidence
+from ..protocols import LLM
 
 __all__ = [
     "LLM",
@@ -41,88 +40,6 @@ TASKS = (
     "answer",
     "answer_stream",
 )
-
-
-@runtime_checkable
-class LLM(Protocol):
-    """The LLM facade every DocMaster component talks to.
-
-    Attributes:
-        backend_name: ``"offline"`` or the model name (e.g. ``"gpt-4o-mini"``); copied
-            into ``Decision.backend`` / ``Answer.backend`` so results are labelled.
-        is_offline: True for the embedded extractive backend (no server, no key).
-    """
-
-    backend_name: str
-    is_offline: bool
-
-    def summarize(self, text: str, *, doc_id: str | None = None, max_words: int = 50) -> str:
-        """Summary of one node's content in at most ``max_words`` words (non-empty for non-empty text)."""
-        ...
-
-    def summarize_section(
-        self, title: str, child_summaries: list[str], *, doc_id: str | None = None, max_words: int = 80
-    ) -> str:
-        """Summary of a section composed from its children's summaries (bottom-up, SPEC F2)."""
-        ...
-
-    def label_pairs(
-        self,
-        pairs: list[tuple[str, str]],
-        *,
-        cosines: np.ndarray | None = None,
-        doc_id: str | None = None,
-    ) -> list[bool]:
-        """Label SEC anchor pairs: True = must-link, False = cannot-link (paper Sec. 2.3).
-
-        Args:
-            pairs: k pairs of node texts.
-            cosines: Optional float array of shape (k,), the cosine of each pair's
-                embeddings (used by the offline backend, ignored by chat models).
-
-        Returns:
-            k booleans. Costs at most k calls (batched; usually one call).
-        """
-        ...
-
-    def group_paragraphs(
-        self, texts: list[str], *, embeddings: np.ndarray | None = None, doc_id: str | None = None
-    ) -> list[tuple[list[int], str]]:
-        """Group a section's paragraphs into hyper-edges (paper Sec. 2.3).
-
-        Args:
-            texts: n paragraph texts of one section.
-            embeddings: Optional float32 array of shape (n, d), unit rows.
-
-        Returns:
-            Groups ``(indices, summary)``: every index in ``range(n)`` appears in exactly
-            one group, indices ascending; summaries of 30-50 words (shorter only when the
-            members have fewer words).
-        """
-        ...
-
-    def decide(self, condition: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Decision:
-        """Boolean filter decision for one document (SPEC F6).
-
-        ``evidence_ids`` is a subset of the given ids. On failure ``decision`` is
-        ``None`` and ``error`` is set: a decision that was not made is never claimed.
-        """
-        ...
-
-    def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Answer:
-        """Answer with citations to the given evidence only (SPEC F7)."""
-        ...
-
-    def answer_stream(
-        self, question: str, evidence: list[Evidence], *, doc_id: str | None = None
-    ) -> Iterator[str]:
-        """Stream the answer text in pieces (chat page); raises ``LLMError`` on failure."""
-        ...
-
-
-# --------------------------------------------------------------------------------------
-# Usage accounting
-# --------------------------------------------------------------------------------------
 
 
 @dataclass

@@ -311,6 +311,12 @@ class OfflineLLM:
         return f"OfflineLLM(decide_threshold={self.decide_threshold}, pair_threshold={self.pair_threshold})"
 
     # ------------------------------------------------------------------ plumbing
+    def check_ready(self) -> None:
+        """Nothing to check: the offline backend needs no key and no server."""
+
+    def check_reachable(self) -> None:
+        """Nothing to probe: the offline backend runs in this process."""
+
     @property
     def embedder(self):
         """The sentence embedder (loaded lazily)."""

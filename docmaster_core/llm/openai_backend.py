@@ -1,91 +1,34 @@
-"""The OpenAI-compatible LLM backend (OpenAI, Azure, Ollama, vLLM, LM Studio).
+"""The OpenAI-compatible LLM backend's tasks (OpenAI, Azure, Ollama, vLLM, LM Studio):
+summaries, anchor-pair labels, paragraph grouping, filter decisions and answers, each a
+structured request validated against its schema (:mod:`docmaster_core.llm.prompts`).
 
-Built on the official ``openai`` client with its own retries switched off
-(``max_retries=0``); this module retries itself so that every request is counted
-against the per-run budget and recorded in the usage log:
-
-* retries on HTTP 408/409/429/5xx, timeouts and connection errors, at most
-  ``settings.max_retries`` times, with exponential backoff and jitter
-  (``backoff_base * 2**attempt * U(0.5, 1.5)`` seconds, capped at ``backoff_max``);
-  a ``Retry-After`` / ``retry-after-ms`` header of a 429/503 reply is honoured
-  (capped at ``backoff_max``);
-* JSON mode (``response_format={"type": "json_object"}``) for every structured task;
-  the reply is validated strictly against the task's pydantic schema
-  (:mod:`docmaster_core.llm.prompts`); an invalid reply gets exactly ONE repair
-  request that quotes the validation error, then :class:`LLMResponseError`;
-* a per-run budget (``max_calls`` requests, ``max_tokens_budget`` tokens): a request
-  that would exceed it is not sent, :class:`LLMBudgetExceeded` is raised instead;
-  every HTTP request sent (retries and repairs included) counts as one call; a
-  request that could not connect at all (connection refused, DNS failure; not a
-  timeout) is neither counted as a call nor against the budget;
-* at most ``max_concurrency`` requests in flight (a semaphore; callers may use threads);
-* usage per task and per document (calls, prompt/completion tokens, cost estimate
-  for models in :data:`PRICES_PER_MTOK`) in memory and in the workspace usage log;
-* responses cached by content hash (:mod:`docmaster_core.llm.cache`).
-
+Transport (client, retries, budget, usage, cache, structured outputs, key scrubbing)
+is :class:`~docmaster_core.llm.transport.OpenAITransport`; see its module docstring.
 The API key is passed to the client only; it is never logged, never put in an
-exception message (messages are scrubbed) and never stored in the cache.
+exception message and never stored in the cache.
 """
 from __future__ import annotations
 
-import json
-import logging
-import random
 import re
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Iterator, Sequence
 
 import numpy as np
-from pydantic import ValidationError
 
-from ..config import LLMSettings
-from ..errors import ConfigError, LLMBudgetExceeded, LLMError, LLMResponseError
+from ..errors import LLMError, LLMUnreachable
 from ..model import Answer, Citation, Decision, Evidence
 from . import prompts
-from .base import UsageTracker, normalize_ws, split_sentences, truncate_words
-from .cache import LLMCache, make_key
+from .base import normalize_ws, split_sentences, truncate_words
+from .cache import make_key
+from .transport import PRICES_PER_MTOK, OpenAITransport, estimate_cost
 
 __all__ = ["OpenAILLM", "PRICES_PER_MTOK", "estimate_cost", "NO_EVIDENCE_ANSWER"]
-
-logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-#: US dollars per 1M (prompt, completion) tokens; matched by model-name prefix
-#: (``gpt-4o-mini-2024-07-18`` uses ``gpt-4o-mini``). Source: OpenAI price list.
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4o": (2.50, 10.00),
-}
 
 #: Answer text when no evidence was retrieved (no call is made).
 NO_EVIDENCE_ANSWER = "No passages were retrieved, so the question cannot be answered from the documents."
 
 _PAIR_BATCH = 50  # anchor pairs per label_pairs request
 _GROUP_WINDOW = 40  # paragraphs per group_paragraphs request
-_RETRY_STATUS = {408, 409, 429}
-_KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-]{6,}")
-
-
-def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Estimated cost in US dollars, or ``None`` when the model's price is unknown."""
-    m = (model or "").lower()
-    for name in sorted(PRICES_PER_MTOK, key=len, reverse=True):
-        if m == name or m.startswith(name + "-"):
-            p_in, p_out = PRICES_PER_MTOK[name]
-            return (prompt_tokens * p_in + completion_tokens * p_out) / 1e6
-    return None
-
-
-def _strip_fences(content: str) -> str:
-    s = content.strip()
-    if s.startswith("```"):
-        s = re.sub(r"^```[a-zA-Z]*\s*", "", s)
-        s = re.sub(r"\s*```$", "", s)
-    return s
 
 
 def _pieces(text: str, words: int = 4) -> Iterator[str]:
@@ -120,291 +63,34 @@ def _verbatim_quote(quote: str, text: str, max_words: int = 40) -> str:
     return truncate_words(sents[0] if sents else text, max_words) if (sents or text) else ""
 
 
-class OpenAILLM:
-    """The LLM facade over an OpenAI-compatible Chat Completions endpoint.
 
-    Args:
-        settings: LLM settings (model, base URL, key, temperature, timeout in seconds,
-            max_retries, max_concurrency, max_calls, max_tokens_budget).
-        cache: Response cache and usage log; ``None`` = no persistence.
-        backoff_base: First retry delay in seconds (before jitter).
-        backoff_max: Cap of any retry delay in seconds (also caps ``Retry-After``).
-        seed: Seed of the private jitter generator (no global random state).
+class OpenAILLM(OpenAITransport):
+    """The LLM facade over an OpenAI-compatible Chat Completions endpoint: the typed
+    tasks of :class:`~docmaster_core.llm.base.LLM` on :class:`OpenAITransport`.
 
     Raises:
         ConfigError: on first use when no API key is available for api.openai.com.
     """
 
-    is_offline = False
-
-    def __init__(
-        self,
-        settings: LLMSettings,
-        *,
-        cache: LLMCache | None = None,
-        backoff_base: float = 0.5,
-        backoff_max: float = 30.0,
-        seed: int | None = None,
-    ):
-        self.settings = settings
-        self.backend_name = settings.model
-        self.model = settings.model
-        self.max_concurrency = int(settings.max_concurrency)
-        self.cache = cache
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self.usage = UsageTracker()
-        self._rng = random.Random(seed)
-        self._sem = threading.BoundedSemaphore(self.max_concurrency)
-        self._budget_lock = threading.Lock()
-        self._calls_sent = 0
-        self._tokens_used = 0
-        self._client = None
-        self._client_lock = threading.Lock()
-
-    def __repr__(self) -> str:  # never shows the key
-        return f"OpenAILLM(model={self.model!r}, base_url={self.settings.resolved_base_url()!r})"
-
-    # ------------------------------------------------------------------ plumbing
-    @property
-    def calls_sent(self) -> int:
-        """HTTP requests sent by this instance (this run)."""
-        return self._calls_sent
-
-    @property
-    def tokens_used(self) -> int:
-        """Tokens counted against the budget by this instance (this run)."""
-        return self._tokens_used
-
-    def check_ready(self) -> None:
-        """Cheap up-front check (no request sent): an API key is available, or a
-        ``base_url`` names a local endpoint that needs none.
-
-        Raises:
-            ConfigError: no API key for api.openai.com.
-        """
-        if not self.settings.resolved_api_key() and not self.settings.resolved_base_url():
-            raise ConfigError(
-                "no API key for the OpenAI backend: set OPENAI_API_KEY or DOCMASTER_LLM__API_KEY, "
-                "or set a base_url for a local endpoint"
-            )
-
-    def _get_client(self):
-        if self._client is not None:
-            return self._client
-        with self._client_lock:
-            if self._client is None:
-                try:
-                    from openai import OpenAI
-                except ImportError as e:  # pragma: no cover - install problem
-                    raise ConfigError("the openai package is not installed (pip install openai)") from e
-                self.check_ready()
-                base_url = self.settings.resolved_base_url()
-                key = self.settings.resolved_api_key()
-                if not key:
-                    key = "not-needed"  # local OpenAI-compatible servers ignore the key
-                self._client = OpenAI(base_url=base_url, api_key=key, timeout=self.settings.timeout, max_retries=0)
-        return self._client
-
-    def _scrub(self, text: str) -> str:
-        key = self.settings.resolved_api_key()
-        if key:
-            text = text.replace(key, "***")
-        return _KEYLIKE.sub(r"\1-***", text)
-
-    def _without_key(self, text: str) -> str:
-        """``text`` with the exact API key replaced by ``***`` (an endpoint that echoes
-        the key must not get it into summaries, the cache or the workspace)."""
-        key = self.settings.resolved_api_key()
-        return text.replace(key, "***") if key and len(key) >= 8 and key in text else text
-
-    def _describe(self, err: Exception) -> str:
-        import openai
-
-        if isinstance(err, openai.APITimeoutError):
-            return f"request timed out after {self.settings.timeout:g} s"
-        if isinstance(err, openai.APIConnectionError):
-            cause = err.__cause__ or err
-            return "connection error: " + self._scrub(f"{type(cause).__name__}: {cause}")[:200]
-        if isinstance(err, openai.APIStatusError):
-            return f"HTTP {err.status_code}: " + self._scrub(str(getattr(err, "message", "") or err))[:200]
-        return self._scrub(f"{type(err).__name__}: {err}")[:200]
-
-    def _retryable(self, err: Exception) -> bool:
-        import openai
-
-        if isinstance(err, (openai.APITimeoutError, openai.APIConnectionError)):
-            return True
-        if isinstance(err, openai.APIStatusError):
-            return err.status_code in _RETRY_STATUS or err.status_code >= 500
-        return False
-
-    def _delay(self, attempt: int, err: Exception) -> float:
-        """Seconds to wait before retry ``attempt + 1`` (Retry-After honoured, capped)."""
-        headers = getattr(getattr(err, "response", None), "headers", None)
-        if headers is not None:
-            for name, div in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-                val = headers.get(name)
-                if val is not None:
-                    try:
-                        return max(0.0, min(float(val) / div, self.backoff_max))
-                    except ValueError:
-                        pass
-        return min(self.backoff_max, self.backoff_base * (2**attempt) * (0.5 + self._rng.random()))
-
-    @staticmethod
-    def _estimate_tokens(messages: Sequence[dict[str, str]]) -> int:
-        return sum(len(m.get("content") or "") for m in messages) // 4 + 8 * len(messages)
-
-    def _reserve(self, estimate: int) -> None:
-        """Count one request against the budget before it is sent; raise when over budget."""
-        s = self.settings
-        with self._budget_lock:
-            if s.max_calls is not None and self._calls_sent + 1 > s.max_calls:
-                raise LLMBudgetExceeded(f"call budget spent: {self._calls_sent} of {s.max_calls} calls used")
-            if s.max_tokens_budget is not None and self._tokens_used + estimate > s.max_tokens_budget:
-                raise LLMBudgetExceeded(
-                    f"token budget spent: {self._tokens_used} of {s.max_tokens_budget} tokens used, "
-                    f"next request needs about {estimate}"
-                )
-            self._calls_sent += 1
-            self._tokens_used += estimate
-
-    def _unreserve(self) -> None:
-        """Give back the call counted by :meth:`_reserve` for a request that never
-        reached the server (its tokens were already given back by :meth:`_settle`)."""
-        with self._budget_lock:
-            self._calls_sent = max(0, self._calls_sent - 1)
-
-    @staticmethod
-    def _never_reached(err: Exception) -> bool:
-        """True for a connection error (refused, DNS, reset before a reply) that is not a
-        timeout: the request got no response and is not counted as a call. A timeout
-        may have been processed (and billed) by the server, so it still counts."""
-        try:
-            import openai
-        except ImportError:  # pragma: no cover - install problem
-            return False
-        return isinstance(err, openai.APIConnectionError) and not isinstance(err, openai.APITimeoutError)
-
-    def _settle(self, estimate: int, actual: int) -> None:
-        with self._budget_lock:
-            self._tokens_used += actual - estimate
-
-    def _record(self, task: str, doc_id: str | None, pt: int, ct: int, *, calls: int = 1, cached: bool = False) -> None:
-        cost = None if cached else estimate_cost(self.model, pt, ct)
-        if cached:
-            cost = 0.0
-        self.usage.record(task, doc_id, calls=calls, prompt_tokens=pt, completion_tokens=ct, cost=cost, cached=cached)
-        if self.cache is not None:
-            self.cache.log_usage(
-                task, doc_id, self.model, calls=calls, prompt_tokens=pt, completion_tokens=ct, cost=cost, cached=cached
-            )
-
-    def _send(self, task: str, doc_id: str | None, messages: list[dict[str, str]]) -> tuple[str, int]:
-        """One chat completion in JSON mode with retries; returns (content, tokens).
-
-        Raises:
-            LLMBudgetExceeded: before a request that would exceed the budget.
-            LLMError: after the retries, or at once on a non-retryable HTTP error.
-        """
-        client = self._get_client()
-        estimate = self._estimate_tokens(messages)
-        attempts = self.settings.max_retries + 1
-        last: Exception | None = None
-        for attempt in range(attempts):
-            self._reserve(estimate)
-            try:
-                with self._sem:
-                    resp = client.chat.completions.create(
-                        model=self.model,
-                        messages=messages,
-                        temperature=self.settings.temperature,
-                        response_format={"type": "json_object"},
-                    )
-            except Exception as err:  # noqa: BLE001 - classified below, re-raised as LLMError
-                self._settle(estimate, 0)
-                if self._never_reached(err):
-                    self._unreserve()  # no connection: not a call, not counted against the budget
-                else:
-                    self._record(task, doc_id, 0, 0)
-                if not self._is_openai_error(err):
-                    raise
-                if not self._retryable(err):
-                    raise LLMError(f"{task}: {self.model} request failed: {self._describe(err)}") from None
-                last = err
-                if attempt + 1 < attempts:
-                    delay = self._delay(attempt, err)
-                    logger.warning(
-                        "%s: %s (attempt %d/%d), retrying in %.2f s", task, self._describe(err), attempt + 1, attempts, delay
-                    )
-                    time.sleep(delay)
-                continue
-            usage = getattr(resp, "usage", None)
-            pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-            ct = int(getattr(usage, "completion_tokens", 0) or 0)
-            self._settle(estimate, pt + ct)
-            self._record(task, doc_id, pt, ct)
-            try:
-                content = resp.choices[0].message.content or ""
-            except (AttributeError, IndexError, TypeError):
-                content = ""
-            return self._without_key(content), pt + ct
-        assert last is not None
-        raise LLMError(
-            f"{task}: {self.model} failed after {attempts} attempt(s): {self._describe(last)}"
-        ) from None
-
-    @staticmethod
-    def _is_openai_error(err: Exception) -> bool:
-        import openai
-
-        return isinstance(err, openai.OpenAIError)
-
-    def _json_task(
-        self,
-        task: str,
-        doc_id: str | None,
-        messages: list[dict[str, str]],
-        payload: Any,
-        validate: Callable[[Any], T],
-    ) -> tuple[T, int]:
-        """Cached, validated, once-repaired structured call; returns (result, tokens spent)."""
-        spec = prompts.SPECS[task]
-        key = make_key(task, self.model, spec.version, payload)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                try:
-                    result = validate(hit)
-                except (ValueError, ValidationError):
-                    result = None  # stale or corrupt entry: ask again
-                if result is not None:
-                    self._record(task, doc_id, 0, 0, calls=0, cached=True)
-                    return result, 0
-        content, tokens = self._send(task, doc_id, messages)
-        try:
-            obj = json.loads(_strip_fences(content))
-            result = validate(obj)
-        except (ValueError, ValidationError) as err:
-            why = self._scrub(_short_error(err))
-            logger.info("%s: invalid reply (%s), one repair attempt", task, why)
-            repair = [*messages, {"role": "assistant", "content": content[:4000]}, prompts.repair_message(why, spec)]
-            content2, tokens2 = self._send(task, doc_id, repair)
-            tokens += tokens2
-            try:
-                obj = json.loads(_strip_fences(content2))
-                result = validate(obj)
-            except (ValueError, ValidationError) as err2:
-                raise LLMResponseError(
-                    f"{task}: {self.model} reply did not match the schema after one repair: "
-                    + self._scrub(_short_error(err2))
-                ) from None
-        if self.cache is not None:
-            self.cache.put(key, task, self.model, spec.version, obj)
-        return result, tokens
-
     # ------------------------------------------------------------------ tasks
+    def summarize_many(self, texts: Sequence[str], *, doc_id: str | None = None, max_words: int = 50) -> list[str]:
+        """:meth:`summarize` of each text on up to ``max_concurrency`` threads, order kept.
+
+        Raises:
+            LLMError: the first failure (in item order).
+        """
+        return self.map_threads(lambda t: self.summarize(t, doc_id=doc_id, max_words=max_words), list(texts))
+
+    def summarize_section_many(self, items: Sequence[tuple[str, list[str]]], *, doc_id: str | None = None,
+                               max_words: int = 80) -> list[str]:
+        """:meth:`summarize_section` of each ``(title, child_summaries)``, order kept.
+
+        Raises:
+            LLMError: the first failure (in item order).
+        """
+        return self.map_threads(
+            lambda it: self.summarize_section(it[0], it[1], doc_id=doc_id, max_words=max_words), list(items))
+
     def summarize(self, text: str, *, doc_id: str | None = None, max_words: int = 50) -> str:
         """Summary of a passage in at most ``max_words`` words (longer replies are cut).
 
@@ -653,6 +339,8 @@ class OpenAILLM:
                 yield from _pieces(hit["text"])
                 return
         messages = prompts.answer_stream_messages(question, evidence)
+        if self._unreachable:
+            raise LLMUnreachable(self._unreachable)
         client = self._get_client()
         estimate = self._estimate_tokens(messages)
         attempts = self.settings.max_retries + 1
@@ -696,6 +384,10 @@ class OpenAILLM:
                     self._record(task, doc_id, 0, 0)
                 if not self._is_openai_error(err):
                     raise
+                unreachable = None if parts else self._unreachable_reason(err)
+                if unreachable:
+                    self._unreachable = unreachable
+                    raise LLMUnreachable(unreachable) from None
                 if not parts and include_usage and getattr(err, "status_code", None) == 400:
                     include_usage = False  # endpoint without stream_options support: ask again without
                     continue
@@ -712,26 +404,3 @@ class OpenAILLM:
             if self.cache is not None:
                 self.cache.put(key, task, self.model, spec.version, {"text": self._without_key("".join(parts))})
             return
-
-    # ------------------------------------------------------------------ batch helpers
-    def map_threads(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
-        """Apply ``fn`` to ``items`` on up to ``max_concurrency`` threads, order kept.
-
-        Exceptions propagate (the first one raised in item order).
-        """
-        if len(items) <= 1 or self.max_concurrency <= 1:
-            return [fn(x) for x in items]
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return list(pool.map(fn, items))
-
-
-def _short_error(err: Exception) -> str:
-    if isinstance(err, ValidationError):
-        parts = []
-        for e in err.errors()[:5]:
-            loc = ".".join(str(x) for x in e.get("loc", ())) or "(root)"
-            parts.append(f"{loc}: {e.get('msg')}")
-        return "; ".join(parts)
-    if isinstance(err, json.JSONDecodeError):
-        return f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
-    return str(err)[:300]

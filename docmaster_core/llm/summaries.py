@@ -96,7 +96,7 @@ def _run(
             failures.append(str(e))
             return fallback(x)
 
-    workers = max(1, int(getattr(llm, "max_concurrency", 1) or 1))
+    workers = max(1, int(llm.max_concurrency))
     if workers == 1 or len(items) == 1:
         return [guarded(x) for x in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
@@ -110,7 +110,7 @@ def summarize_tree(
     max_section_words: int = 80,
     max_leaf_words: int = 50,
     on_error: Literal["fallback", "raise"] = "fallback",
-) -> None:
+) -> int:
     """Fill ``node.summary`` for every node of ``tree``, bottom-up, in place.
 
     Args:
@@ -123,6 +123,10 @@ def summarize_tree(
             gives the truncated content (leaves) or truncated joined child summaries
             (sections) and a logged warning; ``"raise"``: the :class:`LLMError`
             propagates.
+
+    Returns:
+        The number of LLM calls that failed (0 = every summary came from the LLM or
+        needed none); their nodes got fallback summaries.
 
     Raises:
         LLMError: only with ``on_error="raise"``.
@@ -144,11 +148,13 @@ def summarize_tree(
             n.summary = _label(tree, n)
         elif count_words(text) <= max_leaf_words:
             n.summary = text
-        elif n.type == NodeType.TABLE and getattr(llm, "is_offline", False):
+        elif n.type == NodeType.TABLE and llm.is_offline:
             n.summary = truncate_words(text, max_leaf_words)  # caption, header row, first rows
         else:
             pending.append((n.id, text))
-    many_leaf = getattr(llm, "summarize_many", None)
+    # the offline backend summarises a batch at once (vectorised); a chat model is asked
+    # once per item on its threads, so that one failure falls back for that item only
+    many_leaf = llm.summarize_many if llm.is_offline else None
     results = _run(
         llm,
         [t for _, t in pending],
@@ -163,7 +169,7 @@ def summarize_tree(
 
     # 2. TITLE levels from the deepest up, then ROOT (depth 0)
     internal = [n for n in nodes if not n.type.is_content]
-    many_sec = getattr(llm, "summarize_section_many", None)
+    many_sec = llm.summarize_section_many if llm.is_offline else None
     for depth in sorted({n.depth for n in internal}, reverse=True):
         level = [n for n in internal if n.depth == depth]
         items: list[tuple[str, list[str]]] = []
@@ -199,3 +205,4 @@ def summarize_tree(
             len(failures),
             failures[0],
         )
+    return len(failures)

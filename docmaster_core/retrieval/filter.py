@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
+from ..protocols import LLM
 from .combine import STRATEGIES
 from .decider import DEFAULT_CALIBRATION, OfflineCalibration
 from .offline_filter import Cut, calibrated_document_decisions, offline_decisions
@@ -186,8 +187,8 @@ def _decision_key(backend: str, condition: str, evidence: Sequence[Evidence]) ->
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _llm_decide(llm, condition: str, evidence: list[Evidence], doc_id: str) -> Decision:
-    backend = getattr(llm, "backend_name", "llm")
+def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str) -> Decision:
+    backend = llm.backend_name
     if not evidence:
         return Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, backend)
     key = _decision_key(backend, condition, evidence)
@@ -302,7 +303,7 @@ def run_filter(
     if decider not in ("auto", "llm", "calibrated"):
         raise RetrievalError(f"unknown decider {decider!r}; choose auto, llm or calibrated")
     if decider == "auto":
-        decider = "calibrated" if (llm is None or getattr(llm, "is_offline", True)) else "llm"
+        decider = "calibrated" if (llm is None or llm.is_offline) else "llm"
     if decider == "llm" and llm is None:
         raise RetrievalError("decider 'llm' needs an LLM")
     calib = calibration or DEFAULT_CALIBRATION
@@ -328,9 +329,9 @@ def run_filter(
             for r, d in zip(docs, offline[s]):
                 r.decisions[s] = d
     else:
-        backend = getattr(llm, "backend_name", "llm")
+        backend = llm.backend_name
         usage_before = _usage(llm)
-        workers = max_workers or getattr(getattr(llm, "settings", None), "max_concurrency", None) or 4
+        workers = max_workers or llm.max_concurrency
         jobs = [(r, s) for r in docs for s in strats]
         with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:
             futs = {pool.submit(_llm_decide, llm, cond, r.evidence[s], r.doc_id): (r, s) for r, s in jobs}
@@ -371,13 +372,9 @@ def run_filter(
     return run
 
 
-def _usage(llm) -> dict[str, Any] | None:
-    u = getattr(llm, "usage", None)
-    try:
-        snap = u.snapshot() if hasattr(u, "snapshot") else (u() if callable(u) else None)
-    except Exception:  # noqa: BLE001 - usage is informative only
-        return None
-    return snap.get("total") if isinstance(snap, dict) else None
+def _usage(llm: LLM) -> dict[str, Any]:
+    """The LLM's usage totals so far (calls, tokens, cost)."""
+    return llm.usage.snapshot()["total"]
 
 
 def _usage_delta(a: dict | None, b: dict | None) -> dict[str, Any]:
