@@ -388,10 +388,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     strategies = args.strategy or list(ev.EVAL_STRATEGIES)
     if args.what == "filter":
         cases, texts = _load_cases(ev, args)
-        r = dm.retriever()
-        llm = None if args.decider == "calibrated" else dm.llm
-        res = ev.eval_filter(dm.ws, dm.embedder, llm, dm.settings.retrieval, cases, texts, strategies=strategies,
-                             top_k=args.top_k, decider=args.decider, retriever=r)
+        res = dm.eval_filter(cases, texts, strategies=strategies, top_k=args.top_k, decider=args.decider)
         if args.json:
             _print_json(res)
             return 0
@@ -422,8 +419,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cases, texts = _load_cases(ev, args)
         keys = list(texts)
         on = args.calibrate_on or keys[0::2]
-        res = ev.calibrate_filter(dm.ws, dm.embedder, dm.settings.retrieval, cases, texts, calibrate_on=on,
-                                  strategies=strategies, top_k=args.top_k, retriever=dm.retriever())
+        res = dm.calibrate_filter(cases, texts, calibrate_on=on, strategies=strategies, top_k=args.top_k)
         if args.json:
             _print_json(res)
             return 0
@@ -434,8 +430,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f = res["f1"][s]
             print(f"{s:10} {f['calibration']:12.3f} {f['held_out']:10.3f} {f['all']:8.3f}")
         return 0
-    res = ev.eval_retrieval(dm.ws, dm.embedder, dm.settings.retrieval, args.bench, k=args.k, strategies=strategies,
-                            root=args.bench_dir, retriever=dm.retriever())
+    res = dm.eval_retrieval(args.bench, k=args.k, strategies=strategies, root=args.bench_dir)
     if args.json:
         _print_json(res)
         return 0

@@ -174,3 +174,42 @@ class DocMaster(IngestStage, IndexStage):
         r = self.retriever(params, retrieval)
         return ask(self.ws, self.embedder, self.llm, r.settings, question, docs=docs, top_k=top_k,
                    deep=deep, retriever=r, save=save, **options)
+
+    # ------------------------------------------------------------------ evaluation
+    def eval_filter(self, cases, texts: dict[str, str], *, decider: str = "auto", **options):
+        """P/R/F1, AP and leave-one-condition-out F1 of the filter on labelled cases, with
+        this facade's retriever; see :func:`docmaster_core.retrieval.evaluation.eval_filter`.
+
+        Raises:
+            RetrievalError: no labelled file is in the workspace, or an unknown strategy.
+        """
+        from .retrieval import evaluation as ev
+
+        r = self.retriever()
+        llm = None if decider == "calibrated" else self.llm
+        return ev.eval_filter(self.ws, self.embedder, llm, r.settings, cases, texts, decider=decider, retriever=r,
+                              **options)
+
+    def calibrate_filter(self, cases, texts: dict[str, str], **options):
+        """Choose the offline rule's parameters on some conditions and report the others;
+        see :func:`docmaster_core.retrieval.evaluation.calibrate_filter`.
+
+        Raises:
+            RetrievalError: no labelled file is in the workspace.
+        """
+        from .retrieval import evaluation as ev
+
+        r = self.retriever()
+        return ev.calibrate_filter(self.ws, self.embedder, r.settings, cases, texts, retriever=r, **options)
+
+    def eval_retrieval(self, bench: str, **options):
+        """Evidence-page recall@k on a benchmark (mmlongbench, financebench); see
+        :func:`docmaster_core.retrieval.evaluation.eval_retrieval`.
+
+        Raises:
+            RetrievalError: unknown benchmark, or none of its documents is in the workspace.
+        """
+        from .retrieval import evaluation as ev
+
+        r = self.retriever()
+        return ev.eval_retrieval(self.ws, self.embedder, r.settings, bench, retriever=r, **options)

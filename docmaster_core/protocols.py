@@ -4,7 +4,8 @@ beyond the data model), so that every algorithm is annotated with what it needs:
 * :class:`LLM` - the typed LLM tasks of both backends (DocMaster Sec. 2; SPEC F8);
 * :class:`Embedder` - texts to unit vectors (all-MiniLM-L6-v2, 384-d, by default);
 * :class:`CorpusReader` - what retrieval and evaluation read from a workspace;
-* :class:`RunRecorder` - where filter and question runs are recorded.
+* :class:`RunRecorder` - where filter and question runs are recorded;
+* :class:`RunStore` - both (what filtering, QA and evaluation take as ``ws``).
 
 :class:`~docmaster_core.store.Workspace` implements the last two; the backends in
 :mod:`docmaster_core.llm` implement :class:`LLM`.
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .llm.base import UsageTracker
     from .store import DocumentRecord
 
-__all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder"]
+__all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder", "RunStore"]
 
 
 @runtime_checkable
@@ -88,6 +89,11 @@ class RunRecorder(Protocol):
     def save_run(self, kind: str, params: dict[str, Any], result: dict[str, Any]) -> int:
         """Store one run (``kind`` = ``"filter"`` or ``"ask"``); returns its run id."""
         ...
+
+
+@runtime_checkable
+class RunStore(CorpusReader, RunRecorder, Protocol):
+    """A corpus that also records runs (what filtering, QA and evaluation need)."""
 
 
 @runtime_checkable

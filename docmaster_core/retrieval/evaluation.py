@@ -33,7 +33,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config import RetrievalSettings
 from ..errors import RetrievalError, WorkspaceError
+from ..protocols import LLM, Embedder, RunStore
 from .combine import STRATEGIES
 from .loco import RankedCondition, loco_f1
 from .retriever import Retriever
@@ -197,7 +199,7 @@ def _doc_map(ws, files: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return m, missing
 
 
-def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts: dict[str, str], *,
+def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: RetrievalSettings, cases: Sequence[FilterCase], texts: dict[str, str], *,
                 strategies: Sequence[str] = EVAL_STRATEGIES, top_k: int | None = None, decider: str = "auto",
                 calibration=None, load_index=None, index_key: object = None, retriever: Retriever | None = None,
                 save: bool = True) -> dict[str, Any]:
@@ -295,7 +297,7 @@ def eval_filter(ws, embedder, llm, settings, cases: Sequence[FilterCase], texts:
     return res
 
 
-def calibrate_filter(ws, embedder, settings, cases: Sequence[FilterCase], texts: dict[str, str], *,
+def calibrate_filter(ws: RunStore, embedder: Embedder, settings: RetrievalSettings, cases: Sequence[FilterCase], texts: dict[str, str], *,
                      calibrate_on: Sequence[str], strategies: Sequence[str] = EVAL_STRATEGIES, top_k: int | None = None,
                      grid: dict[str, Sequence[float]] | None = None, retriever: Retriever | None = None) -> dict[str, Any]:
     """Choose the offline decision rule's parameters on some conditions, report all.
@@ -466,7 +468,7 @@ def pages_at_k(pages: Sequence[int], k: int) -> list[int]:
     return out
 
 
-def eval_retrieval(ws, embedder, settings, bench: str, *, k: int = 5, strategies: Sequence[str] = EVAL_STRATEGIES,
+def eval_retrieval(ws: RunStore, embedder: Embedder, settings: RetrievalSettings, bench: str, *, k: int = 5, strategies: Sequence[str] = EVAL_STRATEGIES,
                    root: str | os.PathLike | None = None, depth: int = 50, load_index=None, index_key: object = None,
                    retriever: Retriever | None = None, save: bool = True) -> dict[str, Any]:
     """Evidence-page recall@k per strategy on a benchmark (Doc-Researcher page-level recall).

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
-from ..protocols import LLM
+from ..config import RetrievalSettings
+from ..protocols import LLM, Embedder, RunStore
 from .combine import STRATEGIES
 from .decider import DEFAULT_CALIBRATION, OfflineCalibration
 from .offline_filter import Cut, calibrated_document_decisions, offline_decisions
@@ -243,10 +244,10 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
 
 
 def run_filter(
-    ws,
-    embedder,
-    llm,
-    settings,
+    ws: RunStore,
+    embedder: Embedder,
+    llm: LLM | None,
+    settings: RetrievalSettings,
     condition: str,
     *,
     strategy: str = "combined",
