@@ -150,7 +150,8 @@ def test_filter_with_every_decision_undecided_exits_nonzero(ws, capsys, monkeypa
     assert rc == 1
     errors = [ln for ln in out.err.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1
-    assert "no document could be decided" in errors[0] and "onnect" in errors[0]
+    # a refused endpoint stops the run before any document (issue 15), naming the endpoint
+    assert errors[0] == f"error: cannot reach the LLM endpoint {url}: Connection refused"
     # refused connections never reached a server: not counted as calls
     assert cli.main(["usage", "-w", str(ws), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
