@@ -20,10 +20,23 @@ import numpy as np
 from .model import Answer, Decision, DocumentTree, Evidence
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
-    from .llm.base import UsageTracker
     from .store import DocumentRecord
 
-__all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder", "RunStore"]
+__all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder", "RunStore", "UsageLog"]
+
+
+@runtime_checkable
+class UsageLog(Protocol):
+    """Calls, tokens and cost of an LLM backend (``docmaster_core.llm.base.UsageTracker``)."""
+
+    def record(self, task: str, doc_id: str | None, *, calls: int = 0, prompt_tokens: int = 0,
+               completion_tokens: int = 0, cost: float | None = None, cached: bool = False) -> None:
+        """Add one call (or cache hit) of ``task`` for ``doc_id``."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{"total": {...}, "by_task": {...}, "by_document": {...}}`` of counts so far."""
+        ...
 
 
 @runtime_checkable
@@ -105,13 +118,13 @@ class LLM(Protocol):
             into ``Decision.backend`` / ``Answer.backend`` so results are labelled.
         is_offline: True for the embedded extractive backend (no server, no key).
         max_concurrency: Requests the backend serves in parallel (1 offline).
-        usage: Calls, tokens and cost per task and document (:class:`UsageTracker`).
+        usage: Calls, tokens and cost per task and document (:class:`UsageLog`).
     """
 
     backend_name: str
     is_offline: bool
     max_concurrency: int
-    usage: "UsageTracker"
+    usage: UsageLog
 
     def check_ready(self) -> None:
         """Cheap check that the backend can work at all (no request sent).

@@ -11,7 +11,6 @@ it is never a cache key, never put in session state, never shown and never logge
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import streamlit as st
 from docmaster_core.errors import ConfigError
 
 from . import state
+from .state import allowed_root
 
 __all__ = [
     "allowed_root",
@@ -35,17 +35,6 @@ __all__ = [
 ]
 
 ROOT_ENV = "DOCMASTER_WORKSPACE_ROOT"
-
-
-def allowed_root() -> Path:
-    """The directory under which workspaces may live.
-
-    ``settings.workspace_root`` (env ``DOCMASTER_WORKSPACE_ROOT``), default the current
-    working directory; resolved (symlinks followed).
-    """
-    from docmaster_core.config import get_settings
-
-    return Path(get_settings().workspace_root or os.getcwd()).expanduser().resolve()
 
 
 def resolve_workspace(text: str, root: Path | None = None) -> Path:

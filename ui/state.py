@@ -12,11 +12,14 @@ and copied into a widget's key before it is drawn (:func:`seed_widget`).
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 __all__ = [
+    "allowed_root",
     "WORKSPACE",
     "WORKSPACE_ERROR",
     "LLM_BACKEND",
@@ -82,8 +85,6 @@ def default_index_params() -> dict[str, Any]:
 def _defaults() -> dict[str, Any]:
     from docmaster_core.config import get_settings
 
-    from .resources import allowed_root
-
     s = get_settings()
     return {
         WORKSPACE: s.workspace or str(allowed_root() / "workspace"),
@@ -135,3 +136,14 @@ def seed_widget(widget_key: str, value: Any) -> None:
     """
     if widget_key not in st.session_state:
         st.session_state[widget_key] = value
+
+
+def allowed_root() -> Path:
+    """The directory under which workspaces may live.
+
+    ``settings.workspace_root`` (env ``DOCMASTER_WORKSPACE_ROOT``), default the current
+    working directory; resolved (symlinks followed).
+    """
+    from docmaster_core.config import get_settings
+
+    return Path(get_settings().workspace_root or os.getcwd()).expanduser().resolve()
