@@ -17,6 +17,7 @@ from .errors import RetrievalError
 from .index.params import IndexParams
 from .index.stage import IndexStage
 from .ingest import IngestEvent, IngestResult, IngestStage, collect_inputs, node_embedding_text
+from .model import DocumentTree
 from .store import Workspace
 
 __all__ = ["DocMaster", "IndexParams", "IngestEvent", "IngestResult", "collect_inputs", "node_embedding_text"]
@@ -73,6 +74,27 @@ class DocMaster(IngestStage, IndexStage):
         """
         self.llm.check_ready()
         self.llm.check_reachable()
+
+    # ------------------------------------------------------------------ documents
+    def documents(self) -> list:
+        """The workspace's documents (:class:`~docmaster_core.store.DocumentRecord`), in the order added."""
+        return self.ws.documents()
+
+    def document(self, ref: str):
+        """A document by doc_id, doc_id prefix, file name or path.
+
+        Raises:
+            WorkspaceError: no such document, or an ambiguous reference.
+        """
+        return self.ws.document(ref)
+
+    def tree(self, ref: str) -> DocumentTree:
+        """The stored document tree of a document (by any reference :meth:`document` takes).
+
+        Raises:
+            WorkspaceError: no such document.
+        """
+        return self.ws.load_tree(self.ws.document(ref).doc_id)
 
     # ------------------------------------------------------------------ retrieval, filter, QA (SPEC F6, F7)
     def retrieval_settings(self, **overrides: Any) -> RetrievalSettings:

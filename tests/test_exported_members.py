@@ -55,7 +55,7 @@ def test_facade_is_the_one_way_in():
     """The facade offers every operation the CLI and the app use."""
     from docmaster_core.pipeline import DocMaster
 
-    for member in ("ingest", "resummarize", "repair_vectors", "index", "index_document", "build_index", "load_index",
+    for member in ("documents", "document", "tree", "ingest", "resummarize", "repair_vectors", "index", "index_document", "build_index", "load_index",
                    "has_index", "indexed_documents", "wait_for_saves", "index_collection", "load_collection_index",
                    "index_params", "retrieval_settings", "retriever", "filter", "ask", "check_llm"):
         assert callable(getattr(DocMaster, member)), member
