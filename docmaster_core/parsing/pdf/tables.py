@@ -1,0 +1,251 @@
+"""Stage "tables": table regions next to "Table N" captions, and tables found by
+layout alone (ruled grids, aligned numeric columns).
+
+Rows of a region come from ``page.find_tables(clip=region, strategy="lines",
+use_layout=False)`` when the region is a ruled grid (kept only when its words agree
+with the page's words, and only within the per-document ``find_tables`` budget),
+else from a word grid (rows by y, columns by gaps in the x-coverage).
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from ...model import NodeType
+from ..base import clean_text
+from .common import _Line, _overlap_x, _union
+from .regions import Box, RegionEnv
+
+
+def _rows_to_markdown(rows: list[list[str]]) -> str:
+    if not rows:
+        return ""
+    ncol = max(len(r) for r in rows)
+    norm = [[(c or "").replace("|", "\\|").replace("\n", " ").strip() for c in r] + [""] * (ncol - len(r)) for r in rows]
+    lines = ["| " + " | ".join(norm[0]) + " |", "|" + "---|" * ncol]
+    lines += ["| " + " | ".join(r) + " |" for r in norm[1:]]
+    return "\n".join(lines)
+
+
+def _word_grid(words: list[tuple], body: float) -> list[list[str]]:
+    """Rows x columns of a borderless table from ``page.get_text("words")`` tuples:
+    rows by clustering word centres in y, columns by gaps in the x-coverage."""
+    if not words:
+        return []
+    ws = sorted(words, key=lambda w: ((w[1] + w[3]) / 2, w[0]))
+    rows: list[list[tuple]] = []
+    for w in ws:
+        yc = (w[1] + w[3]) / 2
+        if rows:
+            r = rows[-1]
+            ryc = sum((q[1] + q[3]) / 2 for q in r) / len(r)
+            rh = max(q[3] - q[1] for q in r)
+            if abs(yc - ryc) <= 0.45 * max(rh, w[3] - w[1], 2.0):
+                r.append(w)
+                continue
+        rows.append([w])
+    if len(rows) < 2:
+        return []
+    x0 = min(w[0] for w in ws)
+    x1 = max(w[2] for w in ws)
+    n = int(x1 - x0) + 2
+    cover = np.zeros(n, dtype=np.int32)
+    for w in ws:
+        a = int(w[0] - x0)
+        b = int(w[2] - x0) + 1
+        cover[a:b] += 1
+    # a column gap is a run (at least half a text height wide) covered by few rows
+    # (spanning header cells may cross it)
+    hmed = float(np.median([w[3] - w[1] for w in ws]))
+    min_gap = max(3.0, 0.5 * hmed)
+    allowed = int(0.12 * len(rows))
+    cuts = []
+    run_start = None
+    for i in range(n):
+        if cover[i] <= allowed:
+            if run_start is None:
+                run_start = i
+        else:
+            if run_start is not None and i - run_start >= min_gap:
+                cuts.append(x0 + (run_start + i) / 2)
+            run_start = None
+    bounds = [-math.inf] + cuts + [math.inf]
+    out = []
+    for r in rows:
+        cells = [[] for _ in range(len(bounds) - 1)]
+        for w in sorted(r, key=lambda q: q[0]):
+            c = (w[0] + w[2]) / 2
+            k = int(np.searchsorted(np.asarray(cuts), c)) if cuts else 0
+            cells[k].append(w[4])
+        out.append([clean_text(" ".join(c)) for c in cells])
+    return out
+
+
+def _words_in(words: list[tuple], rb: tuple) -> list[tuple]:
+    """Words whose centre lies inside the box ``rb``."""
+    return [w for w in words if rb[0] - 1 <= (w[0] + w[2]) / 2 <= rb[2] + 1 and rb[1] - 1 <= (w[1] + w[3]) / 2 <= rb[3] + 1]
+
+
+def _is_ruled_grid(vrules: list[tuple], rb: tuple) -> bool:
+    """True when vertical rules cover >= 3 distinct x positions over >= half of the
+    region height each (a ruled grid that ``find_tables(strategy="lines")`` handles)."""
+    if len(vrules) < 3:
+        return False
+    height = max(rb[3] - rb[1], 1.0)
+    cover: dict[int, float] = defaultdict(float)
+    for v in vrules:
+        cover[int(round((v[0] + v[2]) / 2 / 3.0))] += v[3] - v[1]
+    return sum(1 for c in cover.values() if c >= 0.5 * height) >= 3
+
+
+def _rows_agree_with_words(rows: list[list[str]], words: list[tuple]) -> bool:
+    """Guard against garbled ``find_tables`` output: its tokens must mostly be the
+    page's words in the region (Jaccard >= 0.5)."""
+    toks = {t for r in rows for c in r for t in (c or "").split()}
+    ws = {t for w in words for t in clean_text(w[4]).split()}
+    if not toks or not ws:
+        return False
+    return len(toks & ws) / len(toks | ws) >= 0.5
+
+
+# --------------------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------------------
+
+
+def _page_words(env: RegionEnv, rb: Box) -> list[tuple]:
+    """``get_text("words")`` tuples whose centre lies in ``rb``."""
+    import pymupdf
+
+    p = env.p
+    if p.words is not None:
+        return _words_in(p.words, rb)
+    return env.doc[env.pno].get_text("words", clip=pymupdf.Rect(*rb))
+
+
+def _ruled_rows(env: RegionEnv, rb: Box, words: list[tuple]) -> tuple[list[list[str]], str]:
+    """Rows from ``find_tables(strategy="lines")`` on a ruled region (timed against
+    the budget); ``([], reason)`` when it finds nothing the page's words confirm."""
+    import pymupdf
+
+    ts = time.perf_counter()
+    rows: list[list[str]] = []
+    method = ""
+    try:
+        tabs = env.doc[env.pno].find_tables(
+            clip=pymupdf.Rect(rb[0] - 2, rb[1] - 2, rb[2] + 2, rb[3] + 2),
+            use_layout=False, strategy="lines",
+        )
+        env.n_calls += 1
+        best = max(tabs.tables, key=lambda t: t.row_count * t.col_count, default=None)
+        if best is not None and best.row_count >= 2 and best.col_count >= 2:
+            cand_rows = [[clean_text(c or "") for c in r] for r in best.extract()]
+            if _rows_agree_with_words(cand_rows, words):
+                rows = cand_rows
+                method = "find_tables"
+    except Exception as exc:  # find_tables is best effort; the word grid follows
+        method = f"find_tables failed: {type(exc).__name__}"
+    dt = time.perf_counter() - ts
+    env.t_tables += dt
+    env.ctx.table_seconds += dt
+    return rows, method
+
+
+def _region_rows(env: RegionEnv, region_lines: list[_Line]) -> tuple[Box, list[list[str]], str]:
+    """Box (widened to its horizontal rules), rows and method of a table region."""
+    body = env.body
+    rb = _union((l.x0, l.y0, l.x1, l.y1) for l in region_lines)
+    dr = env.drawings()
+    hr = [h for h in dr["hrules"] if _overlap_x(h[0], h[2], rb[0], rb[2]) > 0.5 * (h[2] - h[0])
+          and rb[1] - 1.2 * body <= h[1] <= rb[3] + 1.2 * body]
+    if hr:
+        rb = _union([rb] + hr)
+    vr = [v for v in dr["vrules"] if v[0] >= rb[0] - 2 and v[2] <= rb[2] + 2 and v[1] >= rb[1] - 2 and v[3] <= rb[3] + 2]
+    rows: list[list[str]] = []
+    method = ""
+    words = None
+    st = env.ctx.settings
+    if st.tables and len(hr) >= 2 and _is_ruled_grid(vr, rb) and env.ctx.table_time_left():
+        words = _page_words(env, rb)
+        rows, method = _ruled_rows(env, rb, words)
+    if not rows and st.tables:
+        if words is None:
+            words = _page_words(env, rb)
+        rows = _word_grid(words, body)
+        method = "word-grid"
+    return rb, rows, method
+
+
+def table_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[float, float], caption: str) -> None:
+    """The TABLE item of the caption group ``gid`` (caption lines ``cl``, box ``cb``):
+    the non-prose block above or below the caption (the side with more text), or a
+    raster image there; appended to ``env.p.items``."""
+    body = env.body
+    rx0, rx1 = rng
+    down = env.neighbours(cl, cb, rx0, rx1, 1)
+    up = env.neighbours(cl, cb, rx0, rx1, -1)
+    first_down = next((l for l in down if l.role not in ("header", "pagenum")), None)
+    first_up = next((l for l in up if l.role not in ("header", "pagenum")), None)
+    region_lines: list[_Line] = []
+    options = []
+    if first_down is not None and not env.is_prose(first_down) and first_down.role != "heading?" \
+            and first_down.y0 - cb[3] < 4 * body:
+        options.append(env.grow(cl, cb, rx0, rx1, 1)[0])
+    if first_up is not None and not env.is_prose(first_up) and first_up.role != "heading?" \
+            and cb[1] - first_up.y1 < 4 * body:
+        options.append(env.grow(cl, cb, rx0, rx1, -1)[0])
+    if options:
+        # the side with more table text (ties: below, the usual convention)
+        region_lines = max(options, key=lambda ls: sum(l.nchars for l in ls))
+    # a raster table image next to the caption
+    img_box = None
+    for k, b in enumerate(env.big_imgs):
+        if k in env.consumed_imgs:
+            continue
+        if _overlap_x(b[0], b[2], rx0, rx1) > 0.5 * (b[2] - b[0]) and (
+            0 <= b[1] - cb[3] < 3 * body or 0 <= cb[1] - b[3] < 3 * body
+        ):
+            img_box = b
+            env.consumed_imgs.add(k)
+            break
+    rows: list[list[str]] = []
+    method = ""
+    rb = None
+    if region_lines:
+        rb, rows, method = _region_rows(env, region_lines)
+        for l in region_lines:
+            l.role = "region"
+    boxes = [cb] + ([rb] if rb else []) + ([img_box] if img_box else [])
+    md = _rows_to_markdown(rows) if rows else ""
+    text = caption + ("\n\n" + md if md else "")
+    env.p.items.append({
+        "type": NodeType.TABLE, "bbox": _union(boxes), "text": text, "caption_group": gid,
+        "extra": {"caption": caption, "rows": rows, "markdown": md, "method": method or ("image" if img_box else "caption-only"),
+                  "region_bbox": list(rb) if rb else (list(img_box) if img_box else None)},
+    })
+
+
+def layout_tables(env: RegionEnv) -> None:
+    """Tables without a caption, found by layout (see below); appended to
+    ``env.p.items``."""
+    return None
+
+
+_NUM_TOKEN_RE = re.compile(r"^[\(\[]?[-–−+$€£¥]?\s?\d[\d,.]*%?[\)\]]?$|^[-–—]$|^n/?a$", re.IGNORECASE)
+
+
+def is_numeric_row_text(text: str) -> bool:
+    """True when a line ends in two or more number-like tokens ("1,234", "(88)",
+    "12.5%", "—") after some label text: the shape of a statement/spec-sheet row."""
+    toks = text.split()
+    k = 0
+    for t in reversed(toks):
+        if _NUM_TOKEN_RE.match(t):
+            k += 1
+        else:
+            break
+    return k >= 2
