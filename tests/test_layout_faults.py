@@ -1,0 +1,78 @@
+"""Issue 13: what a reader sees on generated PDFs with layout faults (columns,
+multi-line table cells, uncaptioned statements, display equations, slides) and on
+the Transformer paper when ../shared is present."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from docmaster_core.config import ParsingSettings
+from docmaster_core.model import Element, Evidence, NodeType, ParsedDocument
+from docmaster_core.parsing import PyMuPDFParser
+from docmaster_core.tree import build_tree, page_of_text
+
+try:
+    from tests import layout_factory as lf
+except ImportError:  # pragma: no cover - run from inside tests/
+    import layout_factory as lf  # type: ignore[no-redef]
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+CORPUS = SHARED / "corpus" / "pdf"
+
+
+def _parse(path, **kw):
+    return PyMuPDFParser(ParsingSettings(parser="pymupdf", **kw)).parse(path)
+
+
+# ------------------------------------------------------------------ slides / page-true
+
+
+def test_slide_lines_stay_on_their_pages(tmp_path):
+    info = lf.make_slides_pdf(tmp_path / "deck.pdf")
+    parsed = _parse(tmp_path / "deck.pdf")
+    tree = build_tree(parsed, "deck")
+    content = [n for n in tree.nodes[1:] if n.type == NodeType.TEXT]
+    assert [n.content for n in content] == info["lines"]
+    assert [(n.page_start, n.page_end) for n in content] == [(k, k) for k in range(1, 6)]
+    assert all(len(n.bboxes) == 1 and n.bboxes[0][0] == n.page_start for n in content)
+
+
+def test_many_short_pages_do_not_claim_every_page():
+    # 3,000 one-line pages (what a raised page limit allows): each node keeps its page
+    els = [Element(NodeType.TEXT, f"Line {k} here", k, (72, 72, 200, 84), order=k - 1) for k in range(1, 3001)]
+    tree = build_tree(ParsedDocument("big.pdf", "Big", 3000, els, "pymupdf"), "big")
+    spans = [(n.page_start, n.page_end) for n in tree.nodes[1:]]
+    assert len(spans) == 3000
+    assert all(a == b for a, b in spans)
+
+
+def test_paragraph_across_page_break_keeps_one_box_per_page_and_quote_page():
+    first = "The experiment ran for three weeks on the cluster and the results were collected every night by"
+    second = "the scheduler, which stored them in the archive for later analysis by the team."
+    els = [Element(NodeType.TEXT, first, 1, (72, 700, 540, 760), order=0),
+           Element(NodeType.TEXT, second, 2, (72, 72, 540, 100), order=1)]
+    tree = build_tree(ParsedDocument("p.pdf", "P", 2, els, "pymupdf"), "p")
+    (node,) = [n for n in tree.nodes if n.type == NodeType.TEXT]
+    assert (node.page_start, node.page_end) == (1, 2)
+    assert [b[0] for b in node.bboxes] == [1, 2]
+    assert page_of_text(node, "stored them in the archive") == 2
+    assert page_of_text(node, "ran for three weeks") == 1
+    ev = Evidence("E1", "p", node.id, "tree", 1.0, node.content, 1, page_chars=node.extra["page_chars"])
+    assert ev.page_of("stored them in the archive") == 2
+    assert ev.page_of("three weeks") == 1
+
+
+def test_split_pieces_keep_only_their_pages():
+    a = " ".join(f"Sentence {k} on the first page ends here." for k in range(30))
+    b = " ".join(f"sentence {k} on the second page ends here." for k in range(30))
+    els = [Element(NodeType.TEXT, a[:-1] + " and", 1, (72, 72, 540, 760), order=0),
+           Element(NodeType.TEXT, b, 2, (72, 72, 540, 760), order=1)]
+    tree = build_tree(ParsedDocument("p.pdf", "P", 2, els, "pymupdf"), "p", ParsingSettings(max_paragraph_chars=400))
+    pieces = [n for n in tree.nodes if n.type == NodeType.TEXT]
+    assert len(pieces) >= 4
+    for n in pieces:
+        on2 = "second page" in n.content
+        on1 = "first page" in n.content
+        assert (n.page_start, n.page_end) == (1 if on1 else 2, 2 if on2 else 1)
