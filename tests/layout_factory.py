@@ -29,13 +29,14 @@ def _filler(words: int, tag: str, start: int = 0) -> list[str]:
 
 
 def make_columns_pdf(path: str | Path, n_cols: int = 3, gutter: float = 10.0, lines_per_col: int = 14,
-                     header: bool = True, below_single: bool = False) -> dict[str, Any]:
+                     header: bool = True, below_single: bool = False, below_lines: int = 4) -> dict[str, Any]:
     """A page with ``n_cols`` text columns separated by ``gutter`` points.
 
     Column ``k`` holds ``lines_per_col`` lines of words tagged with ``COLk`` (e.g.
     "col1w3"), each line of the column one sentence fragment so that the column is
     one paragraph. A full-width title sits above the columns when ``header``; when
-    ``below_single`` a full-width paragraph follows the columns.
+    ``below_single`` a full-width paragraph of ``below_lines`` lines follows the
+    columns (two or three columns above, one below).
 
     Returns:
         ``{"tags": ["cola", ...], "title": str|None, "below": str|None}``.
@@ -52,16 +53,29 @@ def make_columns_pdf(path: str | Path, n_cols: int = 3, gutter: float = 10.0, li
         y0 += 30
     tags = ["alpha", "bravo", "charlie", "delta"][:n_cols]
     size = 8.0 if n_cols >= 3 else 9.5
-    chars_per_line = int(colw / (0.47 * size))
+    import pymupdf
+
     for k, tag in enumerate(tags):
         x = left + k * (colw + gutter)
         for i in range(lines_per_col):
-            words = []
+            # fill the column to its right edge (justified look) so the gap between
+            # columns is the gutter itself
+            words: list[str] = []
             j = 0
-            while len(" ".join(words)) < chars_per_line - 8:
+            while True:
+                nxt = " ".join(words + [f"{tag}{i}x{j}"])
+                if pymupdf.get_text_length(nxt, fontname="tiro", fontsize=size) > colw:
+                    break
                 words.append(f"{tag}{i}x{j}")
                 j += 1
-            txt = " ".join(words[:-1])
+            # top up the last word letter by letter: the line ends within a letter
+            # of the column edge, so the gap between columns is the gutter itself
+            tail = " "
+            for ch in "abcdefghijklmnopqrstuvwxyz":
+                if pymupdf.get_text_length(" ".join(words) + tail + ch, fontname="tiro", fontsize=size) > colw:
+                    break
+                tail += ch
+            txt = " ".join(words) + (tail if len(tail) > 1 else "")
             if i == lines_per_col - 1:
                 txt = f"end of {tag}."
             _put(page, x, y0 + i * (size * 1.25), txt, size=size)
@@ -69,7 +83,7 @@ def make_columns_pdf(path: str | Path, n_cols: int = 3, gutter: float = 10.0, li
     if below_single:
         yb = y0 + lines_per_col * size * 1.25 + 24
         below = []
-        for i in range(4):
+        for i in range(below_lines):
             txt = " ".join(f"below{i}x{j}" for j in range(11))
             _put(page, left, yb + i * 12.5, txt, size=9.5)
             below.append(txt)

@@ -76,3 +76,71 @@ def test_split_pieces_keep_only_their_pages():
         on2 = "second page" in n.content
         on1 = "first page" in n.content
         assert (n.page_start, n.page_end) == (1 if on1 else 2, 2 if on2 else 1)
+
+
+# ------------------------------------------------------------------ columns
+
+
+def _reading_text(parsed) -> str:
+    return " ".join(e.text for e in parsed.elements)
+
+
+def _assert_column_order(parsed, tags, below=None):
+    text = _reading_text(parsed)
+    # every column is read whole before the next one starts
+    pos = []
+    for t in tags:
+        idx = [m.start() for m in re.finditer(rf"\b{t}\d+x\d+", text)]
+        assert idx, t
+        pos.append((min(idx), max(idx)))
+    for (a0, a1), (b0, b1) in zip(pos[:-1], pos[1:]):
+        assert a1 < b0, (tags, pos)
+    # lines inside a column in order
+    for t in tags:
+        rows = [int(m.group(1)) for m in re.finditer(rf"\b{t}(\d+)x0\b", text)]
+        assert rows == sorted(rows) and len(rows) >= 9
+    if below:
+        assert text.index(below[0].split()[0]) > pos[-1][1]
+    # each column is its own paragraph: no TEXT element mixes two columns
+    for e in parsed.elements:
+        assert sum(1 for t in tags if re.search(rf"\b{t}\d+x\d+", e.text)) <= 1, e.text[:120]
+
+
+@pytest.mark.parametrize("gutter", [10.0, 24.0])
+def test_three_columns_read_in_order(tmp_path, gutter):
+    info = lf.make_columns_pdf(tmp_path / "c3.pdf", n_cols=3, gutter=gutter, below_single=True)
+    parsed = _parse(tmp_path / "c3.pdf")
+    _assert_column_order(parsed, info["tags"], info["below"])
+    assert parsed.metadata["multi_column_pages"] == 1
+
+
+def test_two_columns_above_one_below(tmp_path):
+    # the full-width part dominates the page: the gutter is found on the narrow lines
+    info = lf.make_columns_pdf(tmp_path / "mix.pdf", n_cols=2, gutter=14.0, lines_per_col=10,
+                               below_single=True, below_lines=24)
+    parsed = _parse(tmp_path / "mix.pdf")
+    _assert_column_order(parsed, info["tags"], info["below"])
+
+
+def test_single_column_page_has_no_gutter(tmp_path):
+    info = lf.make_columns_pdf(tmp_path / "c1.pdf", n_cols=1, gutter=0.0, below_single=True)
+    parsed = _parse(tmp_path / "c1.pdf")
+    assert parsed.metadata["multi_column_pages"] == 0
+    _assert_column_order(parsed, info["tags"], info["below"])
+
+
+def test_layout_stage_alone_finds_three_columns(tmp_path):
+    import pymupdf
+
+    from docmaster_core.parsing.pdf.common import _PageInfo
+    from docmaster_core.parsing.pdf.layout import page_layout
+    from docmaster_core.parsing.pdf.spans import _extract_page_lines
+
+    lf.make_columns_pdf(tmp_path / "c3.pdf", n_cols=3, gutter=10.0, header=False)
+    with pymupdf.open(tmp_path / "c3.pdf") as doc:
+        lines, _ = _extract_page_lines(doc[0], 0)
+        p = _PageInfo(doc[0].rect.width, doc[0].rect.height)
+    page_layout(p, lines)
+    assert len(p.gutters) == 2
+    assert {l.col for l in p.lines} == {0, 1, 2}
+    assert all(l.text.startswith(("alpha", "end of alpha")) for l in p.lines if l.col == 0)

@@ -31,6 +31,74 @@ def _find_gutter(lines: list[_Line], width: float) -> float | None:
     return float(gs[int(np.argmin(score))])
 
 
+def _find_gutters(lines: list[_Line], width: float) -> list[float]:
+    """x positions of the vertical whitespace gaps between text columns (empty for a
+    single-column page).
+
+    Gutter detection over line boxes: lines wider than 60 % of the text width are
+    full-width (titles, single-column paragraphs, spanning figures) and left out; a
+    gutter is a strip at least 4 pt wide that at most 10 % of the remaining lines
+    cross, with >= 4 lines wholly inside each resulting column and the columns side
+    by side (their y-ranges overlap). Three or more columns come from this search;
+    two columns from :func:`_find_gutter` (all lines, page middle), retried on the
+    narrow lines alone when full-width text dominates the page.
+    """
+    cand = [l for l in lines if l.nchars >= 8 and l.role == ""]
+    if len(cand) < 8:
+        return []
+    tx0 = min(l.x0 for l in cand)
+    tx1 = max(l.x1 for l in cand)
+    tw = max(tx1 - tx0, 1.0)
+    narrow = [l for l in cand if l.w <= 0.6 * tw]
+    gut = _multi_gutters(narrow, tx0, tx1) if len(narrow) >= 12 else []
+    if len(gut) >= 2:
+        return gut
+    g = _find_gutter(lines, width)
+    if g is None and len(narrow) >= 8 and len(narrow) < len(cand):
+        g = _find_gutter(narrow, width)
+    return [g] if g is not None else []
+
+
+def _multi_gutters(ls: list[_Line], tx0: float, tx1: float) -> list[float]:
+    """Gutters of a page with three or more columns (see :func:`_find_gutters`)."""
+    n = len(ls)
+    x0 = np.fromiter((l.x0 for l in ls), float, n)
+    x1 = np.fromiter((l.x1 for l in ls), float, n)
+    gs = np.arange(tx0 + 0.12 * (tx1 - tx0), tx1 - 0.12 * (tx1 - tx0), 1.0)
+    if gs.size == 0:
+        return []
+    cross = ((x0[:, None] < gs[None, :] - 1.0) & (x1[:, None] > gs[None, :] + 1.0)).sum(0)
+    free = cross <= max(1, int(0.1 * n))
+    gut: list[float] = []
+    k = 0
+    while k < gs.size:
+        if not free[k]:
+            k += 1
+            continue
+        j = k
+        while j + 1 < gs.size and free[j + 1]:
+            j += 1
+        if gs[j] - gs[k] >= 3.0:
+            run = np.arange(k, j + 1)
+            best = run[cross[run] == cross[run].min()]
+            gut.append(float(gs[best].mean()))
+        k = j + 1
+    if len(gut) < 2:
+        return []
+    bounds = [-np.inf] + gut + [np.inf]
+    spans = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = (x0 >= a - 1.0) & (x1 <= b + 1.0)
+        if inside.sum() < 4:
+            return []
+        ys = [l.y0 for l, f in zip(ls, inside) if f] + [l.y1 for l, f in zip(ls, inside) if f]
+        spans.append((min(ys), max(ys)))
+    for (a0, a1), (b0, b1) in zip(spans[:-1], spans[1:]):
+        if min(a1, b1) - max(a0, b0) < 0.3 * min(a1 - a0, b1 - b0):
+            return []
+    return gut
+
+
 def _assign_col(x0: float, x1: float, gutters: list[float] | None, width: float) -> int:
     """Column index (0 = leftmost) of a box spanning ``[x0, x1]`` on a page whose
     column gaps are at ``gutters`` (x, points); -1 when it crosses a gutter by more
@@ -121,8 +189,7 @@ def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: f
 def page_layout(p: _PageInfo, lines: list[_Line]) -> None:
     """Columns of the page, the column of each raw line, and the visual lines
     (``p.gutters``, ``p.lines`` sorted by y then x)."""
-    g = _find_gutter(lines, p.width)
-    p.gutters = [g] if g is not None else []
+    p.gutters = _find_gutters(lines, p.width)
     for l in lines:
         l.col = _assign_col(l.x0, l.x1, p.gutters, p.width)
     p.lines = sorted(_visual_lines(lines, p.gutters, p.width), key=lambda l: (l.y0, l.x0))
