@@ -202,11 +202,13 @@ def make_equation_pdf(path: str | Path) -> dict[str, Any]:
     _put(page, 72, y, "The objective combines a reconstruction term and a penalty on the weights of all layers", 10)
     _put(page, 72, y + 13, before, 10)
     y += 40
-    l1 = "L(w) = sum_i (x_i - f(x_i; w))^2 + a * |w|^2"
+    # the first line alone does not look like math (words, few symbols); the
+    # second carries the number
+    l1 = "Loss(W, V) = softmax(Q K^T / sqrt(d)) V + decay(W)"
     l2 = "+ b * sum_j KL(q_j | p_j)"
-    _put(page, 200, y, l1, 10, "tiit")
-    _put(page, 240, y + 16, l2, 10, "tiit")
-    _put(page, 520, y + 16, "(1)", 10)
+    _put(page, 190, y, l1, 10, "tiit")
+    _put(page, 240, y + 14, l2, 10, "tiit")
+    _put(page, 520, y + 14, "(1)", 10)
     y += 44
     after = "where a and b weight the two penalties and are chosen on the validation split of the data."
     _put(page, 72, y, after, 10)

@@ -144,3 +144,25 @@ def test_layout_stage_alone_finds_three_columns(tmp_path):
     assert len(p.gutters) == 2
     assert {l.col for l in p.lines} == {0, 1, 2}
     assert all(l.text.startswith(("alpha", "end of alpha")) for l in p.lines if l.col == 0)
+
+
+# ------------------------------------------------------------------ equations
+
+
+def test_two_line_display_equation_is_one_node(tmp_path):
+    info = lf.make_equation_pdf(tmp_path / "eq.pdf")
+    parsed = _parse(tmp_path / "eq.pdf")
+    eqs = [e for e in parsed.elements if e.type == NodeType.EQUATION]
+    assert len(eqs) == 2
+    first, second = eqs
+    l1, l2 = info["eq_lines"][0]
+    assert first.text.startswith(l1.split()[0]) and first.text.endswith("(1)")
+    assert l1.split()[2] in first.text and "KL(q_j" in first.text
+    assert second.text.endswith("(2)") and second.text.startswith("E =")
+    texts = [e.text for e in parsed.elements if e.type == NodeType.TEXT]
+    assert not any("softmax" in t or "KL(" in t for t in texts)
+    assert any(t.endswith(info["before"]) for t in texts)
+    # reading order: paragraph, equation, paragraph
+    kinds = [e.type for e in parsed.elements]
+    i = kinds.index(NodeType.EQUATION)
+    assert kinds[i - 1] == NodeType.TEXT and kinds[i + 1] == NodeType.TEXT

@@ -51,12 +51,33 @@ def _find_gutters(lines: list[_Line], width: float) -> list[float]:
     tw = max(tx1 - tx0, 1.0)
     narrow = [l for l in cand if l.w <= 0.6 * tw]
     gut = _multi_gutters(narrow, tx0, tx1) if len(narrow) >= 12 else []
-    if len(gut) >= 2:
+    if len(gut) == 2 and _columns_are_text(narrow, gut, tx0, tx1):
         return gut
     g = _find_gutter(lines, width)
     if g is None and len(narrow) >= 8 and len(narrow) < len(cand):
         g = _find_gutter(narrow, width)
+        if g is not None and not _columns_are_text(narrow, [g], tx0, tx1):
+            g = None
     return [g] if g is not None else []
+
+
+def _columns_are_text(ls: list[_Line], gutters: list[float], tx0: float, tx1: float) -> bool:
+    """True when the columns that ``gutters`` cut are columns of running text (not
+    the columns of a table or a figure): each holds >= 5 lines of >= 3 words that
+    mostly fill its width, and the columns have similar widths."""
+    bounds = [tx0] + list(gutters) + [tx1]
+    widths = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = [l for l in ls if l.x0 >= a - 2.0 and l.x1 <= b + 2.0]
+        wordy = [l for l in inside if l.nwords >= 3]
+        if len(wordy) < 5 or len(wordy) < 0.6 * len(inside):
+            return False
+        cw = b - a
+        fill = float(np.median([l.w for l in wordy]))
+        if fill < 0.6 * (cw - 12.0):
+            return False
+        widths.append(cw)
+    return max(widths) <= 1.8 * min(widths)
 
 
 def _multi_gutters(ls: list[_Line], tx0: float, tx1: float) -> list[float]:

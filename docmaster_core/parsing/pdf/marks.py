@@ -126,10 +126,47 @@ def _mark_equations(p: _PageInfo, body: float) -> None:
                 _overlap_x(q.x0, q.x1, gx0 - 60, gx1 + 20) > 0 or _EQNUM_RE.fullmatch(q.text.strip())
             ):
                 g.append(j)
+        _extend_equation(lines, g, flags, colx, body)
         for i in g:
             lines[i].role = "equation"
             lines[i].group = gid
         gid += 1
+
+def _math_like(l: _Line, colx: dict, body: float) -> bool:
+    """A centred or indented, narrow line with an operator and few words: a line of
+    a display equation that alone does not look like math (``softmax(...) V``)."""
+    if l.role or l.nchars < 2:
+        return False
+    t = l.text.strip()
+    cx0, cx1 = colx.get(l.col, (l.x0, l.x1))
+    cw = max(cx1 - cx0, 1.0)
+    centred = abs((l.x0 + l.x1) / 2 - (cx0 + cx1) / 2) < 0.2 * cw
+    indented = l.x0 > cx0 + 0.06 * cw
+    narrow = (l.x1 - l.x0) < 0.85 * cw
+    ops = sum(1 for ch in t if ch in "=+−×÷±∑∏∫≤≥≈≠→∈^_/*") + (2 if l.math >= 0.3 else 0)
+    prose_end = t.endswith(".") and l.nwords >= 4
+    return narrow and (centred or indented) and ops >= 1 and ("=" in t or t[:1] in "+−-=≤≥<>" or ops >= 2) \
+        and l.nwords <= 6 and not prose_end and abs(l.size - body) < 0.3 * body
+
+
+def _extend_equation(lines: list[_Line], g: list[int], flags: list[bool], colx: dict, body: float) -> None:
+    """Add to the equation group ``g`` (indices into ``lines``) the consecutive
+    centred math-like lines directly above and below it (a multi-line display
+    equation whose other lines were not recognised alone)."""
+    col = lines[g[0]].col
+    for direction in (-1, 1):
+        edge = min(lines[i].y0 for i in g) if direction < 0 else max(lines[i].y1 for i in g)
+        cand = [j for j, q in enumerate(lines) if (q.col == col or col == -1) and j not in g
+                and (q.y1 <= edge + 1 if direction < 0 else q.y0 >= edge - 1)]
+        cand.sort(key=lambda j: -lines[j].y1 if direction < 0 else lines[j].y0)
+        for j in cand:
+            q = lines[j]
+            gap = (edge - q.y1) if direction < 0 else (q.y0 - edge)
+            if gap > 0.8 * body or flags[j] or not _math_like(q, colx, body):
+                break
+            g.append(j)
+            edge = q.y0 if direction < 0 else q.y1
+
 
 # ------------------------------------------------------------------ strong headings
 def _heading_features(l: _Line, body: float) -> dict[str, Any] | None:

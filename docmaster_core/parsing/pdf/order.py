@@ -10,7 +10,7 @@ import numpy as np
 
 from ...model import Element, NodeType
 from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_heading
-from .common import _BULLET_RE, _Line, _PageInfo, _union
+from .common import _BULLET_RE, _EQNUM_RE, _Line, _PageInfo, _union
 from .layout import _assign_col
 
 
@@ -29,7 +29,7 @@ def _reading_order(pages: list[_PageInfo], body: float) -> list[Element]:
             if l.role == "equation":
                 eqs[l.group].append(l)
         for g, ls in eqs.items():
-            ls.sort(key=lambda l: (l.y0, l.x0))
+            ls = _equation_lines_in_order(ls)
             items.append({"kind": "equation", "type": NodeType.EQUATION,
                           "bbox": _union((l.x0, l.y0, l.x1, l.y1) for l in ls),
                           "text": clean_text(" ".join(l.text for l in ls)), "extra": {"lines": len(ls)}})
@@ -149,3 +149,23 @@ def _new_paragraph(para: list[dict], it: dict, body: float) -> bool:
     if ended and len(para) >= 2 and pb[2] < right - 0.15 * (right - left):
         return True  # short last line
     return False
+
+
+def _equation_lines_in_order(ls: list[_Line]) -> list[_Line]:
+    """Lines of one display equation in reading order: rows (lines whose vertical
+    extents overlap) top to bottom, left to right within a row, the equation
+    number ("(3)") last."""
+    nums = [l for l in ls if _EQNUM_RE.fullmatch(l.text.strip())]
+    rest = sorted((l for l in ls if l not in nums), key=lambda l: l.yc)
+    rows: list[list[_Line]] = []
+    for l in rest:
+        if rows:
+            r = rows[-1]
+            lo = max(min(q.y0 for q in r), l.y0)
+            hi = min(max(q.y1 for q in r), l.y1)
+            if hi - lo >= 0.4 * min(l.h, max(q.h for q in r)):
+                r.append(l)
+                continue
+        rows.append([l])
+    out = [l for r in rows for l in sorted(r, key=lambda q: q.x0)]
+    return out + sorted(nums, key=lambda l: l.y0)
