@@ -166,3 +166,64 @@ def test_two_line_display_equation_is_one_node(tmp_path):
     kinds = [e.type for e in parsed.elements]
     i = kinds.index(NodeType.EQUATION)
     assert kinds[i - 1] == NodeType.TEXT and kinds[i + 1] == NodeType.TEXT
+
+
+# ------------------------------------------------------------------ tables
+
+
+def test_borderless_table_keeps_multiline_cells_together(tmp_path):
+    info = lf.make_multiline_cell_table_pdf(tmp_path / "t.pdf")
+    parsed = _parse(tmp_path / "t.pdf")
+    (tab,) = [e for e in parsed.elements if e.type == NodeType.TABLE]
+    rows = tab.extra["rows"]
+    assert rows[0] == info["header"]
+    assert rows[1:] == info["rows"]
+    # nothing of the table leaks into the text around it
+    texts = " ".join(e.text for e in parsed.elements if e.type == NodeType.TEXT)
+    assert "GB" not in texts and "replicas" not in texts
+
+
+def test_uncaptioned_statement_is_a_table_with_its_title(tmp_path):
+    info = lf.make_statement_pdf(tmp_path / "s.pdf")
+    parsed = _parse(tmp_path / "s.pdf")
+    tabs = [e for e in parsed.elements if e.type == NodeType.TABLE]
+    assert len(tabs) == 1
+    tab = tabs[0]
+    rows = tab.extra["rows"]
+    assert tab.text.startswith(info["title"])
+    assert rows[0] == ["(in millions)"] + info["years"]
+    body = {r[0]: r[1:] for r in rows[1:]}
+    for label, a, b, _ in info["rows"]:
+        assert body[label] == [a, b], label
+    # bold row labels are not headings, numbers stay with their own row
+    assert not [e for e in parsed.elements if e.type == NodeType.TITLE]
+    texts = [e.text for e in parsed.elements if e.type == NodeType.TEXT]
+    assert len(texts) == 2 and not any(ch.isdigit() for t in texts for ch in t)
+    tree = build_tree(parsed, "s")
+    (node,) = [n for n in tree.nodes if n.type == NodeType.TABLE]
+    assert "| Operating income | 202 | 135 |" in node.content
+
+
+def test_statement_with_other_labels_and_tables_off(tmp_path):
+    rows = [("Total net sales", "514,0", "469,8", True), ("Operating expenses:", "", "", False),
+            ("Fulfillment", "84,299", "75,111", False), ("Technology and content", "73,213", "56,052", False),
+            ("Total operating expenses", "501,735", "444,943", True), ("Operating income", "12,248", "24,879", True)]
+    lf.make_statement_pdf(tmp_path / "s2.pdf", title="Consolidated Statements of Operations", rows=rows)
+    parsed = _parse(tmp_path / "s2.pdf")
+    (tab,) = [e for e in parsed.elements if e.type == NodeType.TABLE]
+    body = {r[0]: r[1:] for r in tab.extra["rows"][1:]}
+    assert body["Operating expenses:"] == ["", ""]
+    assert body["Fulfillment"] == ["84,299", "75,111"]
+    assert body["Operating income"] == ["12,248", "24,879"]
+    off = _parse(tmp_path / "s2.pdf", tables=False)
+    assert not [e for e in off.elements if e.type == NodeType.TABLE]
+
+
+def test_numeric_row_shape():
+    from docmaster_core.parsing.pdf.tables import is_numeric_row_text
+
+    assert is_numeric_row_text("Revenue 1,234 1,100")
+    assert is_numeric_row_text("Research and development (88) (80)")
+    assert is_numeric_row_text("Margin 12.5% —")
+    assert not is_numeric_row_text("We trained for 12 epochs.")
+    assert not is_numeric_row_text("Revenue grew by 12")

@@ -42,9 +42,9 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[_PageInfo, int]:
         rect = page.rect
         tp = page.get_textpage(flags=_text_flags())
         lines, nr = _extract_page_lines(page, pno, tp)
-        # words for table grids, only where a table (caption or numeric columns) may be
+        # words for the table grids of captioned tables (elsewhere fetched per region)
         words = None
-        if ctx.settings.tables and (any(_TABLE_HINT_RE.match(l.text) for l in lines) or _numeric_lines(lines) >= 3):
+        if ctx.settings.tables and any(_TABLE_HINT_RE.match(l.text) for l in lines):
             words = page.get_text("words", textpage=tp)
         del tp
         imgs = []
@@ -63,13 +63,6 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[_PageInfo, int]:
     pi.images = imgs
     page_layout(pi, lines)
     return pi, nr
-
-
-def _numeric_lines(lines) -> int:
-    """Lines that end in two or more number-like tokens (statement rows)."""
-    from .tables import is_numeric_row_text
-
-    return sum(1 for l in lines if is_numeric_row_text(l.text))
 
 
 class PyMuPDFParser:

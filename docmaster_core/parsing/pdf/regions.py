@@ -90,7 +90,9 @@ class RegionEnv:
     def col_range(self, c: int, x0: float, x1: float) -> tuple[float, float]:
         """x-range of column ``c`` (-1: full width) widened to include ``[x0, x1]``."""
         g = self.p.gutters
-        if not g or c == -1:
+        if not g:  # one column: a table or figure may be wider than the text
+            return min(0.03 * self.p.width, x0), max(0.97 * self.p.width, x1)
+        if c == -1:
             return min(self.cx0, x0), max(self.cx1, x1)
         a = self.cx0 if c == 0 else g[c - 1]
         b = self.cx1 if c >= len(g) else g[c]

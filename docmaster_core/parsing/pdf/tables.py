@@ -82,6 +82,38 @@ def _word_grid(words: list[tuple], body: float) -> list[list[str]]:
             k = int(np.searchsorted(np.asarray(cuts), c)) if cuts else 0
             cells[k].append(w[4])
         out.append([clean_text(" ".join(c)) for c in cells])
+    centres = [sum((q[1] + q[3]) / 2 for q in r) / len(r) for r in rows]
+    return _join_wrapped_cells(out, centres, hmed)
+
+
+def _join_wrapped_cells(rows: list[list[str]], centres: list[float], h: float) -> list[list[str]]:
+    """Join the continuation lines of multi-line cells to their row.
+
+    A grid row is a continuation of the row above when it is closer to it than the
+    table's row pitch (centre distance <= 1.5 text heights and < 0.8 x the 75th
+    percentile of the row pitches, or it starts in lower case), holds no number,
+    and leaves empty a cell that the row above fills. Its cells are appended to the
+    cells above with a space.
+    """
+    if len(rows) < 2:
+        return rows
+    pitch = np.diff(np.asarray(centres, dtype=float))
+    p75 = float(np.percentile(pitch, 75)) if pitch.size else 0.0
+    out = [list(rows[0])]
+    last_c = centres[0]
+    for r, c in zip(rows[1:], centres[1:]):
+        prev = out[-1]
+        d = c - last_c
+        filled = [bool(x) for x in r]
+        text_only = not any(_NUM_TOKEN_RE.match(t) for x in r for t in x.split())
+        gap_left = any(p and not f for p, f in zip(prev, filled))
+        first = next((x for x in r if x), "")
+        tight = d <= 1.5 * max(h, 1.0) and (d < 0.8 * p75 or first[:1].islower())
+        if tight and text_only and gap_left and any(filled) and not prev[0].endswith(":"):
+            out[-1] = [(p + " " + x).strip() if x else p for p, x in zip(prev, r)]
+        else:
+            out.append(list(r))
+        last_c = c
     return out
 
 
@@ -229,10 +261,121 @@ def table_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[
     })
 
 
+def _page_rows(lines: list[_Line]) -> list[list[_Line]]:
+    """Free lines (no role yet) grouped into visual rows: lines of one column whose
+    vertical extents overlap, top to bottom; a row's lines sorted by x."""
+    rows: list[list[_Line]] = []
+    for col in sorted({l.col for l in lines}):
+        ls = sorted((l for l in lines if l.col == col), key=lambda l: l.yc)
+        cur: list[_Line] = []
+        for l in ls:
+            if cur:
+                lo = max(min(q.y0 for q in cur), l.y0)
+                hi = min(max(q.y1 for q in cur), l.y1)
+                if hi - lo >= 0.5 * min(l.h, max(q.h for q in cur)):
+                    cur.append(l)
+                    continue
+                rows.append(sorted(cur, key=lambda q: q.x0))
+            cur = [l]
+        if cur:
+            rows.append(sorted(cur, key=lambda q: q.x0))
+    return rows
+
+
+def _row_text(r: list[_Line]) -> str:
+    return " ".join(l.text for l in r)
+
+
+def _is_label_row(env: RegionEnv, r: list[_Line]) -> bool:
+    """A short non-prose row that may sit inside a table (a group label such as
+    "Operating expenses:", a units line, a title)."""
+    t = _row_text(r)
+    return len(t) <= 80 and not t.rstrip().endswith(".") and all(not env.is_prose(l) for l in r) \
+        and all(l.role == "" for l in r) and sum(len(l.text.split()) for l in r) <= 10
+
+
+def _numeric_blocks(env: RegionEnv, rows: list[list[_Line]]) -> list[tuple[int, int]]:
+    """Index ranges ``[a, b)`` of row runs that form a borderless numeric table:
+    >= 3 rows ending in >= 2 number-like tokens, at least half the run, label rows
+    in between, row gaps <= 2.5 text heights."""
+    body = env.body
+    numeric = [is_numeric_row_text(_row_text(r)) and all(not env.is_prose(l) for l in r) for r in rows]
+    out = []
+    i = 0
+    n = len(rows)
+    while i < n:
+        if not numeric[i]:
+            i += 1
+            continue
+        j = i + 1
+        last_num = i
+        while j < n:
+            prev_y1 = max(q.y1 for q in rows[j - 1])
+            gap = min(q.y0 for q in rows[j]) - prev_y1
+            if rows[j][0].col != rows[i][0].col or gap > 2.5 * max(body, 4.0) or gap < -0.5 * body:
+                break
+            if numeric[j]:
+                last_num = j
+            elif not _is_label_row(env, rows[j]):
+                break
+            j += 1
+        run = range(i, last_num + 1)
+        k = sum(1 for m in run if numeric[m])
+        if k >= 3 and k >= 0.5 * len(run):
+            out.append((i, last_num + 1))
+        i = last_num + 1
+    return out
+
+
 def layout_tables(env: RegionEnv) -> None:
-    """Tables without a caption, found by layout (see below); appended to
-    ``env.p.items``."""
-    return None
+    """Tables without a caption, found by layout: runs of rows ending in aligned
+    numbers (financial statements, specification sheets; see
+    :func:`_numeric_blocks`), with up to three header/title rows directly above them
+    (column years, units, the statement's title). The rows come from the word grid
+    (multi-line cells joined); the title rows (one cell only, above the column
+    headers) become the table's caption. Lines taken get ``role = "region"`` so
+    their bold row labels are never headings. Appended to ``env.p.items``."""
+    if not env.ctx.settings.tables:
+        return
+    free = [l for l in env.lines if l.role == ""]
+    if sum(1 for l in free if any(ch.isdigit() for ch in l.text)) < 3:
+        return
+    rows = _page_rows(free)
+    for a, b in _numeric_blocks(env, rows):
+        top = a
+        while top > 0 and a - top < 3:
+            r = rows[top - 1]
+            gap = min(q.y0 for q in rows[top]) - max(q.y1 for q in r)
+            if r[0].col != rows[a][0].col or gap > 2.5 * max(env.body, 4.0) or not _is_label_row(env, r):
+                break
+            top -= 1
+        block = rows[top:b]
+        lines = [l for r in block for l in r]
+        if any(l.role for l in lines):
+            continue  # taken by an earlier block
+        title_rows = []
+        for r in block:
+            if len(r) == 1 and not is_numeric_row_text(r[0].text) and not any(ch.isdigit() for ch in r[0].text[-4:]) \
+                    and len(title_rows) < 2 and r is block[len(title_rows)] and r[0].text[:1] != "(":
+                title_rows.append(r)
+            else:
+                break
+        grid_lines = [l for r in block[len(title_rows):] for l in r]
+        if len(grid_lines) < 3:
+            continue
+        rb, rows_, method = _region_rows(env, grid_lines)
+        if len(rows_) < 3 or max((len(r) for r in rows_), default=0) < 2:
+            continue
+        title = clean_text(" ".join(_row_text(r) for r in title_rows))
+        for l in lines:
+            l.role = "region"
+        box = _union([rb] + [(l.x0, l.y0, l.x1, l.y1) for l in lines])
+        md = _rows_to_markdown(rows_)
+        env.p.items.append({
+            "type": NodeType.TABLE, "bbox": box, "text": (title + "\n\n" + md) if title else md, "caption_group": None,
+            "extra": {"caption": title, "rows": rows_, "markdown": md, "method": "layout-" + method,
+                      "region_bbox": list(rb)},
+        })
 
 
 _NUM_TOKEN_RE = re.compile(r"^[\(\[]?[-–−+$€£¥]?\s?\d[\d,.]*%?[\)\]]?$|^[-–—]$|^n/?a$", re.IGNORECASE)
