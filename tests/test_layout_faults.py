@@ -227,3 +227,53 @@ def test_numeric_row_shape():
     assert is_numeric_row_text("Margin 12.5% —")
     assert not is_numeric_row_text("We trained for 12 epochs.")
     assert not is_numeric_row_text("Revenue grew by 12")
+
+
+# ------------------------------------------------------------------ ligatures, exponents
+
+
+def test_private_use_ligatures_are_mapped_by_evidence():
+    from docmaster_core.parsing.pdf.spans import _PUA_SHIFT, ligature_map
+
+    a, b = chr(_PUA_SHIFT[0xE000]), chr(_PUA_SHIFT[0xE001])
+    words = [f"{a}rst", f"signi{a}cant", f"ef{a}cient", f"{b}ow", f"{b}oating", f"{a}eld"]
+    table = ligature_map(words)
+    assert [w.translate(table) for w in words] == ["first", "significant", "efficient", "flow", "floating", "field"]
+    # evidence wins over code point order: here U+E000 is "ff" and U+E001 "fi"
+    words = [f"e{a}ect", f"di{a}erent", f"{b}nd", f"de{b}ne"]
+    table = ligature_map(words)
+    assert [w.translate(table) for w in words] == ["effect", "different", "find", "define"]
+
+
+def test_math_private_use_between_digits_is_a_decimal_point():
+    from docmaster_core.parsing.pdf.spans import _pua_text
+
+    assert _pua_text("1\ue0040", "ABCDEF+CMMI10") == "1.0"
+    assert _pua_text("x\ue004\ue004\ue004", "CMMI10") == "x..."
+    assert _pua_text("\ue000rst", "NimbusRomNo9L-Regu").startswith(chr(0xF0000))
+
+
+@pytest.mark.skipif(not (CORPUS / "1706.03762v7_attention-is-all-you-need.pdf").is_file(),
+                    reason="../shared corpus (Transformer paper) not present")
+def test_transformer_paper_tables_and_ligatures():
+    parsed = _parse(CORPUS / "1706.03762v7_attention-is-all-you-need.pdf")
+    text = " ".join(e.text for e in parsed.elements)
+    assert not re.search("[\U000F0000-\U000F18FF]", text)  # every text-font glyph decided
+    assert "first" in text and "significantly" in text and "flow" in text
+    assert not re.search("[\ue000-\uf8ff](?:rst|gures|cient|ow)", text)
+    tabs = {e.text.split(":")[0]: e for e in parsed.elements if e.type == NodeType.TABLE}
+    t1 = tabs["Table 1"]
+    assert t1.extra["method"] != "caption-only"
+    r1 = {r[0]: r[1:] for r in t1.extra["rows"]}
+    assert "Self-Attention" in r1 and "Recurrent" in r1 and "Convolutional" in r1
+    assert any("O(n^2 · d)" in c for c in r1["Self-Attention"])
+    assert "3.5 Positional Encoding" not in t1.text
+    t2 = tabs["Table 2"]
+    head = t2.extra["rows"][0]
+    assert head[0] == "Model" and not any(re.fullmatch(r"col\d+", c) for c in head)
+    r2 = {r[0]: r[1:] for r in t2.extra["rows"]}
+    assert r2["Transformer (base model)"][:2] == ["27.3", "38.1"]
+    assert r2["Transformer (big)"][:2] == ["28.4", "41.8"]
+    assert "1.0 · 10^20" in t2.text and "3.3 · 10^18" in t2.text
+    # the table body lies beside its caption, inside the element's box
+    assert t2.bbox[3] - t2.bbox[1] > 100

@@ -151,6 +151,8 @@ class ParseContext:
         table_budget: Per-document ``find_tables`` budget (seconds).
         table_calls: ``find_tables`` calls so far.
         warnings: Human-readable warnings collected on the way.
+        ligatures: The document's private-use glyph -> letters table (plane-15
+            code points, see :mod:`.spans`).
     """
 
     settings: ParsingSettings
@@ -161,6 +163,7 @@ class ParseContext:
     table_budget: float = 1.0
     table_calls: int = 0
     warnings: list[str] = field(default_factory=list)
+    ligatures: dict[int, str] = field(default_factory=dict)
 
     def table_time_left(self) -> bool:
         """True while the ``find_tables`` budget is not spent."""

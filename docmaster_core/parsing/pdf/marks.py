@@ -43,8 +43,8 @@ def _mark_captions(p: _PageInfo, body: float) -> None:
         for q in lines[i + 1:]:
             if q.role or q.col != l.col:
                 continue
-            if q.y0 < last.y1 - 1:
-                continue
+            if q.y0 < last.y1 - 0.5 * min(q.h, last.h):
+                continue  # on the caption's own row
             if q.block == l.block and q.y0 - last.y1 < 0.8 * max(l.size, 4) and abs(q.size - l.size) < 1.0 \
                     and is_caption(q.text) is None:
                 q.role = "caption"
@@ -54,6 +54,14 @@ def _mark_captions(p: _PageInfo, body: float) -> None:
             elif q.y0 - last.y1 < 0.6 * max(l.size, 4) and abs(q.size - l.size) < 0.6 and q.block != l.block \
                     and _overlap_x(q.x0, q.x1, l.x0, l.x1) > 0.5 * min(q.w, l.w) and is_caption(q.text) is None \
                     and l.size < 0.97 * body:
+                q.role = "caption"
+                q.group = gid
+                q.heading_source = kind
+                last = q
+            elif kind == "table" and not last.text.rstrip().endswith((".", ":")) and q.y0 - last.y1 < 0.6 * max(l.size, 4) \
+                    and abs(q.size - l.size) < 0.6 and _overlap_x(q.x0, q.x1, l.x0, l.x1) > 0.5 * min(q.w, l.w) \
+                    and is_caption(q.text) is None and q.bold < 0.8:
+                # a table caption's sentence runs on in another block of body size
                 q.role = "caption"
                 q.group = gid
                 q.heading_source = kind

@@ -30,7 +30,7 @@ from .opening import _first_line, open_pdf
 from .order import _reading_order
 from .outline import _apply_outline, _outline_dests
 from .regions import _regions
-from .spans import _extract_page_lines, _text_flags
+from .spans import _extract_page_lines, _text_flags, apply_ligature_map
 
 
 def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[_PageInfo, int]:
@@ -126,6 +126,7 @@ class PyMuPDFParser:
             pi, nr = _read_page(ctx, doc, pno)
             pages.append(pi)
             n_rot += nr
+        ctx.ligatures = apply_ligature_map([l for p in pages for l in p.lines])
         t_extract = time.perf_counter() - t0
         total_chars = sum(l.nchars for p in pages for l in p.lines)
         if total_chars < 20:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..base import clean_text
+from ..base import clean_text, heading_numbering
 from .common import ParseContext, _Line, _overlap_x, _PageInfo, _union
 from .layout import _assign_col
 
@@ -47,6 +47,7 @@ class RegionEnv:
         self.n_calls = 0
         self.t_tables = 0.0
         self._drawings: dict[str, list[Box]] | None = None
+        self._mates: set[int] | None = None
 
     def drawings(self) -> dict[str, list[Box]]:
         """Vector drawings of the page, fetched once: ``graphics`` (all non-trivial
@@ -76,9 +77,32 @@ class RegionEnv:
             self._drawings = dr
         return self._drawings
 
+    def _row_mates(self) -> set[int]:
+        """ids of lines that share their row with another line of the same column
+        more than two text heights away (table cells, not running text)."""
+        if self._mates is None:
+            mates: set[int] = set()
+            ls = sorted(self.lines, key=lambda l: l.yc)
+            for i, a in enumerate(ls):
+                for b in ls[i + 1:]:
+                    if b.y0 > a.y1:
+                        break
+                    if a.col != b.col:
+                        continue
+                    ov = min(a.y1, b.y1) - max(a.y0, b.y0)
+                    gap = max(b.x0 - a.x1, a.x0 - b.x1)
+                    if ov >= 0.5 * min(a.h, b.h) and gap > 2.0 * max(a.h, b.h):
+                        mates.add(id(a))
+                        mates.add(id(b))
+            self._mates = mates
+        return self._mates
+
     def is_prose(self, l: _Line) -> bool:
-        """A running-text line (body size, mostly letters, no wide gaps)."""
+        """A running-text line (body size, mostly letters, no wide gaps, not sharing
+        its row with a distant cell)."""
         if l.role in ("heading?", "caption"):
+            return False
+        if id(l) in self._row_mates():
             return False
         ratio = l.size / self.body
         alpha = sum(ch.isalpha() for ch in l.text) / max(1, len(l.text.replace(" ", "")))
@@ -126,6 +150,9 @@ class RegionEnv:
             if not inside_graphic and (self.is_prose(l) or l.role in ("heading?", "region")):
                 stop = l.y0 if direction > 0 else l.y1
                 break
+            if gap > 1.5 * body and id(l) not in self._row_mates() and heading_numbering(l.text) is not None:
+                stop = l.y0 if direction > 0 else l.y1
+                break  # a numbered heading after a gap ends the region
             if gap > (4.0 * body if not inside_graphic else 6.0 * body):
                 stop = l.y0 if direction > 0 else l.y1
                 break

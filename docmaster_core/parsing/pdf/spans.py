@@ -16,6 +16,112 @@ from .common import _WORD_RE, _font_class, _Line
 _FLAGS_CACHE: dict[str, int] = {}
 
 
+# Private-use code points (U+E000-U+F8FF) that some fonts give to ligature glyphs
+# ("\ue000rst"). In text fonts they are moved to plane 15 during extraction (math
+# fonts keep theirs) and mapped to letters once per document (:func:`ligature_map`).
+_PUA_LO, _PUA_HI = 0xE000, 0xF8FF
+_PUA_SHIFT = {cp: 0xF0000 + (cp - _PUA_LO) for cp in range(_PUA_LO, _PUA_HI + 1)}
+_SHIFTED_RE = re.compile("[\U000F0000-\U000F18FF]")
+_LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")
+# common English word stems containing each ligature: the evidence for a mapping
+_LIG_STEMS = {
+    "fi": ("first", "find", "figur", "field", "final", "fine", "fit", "fix", "file", "filter", "specifi", "signific",
+           "defin", "modifi", "classifi", "confi", "benefi", "artifici", "identifi", "profi", "fix", "fication",
+           "finit", "fiel", "fier", "fied", "fies", "fic", "fin"),
+    "fl": ("flow", "float", "flex", "reflect", "influen", "conflict", "fly", "floor", "flat", "flag", "flu", "flo",
+           "fla", "fle", "fli"),
+    "ff": ("effect", "differ", "offer", "suffer", "affect", "effort", "staff", "buffer", "diffus", "traff", "off",
+           "eff", "aff", "diff", "suff"),
+    "ffi": ("efficien", "suffici", "office", "coeffici", "traffic", "affili", "diffic", "offici"),
+    "ffl": ("baffl", "shuffl", "muffl", "scaffl", "ruffl"),
+}
+
+
+def _has_pua(text: str) -> bool:
+    return any(_PUA_LO <= ord(ch) <= _PUA_HI for ch in text)
+
+
+def ligature_map(words: list[str]) -> dict[int, str]:
+    """Letters for the shifted private-use code points found in ``words`` (words of
+    text fonts containing them): for each code point the ligature (fi, fl, ff, ffi,
+    ffl) whose words contain the longest common English stems (summed); without
+    such evidence the code points take the ligatures in the usual font order (the
+    lowest code point fi, then fl, ff, ffi, ffl).
+
+    Returns:
+        ``{shifted code point: letters}`` for :meth:`str.translate`.
+    """
+    by_cp: dict[int, list[str]] = defaultdict(list)
+    for w in words:
+        for ch in set(_SHIFTED_RE.findall(w)):
+            by_cp[ord(ch)].append(w.lower())
+    out: dict[int, str] = {}
+    for rank, cp in enumerate(sorted(by_cp)):
+        best, best_score = _LIGATURES[min(rank, len(_LIGATURES) - 1)], 0
+        for lig in _LIGATURES:
+            score = 0
+            for w in by_cp[cp]:
+                cand = _SHIFTED_RE.sub(lambda m: lig if ord(m.group()) == cp else "", w)
+                # the longest matching stem: specific evidence ("effect") beats generic ("fle")
+                score += max((len(stem) for stem in _LIG_STEMS[lig] if stem in cand), default=0)
+            if score > best_score:
+                best, best_score = lig, score
+        out[cp] = best
+    return out
+
+
+def apply_ligature_map(lines: list[_Line], words: list[str] | None = None) -> dict[int, str]:
+    """Replace the shifted private-use code points in the lines' texts by ligature
+    letters decided with :func:`ligature_map` over those lines; returns the table
+    used (empty when no line had such a glyph)."""
+    for l in lines:  # a math-font glyph between digits is a decimal point ("1\ue0040")
+        if _has_pua(l.text):
+            l.text = _DIGIT_PUA_RE.sub(".", l.text)
+    hit = [l for l in lines if _SHIFTED_RE.search(l.text)]
+    if not hit:
+        return {}
+    ws = [w for l in hit for w in l.text.split() if _SHIFTED_RE.search(w)]
+    table = ligature_map(ws + list(words or ()))
+    for l in hit:
+        l.text = l.text.translate(table)
+        l.bold_prefix = l.bold_prefix.translate(table)
+        l.italic_prefix = l.italic_prefix.translate(table)
+    return table
+
+
+_MATHY_FONT_RE = re.compile(r"(cmmi|cmsy|cmex|cmbsy|msbm|msam|math|symbol|stix|euclid|mtextra|txmi|txsy|pxmi|pxsy)", re.I)
+_DIGIT_PUA_RE = re.compile(r"(?<=\d)[\ue000-\uf8ff](?=\d)")
+_PUA_RUN_RE = re.compile(r"[\ue000-\uf8ff]{3}")
+
+
+def _pua_text(txt: str, font: str) -> str:
+    """Private-use glyphs of one span: in text fonts shifted to plane 15 (ligatures,
+    decided per document); in math fonts a glyph between digits or a run of three is
+    a period ("1\ue0040" -> "1.0", ldots), other math glyphs are kept."""
+    if not _MATHY_FONT_RE.search(font) and not _font_class(font)[1]:
+        return txt.translate(_PUA_SHIFT)
+    txt = _DIGIT_PUA_RE.sub(".", txt)
+    return _PUA_RUN_RE.sub("...", txt)
+
+
+def _is_exponent(prev: dict, s: dict, prev_txt: str, txt: str) -> bool:
+    """A raised, smaller span of digits right after a number or a one-letter
+    symbol: an exponent ("10" + "20" -> "10^20", "n" + "2" -> "n^2")."""
+    if not prev:
+        return False
+    m = re.search(r"([A-Za-z0-9]+)\)?$", prev_txt.rstrip())
+    if m is None or not (m.group(1)[-1].isdigit() or len(m.group(1)) <= 1):
+        return False  # after a number or a one-letter symbol ("n^2"), not a footnote mark
+    t = txt.strip()
+    if not t or len(t) > 4 or not all(ch.isdigit() or ch in "-−" for ch in t):
+        return False
+    ps, cs = float(prev.get("size", 0.0)), float(s.get("size", 0.0))
+    po, co = prev.get("origin"), s.get("origin")
+    if ps <= 0 or cs <= 0 or po is None or co is None:
+        return False
+    return cs <= 0.85 * ps and co[1] < po[1] - 0.2 * ps and s["bbox"][0] - prev["bbox"][2] < 0.3 * ps
+
+
 def _text_flags() -> int:
     """``get_text`` flags: the dict defaults without image data (speed)."""
     import pymupdf
@@ -46,6 +152,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
             parts: list[str] = []
             prev_x1 = None
             prev_txt = ""
+            prev_span: dict = {}
             csize: dict[float, int] = defaultdict(int)
             cfont: dict[str, int] = defaultdict(int)
             nb = ni = nm = nmono = n = nwords = 0
@@ -56,6 +163,8 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
             iprefix_open = True
             for s in spans:
                 txt = fix_ligatures(s["text"])
+                if _has_pua(txt):
+                    txt = _pua_text(txt, s.get("font", ""))
                 if not txt:
                     continue
                 sb = s["bbox"]
@@ -63,11 +172,14 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
                 em = size if size >= 2.5 else (lh if lh >= 2.5 else 10.0)
                 if prev_x1 is not None:
                     gap = sb[0] - prev_x1
-                    if gap > 0.18 * em and not prev_txt.endswith(" ") and not txt.startswith(" "):
+                    if _is_exponent(prev_span, s, prev_txt, txt):
+                        parts.append("^")
+                    elif gap > 0.18 * em and not prev_txt.endswith(" ") and not txt.startswith(" "):
                         parts.append(" ")
                 parts.append(txt)
                 prev_x1 = sb[2]
                 prev_txt = txt
+                prev_span = s
                 k = len(txt.strip())
                 if k == 0:
                     if prefix_open and bold_prefix:

@@ -16,7 +16,7 @@ from collections import defaultdict
 import numpy as np
 
 from ...model import NodeType
-from ..base import clean_text
+from ..base import clean_text, fix_ligatures
 from .common import _Line, _overlap_x, _union
 from .regions import Box, RegionEnv
 
@@ -92,23 +92,27 @@ def _join_wrapped_cells(rows: list[list[str]], centres: list[float], h: float) -
     A grid row is a continuation of the row above when it is closer to it than the
     table's row pitch (centre distance <= 1.5 text heights and < 0.8 x the 75th
     percentile of the row pitches, or it starts in lower case), holds no number,
-    and leaves empty a cell that the row above fills. Its cells are appended to the
+    and leaves empty a cell that the row above fills (in the column headers, above
+    the first row with a number, any such tight row). Its cells are appended to the
     cells above with a space.
     """
     if len(rows) < 2:
         return rows
     pitch = np.diff(np.asarray(centres, dtype=float))
     p75 = float(np.percentile(pitch, 75)) if pitch.size else 0.0
+    has_num = [any(_NUM_TOKEN_RE.match(t) for x in r for t in x.split()) for r in rows]
+    first_num = has_num.index(True) if any(has_num) else len(rows)
     out = [list(rows[0])]
     last_c = centres[0]
-    for r, c in zip(rows[1:], centres[1:]):
+    for k, (r, c) in enumerate(zip(rows[1:], centres[1:]), start=1):
         prev = out[-1]
         d = c - last_c
         filled = [bool(x) for x in r]
         text_only = not any(_NUM_TOKEN_RE.match(t) for x in r for t in x.split())
         gap_left = any(p and not f for p, f in zip(prev, filled))
         first = next((x for x in r if x), "")
-        tight = d <= 1.5 * max(h, 1.0) and (d < 0.8 * p75 or first[:1].islower())
+        header = k < first_num  # column headers wrapped onto a second line
+        tight = d <= 1.5 * max(h, 1.0) and (d < 0.8 * p75 or first[:1].islower() or header)
         if tight and text_only and gap_left and any(filled) and not prev[0].endswith(":"):
             out[-1] = [(p + " " + x).strip() if x else p for p, x in zip(prev, r)]
         else:
@@ -150,13 +154,65 @@ def _rows_agree_with_words(rows: list[list[str]], words: list[tuple]) -> bool:
 
 
 def _page_words(env: RegionEnv, rb: Box) -> list[tuple]:
-    """``get_text("words")`` tuples whose centre lies in ``rb``."""
+    """Words ``(x0, y0, x1, y1, text)`` whose centre lies in ``rb``, built from the
+    characters of the page (``rawdict``) so that exponents stay marked ("10^20"),
+    ligature and private-use glyphs are mapped like the page's lines, and a glyph
+    between digits is a decimal point."""
     import pymupdf
 
-    p = env.p
-    if p.words is not None:
-        return _words_in(p.words, rb)
-    return env.doc[env.pno].get_text("words", clip=pymupdf.Rect(*rb))
+    from .spans import _is_exponent, _pua_text, _text_flags
+
+    page = env.doc[env.pno]
+    try:
+        d = page.get_text("rawdict", flags=_text_flags(), clip=pymupdf.Rect(rb[0] - 1, rb[1] - 1, rb[2] + 1, rb[3] + 1))
+    except Exception:  # fall back to PyMuPDF's own words
+        return _words_in(page.get_text("words"), rb)
+    words: list[tuple] = []
+    for b in d.get("blocks", ()):
+        for ln in b.get("lines", ()):
+            cur: list = []  # [x0, y0, x1, y1, text]
+            prev_span: dict = {}
+            for s in ln.get("spans", ()):
+                chars = s.get("chars", ())
+                if not chars:
+                    continue
+                size = float(s.get("size", 0.0)) or 8.0
+                raw = "".join(c["c"] for c in chars)
+                exp = bool(cur) and _is_exponent(prev_span, s, cur[4], raw)
+                for c in chars:
+                    ch = c["c"]
+                    cb = c["bbox"]
+                    if ch.isspace():
+                        if cur:
+                            words.append(tuple(cur))
+                        cur = []
+                        continue
+                    if cur and not exp and cb[0] - cur[2] > 0.25 * size:
+                        words.append(tuple(cur))
+                        cur = []
+                    if not cur:
+                        cur = [cb[0], cb[1], cb[2], cb[3], ""]
+                    if exp:
+                        cur[4] += "^"
+                        exp = False
+                    cur[4] += _pua_text(ch, s.get("font", "")) if 0xE000 <= ord(ch) <= 0xF8FF else ch
+                    cur[0], cur[1] = min(cur[0], cb[0]), min(cur[1], cb[1])
+                    cur[2], cur[3] = max(cur[2], cb[2]), max(cur[3], cb[3])
+                prev_span = s
+            if cur:
+                words.append(tuple(cur))
+    table = env.ctx.ligatures
+    out = []
+    for w in words:
+        t = _DIGIT_GLYPH_RE.sub(".", fix_ligatures(w[4]))
+        if table:
+            t = t.translate(table)
+        if t.strip():
+            out.append((w[0], w[1], w[2], w[3], t))
+    return _words_in(out, rb)
+
+
+_DIGIT_GLYPH_RE = re.compile(r"(?<=\d)[\ue000-\uf8ff](?=\d)")
 
 
 def _ruled_rows(env: RegionEnv, rb: Box, words: list[tuple]) -> tuple[list[list[str]], str]:
