@@ -277,3 +277,23 @@ def test_transformer_paper_tables_and_ligatures():
     assert "1.0 · 10^20" in t2.text and "3.3 · 10^18" in t2.text
     # the table body lies beside its caption, inside the element's box
     assert t2.bbox[3] - t2.bbox[1] > 100
+
+
+# ------------------------------------------------------------------ page limit setting
+
+
+def test_page_limit_option_and_environment(monkeypatch, tmp_path):
+    from docmaster_core import cli
+    from docmaster_core.config import get_settings
+    from docmaster_core.errors import ParseError
+
+    args = cli.build_parser().parse_args(["ingest", "x.pdf", "--workspace", str(tmp_path / "w"), "--page-limit", "3"])
+    st = cli._settings(args)
+    assert st.parsing.page_limit == 3
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["ingest", "x.pdf", "--workspace", "w", "--page-limit", "0"])
+    monkeypatch.setenv("DOCMASTER_PARSING__PAGE_LIMIT", "4")
+    assert get_settings().parsing.page_limit == 4
+    lf.make_slides_pdf(tmp_path / "deck.pdf")
+    with pytest.raises(ParseError, match="5 pages, over the page limit of 4"):
+        PyMuPDFParser(get_settings().parsing).parse(tmp_path / "deck.pdf")
