@@ -15,64 +15,80 @@ from .layout import _assign_col
 
 
 # ------------------------------------------------------------------ reading order
+def _page_items(p: _PageInfo) -> list[dict[str, Any]]:
+    """The items of one page before ordering: regions (tables/figures with their
+    captions), equation groups, headings (run-in headings split from their text)
+    and body lines."""
+    items: list[dict[str, Any]] = []
+    # region items (tables/figures with their captions)
+    for it in p.items:
+        items.append({**it, "kind": "region"})
+    # equation groups
+    eqs: dict[int, list[_Line]] = defaultdict(list)
+    for l in p.lines:
+        if l.role == "equation":
+            eqs[l.group].append(l)
+    for g, ls in eqs.items():
+        ls = _equation_lines_in_order(ls)
+        items.append({"kind": "equation", "type": NodeType.EQUATION,
+                      "bbox": _union((l.x0, l.y0, l.x1, l.y1) for l in ls),
+                      "text": clean_text(" ".join(l.text for l in ls)), "extra": {"lines": len(ls)}})
+    for l in p.lines:
+        if l.role in ("heading", "heading-runin"):
+            items.append({"kind": "heading", "line": l, "bbox": (l.x0, l.y0, l.x1, l.y1)})
+            if l.role == "heading-runin":
+                rest = l.text.strip()
+                ht = l.heading_text
+                # drop the heading words from the line text
+                k = 0
+                hn = normalize_heading(ht)
+                words = rest.split()
+                for n in range(1, len(words) + 1):
+                    if normalize_heading(" ".join(words[:n])) == hn or len(normalize_heading(" ".join(words[:n]))) >= len(hn):
+                        k = n
+                        break
+                rest_text = " ".join(words[k:]).lstrip(".: ")
+                if rest_text:
+                    frac = len(ht) / max(1, len(rest))
+                    bx = l.x0 + frac * (l.x1 - l.x0)
+                    items.append({"kind": "line", "line": l, "text": rest_text, "bbox": (bx, l.y0 + 0.01, l.x1, l.y1),
+                                  "para_start": True})
+        elif l.role == "":
+            items.append({"kind": "line", "line": l, "text": l.text, "bbox": (l.x0, l.y0, l.x1, l.y1)})
+    return items
+
+
+def _sort_items(p: _PageInfo, items: list[dict[str, Any]]) -> None:
+    """Sort page items in reading order (in place): bands separated by full-width
+    items (column -1), then column, then y, then x."""
+    # column of each item, then sort by band / column / y
+    for it in items:
+        b = it["bbox"]
+        it["col"] = it["line"].col if "line" in it and it["line"].block != -1 else _assign_col(b[0], b[2], p.gutters, p.width)
+    fulls = sorted(it["bbox"][1] for it in items if it["col"] == -1)
+    fa = np.asarray(fulls) if fulls else None
+
+    def key(it):
+        b = it["bbox"]
+        if it["col"] == -1:
+            band = 2 * int(np.searchsorted(fa, b[1], side="left")) + 1
+            return (band, 0, b[1], b[0])
+        band = 2 * int(np.searchsorted(fa, (b[1] + b[3]) / 2, side="left")) if fa is not None else 0
+        return (band, it["col"], b[1], b[0])
+
+    items.sort(key=key)
+
+
 def _reading_order(pages: list[_PageInfo], body: float) -> list[Element]:
+    """Elements of all pages in reading order (1-based pages, boxes in points); body
+    lines are grouped into TEXT paragraphs (:func:`_new_paragraph`)."""
     elements: list[Element] = []
     order = 0
     for pno, p in enumerate(pages):
-        items: list[dict[str, Any]] = []
-        # region items (tables/figures with their captions)
-        for it in p.items:
-            items.append({**it, "kind": "region"})
-        # equation groups
-        eqs: dict[int, list[_Line]] = defaultdict(list)
-        for l in p.lines:
-            if l.role == "equation":
-                eqs[l.group].append(l)
-        for g, ls in eqs.items():
-            ls = _equation_lines_in_order(ls)
-            items.append({"kind": "equation", "type": NodeType.EQUATION,
-                          "bbox": _union((l.x0, l.y0, l.x1, l.y1) for l in ls),
-                          "text": clean_text(" ".join(l.text for l in ls)), "extra": {"lines": len(ls)}})
-        for l in p.lines:
-            if l.role in ("heading", "heading-runin"):
-                items.append({"kind": "heading", "line": l, "bbox": (l.x0, l.y0, l.x1, l.y1)})
-                if l.role == "heading-runin":
-                    rest = l.text.strip()
-                    ht = l.heading_text
-                    # drop the heading words from the line text
-                    k = 0
-                    hn = normalize_heading(ht)
-                    words = rest.split()
-                    for n in range(1, len(words) + 1):
-                        if normalize_heading(" ".join(words[:n])) == hn or len(normalize_heading(" ".join(words[:n]))) >= len(hn):
-                            k = n
-                            break
-                    rest_text = " ".join(words[k:]).lstrip(".: ")
-                    if rest_text:
-                        frac = len(ht) / max(1, len(rest))
-                        bx = l.x0 + frac * (l.x1 - l.x0)
-                        items.append({"kind": "line", "line": l, "text": rest_text, "bbox": (bx, l.y0 + 0.01, l.x1, l.y1),
-                                      "para_start": True})
-            elif l.role == "":
-                items.append({"kind": "line", "line": l, "text": l.text, "bbox": (l.x0, l.y0, l.x1, l.y1)})
+        items = _page_items(p)
         if not items:
             continue
-        # column of each item, then sort by band / column / y
-        for it in items:
-            b = it["bbox"]
-            it["col"] = it["line"].col if "line" in it and it["line"].block != -1 else _assign_col(b[0], b[2], p.gutters, p.width)
-        fulls = sorted(it["bbox"][1] for it in items if it["col"] == -1)
-        fa = np.asarray(fulls) if fulls else None
-
-        def key(it):
-            b = it["bbox"]
-            if it["col"] == -1:
-                band = 2 * int(np.searchsorted(fa, b[1], side="left")) + 1
-                return (band, 0, b[1], b[0])
-            band = 2 * int(np.searchsorted(fa, (b[1] + b[3]) / 2, side="left")) if fa is not None else 0
-            return (band, it["col"], b[1], b[0])
-
-        items.sort(key=key)
+        _sort_items(p, items)
         # paragraphs
         para: list[dict] = []
 
