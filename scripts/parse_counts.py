@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     per_doc = {}
     t_total = 0.0
     t_tables = 0.0
+    n_calls = 0
     failed = []
     for f in files:
         t0 = time.perf_counter()
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         dt = time.perf_counter() - t0
         t_total += dt
         t_tables += float((parsed.metadata.get("seconds") or {}).get("tables", 0.0) or 0.0)
+        n_calls += int(parsed.metadata.get("find_tables_calls", 0) or 0)
         ec = collections.Counter(e.type.value if hasattr(e.type, "value") else str(e.type) for e in parsed.elements)
         tree = build_tree(parsed, doc_id=Path(f).stem, settings=st)
         nc = collections.Counter(n.type.value if hasattr(n.type, "value") else str(n.type) for n in tree.nodes[1:])
@@ -73,12 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     for t in types:
         print(f"{t:<10} {elem_counts[t]:>9} {node_counts[t]:>9}")
     print(f"{'total':<10} {sum(elem_counts.values()):>9} {sum(node_counts.values()):>9}")
-    print(f"parse time: {t_total:.1f} s total; find_tables: {t_tables:.1f} s")
+    print(f"parse time: {t_total:.1f} s total; find_tables: {t_tables:.1f} s in {n_calls} calls")
     for name, err in failed:
         print(f"FAILED {name}: {err}")
     if args.json:
         Path(args.json).write_text(json.dumps({"elements": dict(elem_counts), "nodes": dict(node_counts),
-                                               "seconds": t_total, "table_seconds": t_tables,
+                                               "seconds": t_total, "table_seconds": t_tables, "find_tables_calls": n_calls,
                                                "docs": per_doc}, indent=1))
     return 0 if not failed else 1
 
