@@ -209,7 +209,31 @@ def _page_words(env: RegionEnv, rb: Box) -> list[tuple]:
             t = t.translate(table)
         if t.strip():
             out.append((w[0], w[1], w[2], w[3], t))
-    return _words_in(out, rb)
+    return _words_in(_attach_currency(out), rb)
+
+
+_CURRENCY = {"$", "€", "£", "¥", "US$"}
+
+
+def _attach_currency(words: list[tuple]) -> list[tuple]:
+    """A lone currency sign ("$") joined to the number right of it on its line
+    ("$ 1,234" -> "$1,234"), so that it does not make a column of its own."""
+    out: list[tuple] = []
+    ws = sorted(words, key=lambda w: (round((w[1] + w[3]) / 2), w[0]))
+    i = 0
+    while i < len(ws):
+        w = ws[i]
+        if w[4] in _CURRENCY and i + 1 < len(ws):
+            n = ws[i + 1]
+            h = max(w[3] - w[1], 1.0)
+            same_row = abs((n[1] + n[3]) / 2 - (w[1] + w[3]) / 2) < 0.5 * h
+            if same_row and 0 <= n[0] - w[2] < 6 * h and n[4][:1].isdigit() or (same_row and n[4][:1] == "(" and 0 <= n[0] - w[2] < 6 * h):
+                out.append((w[0], min(w[1], n[1]), n[2], max(w[3], n[3]), w[4] + n[4]))
+                i += 2
+                continue
+        out.append(w)
+        i += 1
+    return out
 
 
 _DIGIT_GLYPH_RE = re.compile(r"(?<=\d)[\ue000-\uf8ff](?=\d)")
@@ -243,8 +267,9 @@ def _ruled_rows(env: RegionEnv, rb: Box, words: list[tuple]) -> tuple[list[list[
     return rows, method
 
 
-def _region_rows(env: RegionEnv, region_lines: list[_Line]) -> tuple[Box, list[list[str]], str]:
-    """Box (widened to its horizontal rules), rows and method of a table region."""
+def _region_rows(env: RegionEnv, region_lines: list[_Line], ruled: bool = True) -> tuple[Box, list[list[str]], str]:
+    """Box (widened to its horizontal rules), rows and method of a table region;
+    ``find_tables`` is tried only when ``ruled`` and the region is a ruled grid."""
     body = env.body
     rb = _union((l.x0, l.y0, l.x1, l.y1) for l in region_lines)
     dr = env.drawings()
@@ -257,7 +282,7 @@ def _region_rows(env: RegionEnv, region_lines: list[_Line]) -> tuple[Box, list[l
     method = ""
     words = None
     st = env.ctx.settings
-    if st.tables and len(hr) >= 2 and _is_ruled_grid(vr, rb) and env.ctx.table_time_left():
+    if ruled and st.tables and len(hr) >= 2 and _is_ruled_grid(vr, rb) and env.ctx.table_time_left():
         words = _page_words(env, rb)
         rows, method = _ruled_rows(env, rb, words)
     if not rows and st.tables:
@@ -419,7 +444,8 @@ def layout_tables(env: RegionEnv) -> None:
         grid_lines = [l for r in block[len(title_rows):] for l in r]
         if len(grid_lines) < 3:
             continue
-        rb, rows_, method = _region_rows(env, grid_lines)
+        # the word grid only: find_tables glues words of these grids ("Accountsreceivable")
+        rb, rows_, method = _region_rows(env, grid_lines, ruled=False)
         if len(rows_) < 3 or max((len(r) for r in rows_), default=0) < 2:
             continue
         title = clean_text(" ".join(_row_text(r) for r in title_rows))
