@@ -297,3 +297,46 @@ def test_page_limit_option_and_environment(monkeypatch, tmp_path):
     lf.make_slides_pdf(tmp_path / "deck.pdf")
     with pytest.raises(ParseError, match="5 pages, over the page limit of 4"):
         PyMuPDFParser(get_settings().parsing).parse(tmp_path / "deck.pdf")
+
+
+# ------------------------------------------------------------------ stages alone
+
+
+def _page_record(path):
+    import pymupdf
+
+    from docmaster_core.parsing.pdf.common import _PageInfo
+    from docmaster_core.parsing.pdf.layout import page_layout
+    from docmaster_core.parsing.pdf.spans import _extract_page_lines
+
+    with pymupdf.open(path) as doc:
+        lines, _ = _extract_page_lines(doc[0], 0)
+        p = _PageInfo(doc[0].rect.width, doc[0].rect.height)
+    page_layout(p, lines)
+    return p
+
+
+def test_marks_stage_alone_groups_display_equation(tmp_path):
+    from docmaster_core.parsing.pdf.marks import _mark_equations
+
+    lf.make_equation_pdf(tmp_path / "eq.pdf")
+    p = _page_record(tmp_path / "eq.pdf")
+    _mark_equations(p, 10.0)
+    groups: dict[int, list[str]] = {}
+    for l in p.lines:
+        if l.role == "equation":
+            groups.setdefault(l.group, []).append(l.text)
+    assert len(groups) == 2
+    first = max(groups.values(), key=len)  # the two-line display with its number
+    assert any("softmax" in t for t in first) and any("KL(" in t for t in first) and "(1)" in first
+
+
+def test_tables_stage_alone_joins_wrapped_cells():
+    from docmaster_core.parsing.pdf.tables import _join_wrapped_cells
+
+    rows = [["System", "Latency"], ["Baseline store with", "12.1 ms"], ["write-ahead log", ""],
+            ["Cached store with", "4.3 ms"], ["Read replicas", ""], ["Operating expenses:", ""], ["Fulfillment", "84"]]
+    centres = [0, 16, 27, 46, 57, 76, 90]
+    out = _join_wrapped_cells(rows, centres, 9.0)
+    assert out == [["System", "Latency"], ["Baseline store with write-ahead log", "12.1 ms"],
+                   ["Cached store with Read replicas", "4.3 ms"], ["Operating expenses:", ""], ["Fulfillment", "84"]]
