@@ -37,8 +37,12 @@ _LIG_STEMS = {
 }
 
 
+_PUA_RE = re.compile("[\ue000-\uf8ff]")
+
+
 def _has_pua(text: str) -> bool:
-    return any(_PUA_LO <= ord(ch) <= _PUA_HI for ch in text)
+    """True when ``text`` holds a private-use code point (U+E000-U+F8FF)."""
+    return _PUA_RE.search(text) is not None
 
 
 def ligature_map(words: list[str]) -> dict[int, str]:
@@ -104,22 +108,26 @@ def _pua_text(txt: str, font: str) -> str:
     return _PUA_RUN_RE.sub("...", txt)
 
 
+_LAST_TOKEN_RE = re.compile(r"([A-Za-z0-9]+)\)?$")
+
+
 def _is_exponent(prev: dict, s: dict, prev_txt: str, txt: str) -> bool:
     """A raised, smaller span of digits right after a number or a one-letter
     symbol: an exponent ("10" + "20" -> "10^20", "n" + "2" -> "n^2")."""
     if not prev:
         return False
-    m = re.search(r"([A-Za-z0-9]+)\)?$", prev_txt.rstrip())
-    if m is None or not (m.group(1)[-1].isdigit() or len(m.group(1)) <= 1):
-        return False  # after a number or a one-letter symbol ("n^2"), not a footnote mark
+    ps, cs = float(prev.get("size", 0.0)), float(s.get("size", 0.0))
+    if ps <= 0 or cs <= 0 or cs > 0.85 * ps:
+        return False
     t = txt.strip()
     if not t or len(t) > 4 or not all(ch.isdigit() or ch in "-−" for ch in t):
         return False
-    ps, cs = float(prev.get("size", 0.0)), float(s.get("size", 0.0))
     po, co = prev.get("origin"), s.get("origin")
-    if ps <= 0 or cs <= 0 or po is None or co is None:
+    if po is None or co is None or co[1] >= po[1] - 0.2 * ps or s["bbox"][0] - prev["bbox"][2] >= 0.3 * ps:
         return False
-    return cs <= 0.85 * ps and co[1] < po[1] - 0.2 * ps and s["bbox"][0] - prev["bbox"][2] < 0.3 * ps
+    m = _LAST_TOKEN_RE.search(prev_txt.rstrip())
+    # after a number or a one-letter symbol ("n^2"), not a footnote mark after a word
+    return m is not None and (m.group(1)[-1].isdigit() or len(m.group(1)) <= 1)
 
 
 def _text_flags() -> int:

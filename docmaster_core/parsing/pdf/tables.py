@@ -153,20 +153,42 @@ def _rows_agree_with_words(rows: list[list[str]], words: list[tuple]) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def _page_words(env: RegionEnv, rb: Box) -> list[tuple]:
-    """Words ``(x0, y0, x1, y1, text)`` whose centre lies in ``rb``, built from the
-    characters of the page (``rawdict``) so that exponents stay marked ("10^20"),
-    ligature and private-use glyphs are mapped like the page's lines, and a glyph
-    between digits is a decimal point."""
+def _page_words(env: RegionEnv, rb: Box, exponents: bool = False) -> list[tuple]:
+    """Words ``(x0, y0, x1, y1, text)`` whose centre lies in ``rb``: PyMuPDF's words
+    (the page's, or clipped to ``rb``), or, when the region's lines hold exponents,
+    words built from the characters (``rawdict``) so that they stay marked
+    ("10^20"). Ligature and private-use glyphs are mapped like the page's lines, a
+    glyph between digits is a decimal point, a lone currency sign joins its number."""
     import pymupdf
 
-    from .spans import _is_exponent, _pua_text, _text_flags
+    from .spans import _PUA_SHIFT
 
     page = env.doc[env.pno]
-    try:
-        d = page.get_text("rawdict", flags=_text_flags(), clip=pymupdf.Rect(rb[0] - 1, rb[1] - 1, rb[2] + 1, rb[3] + 1))
-    except Exception:  # fall back to PyMuPDF's own words
-        return _words_in(page.get_text("words"), rb)
+    words: list[tuple] = []
+    if exponents:
+        try:
+            words = _char_words(page.get_text("rawdict", clip=pymupdf.Rect(rb[0] - 1, rb[1] - 1, rb[2] + 1, rb[3] + 1)))
+        except Exception:  # PyMuPDF's own words below
+            words = []
+    if not words:
+        raw = env.p.words if env.p.words is not None else page.get_text("words", clip=pymupdf.Rect(*rb))
+        words = [(w[0], w[1], w[2], w[3], _DIGIT_GLYPH_RE.sub(".", w[4]).translate(_PUA_SHIFT)) for w in raw]
+    table = env.ctx.ligatures
+    out = []
+    for w in words:
+        t = fix_ligatures(w[4])
+        if table:
+            t = t.translate(table)
+        if t.strip():
+            out.append((w[0], w[1], w[2], w[3], t))
+    return _words_in(_attach_currency(out), rb)
+
+
+def _char_words(d: dict) -> list[tuple]:
+    """Words from a ``rawdict`` page dict: characters joined until a space or a gap
+    of a quarter em; a raised smaller digit span after a number gets a "^"."""
+    from .spans import _is_exponent, _pua_text
+
     words: list[tuple] = []
     for b in d.get("blocks", ()):
         for ln in b.get("lines", ()):
@@ -201,15 +223,7 @@ def _page_words(env: RegionEnv, rb: Box) -> list[tuple]:
                 prev_span = s
             if cur:
                 words.append(tuple(cur))
-    table = env.ctx.ligatures
-    out = []
-    for w in words:
-        t = _DIGIT_GLYPH_RE.sub(".", fix_ligatures(w[4]))
-        if table:
-            t = t.translate(table)
-        if t.strip():
-            out.append((w[0], w[1], w[2], w[3], t))
-    return _words_in(_attach_currency(out), rb)
+    return [(w[0], w[1], w[2], w[3], _DIGIT_GLYPH_RE.sub(".", w[4])) for w in words]
 
 
 _CURRENCY = {"$", "€", "£", "¥", "US$"}
@@ -282,12 +296,13 @@ def _region_rows(env: RegionEnv, region_lines: list[_Line], ruled: bool = True) 
     method = ""
     words = None
     st = env.ctx.settings
+    exps = any("^" in l.text for l in region_lines)
     if ruled and st.tables and len(hr) >= 2 and _is_ruled_grid(vr, rb) and env.ctx.table_time_left():
-        words = _page_words(env, rb)
+        words = _page_words(env, rb, exps)
         rows, method = _ruled_rows(env, rb, words)
     if not rows and st.tables:
         if words is None:
-            words = _page_words(env, rb)
+            words = _page_words(env, rb, exps)
         rows = _word_grid(words, body)
         method = "word-grid"
     return rb, rows, method
