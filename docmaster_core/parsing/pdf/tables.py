@@ -434,7 +434,8 @@ def layout_tables(env: RegionEnv) -> None:
     if not env.ctx.settings.tables:
         return
     free = [l for l in env.lines if l.role == ""]
-    if sum(1 for l in free if any(ch.isdigit() for ch in l.text)) < 3:
+    # cheap gate: at least three lines ending in a number-like token
+    if sum(1 for l in free if _NUM_TOKEN_RE.match(l.text.rsplit(None, 1)[-1])) < 3:
         return
     rows = _page_rows(free)
     for a, b in _numeric_blocks(env, rows):
