@@ -239,35 +239,3 @@ def make_slides_pdf(path: str | Path, lines: list[str] | None = None) -> dict[st
     doc.save(str(path))
     doc.close()
     return {"lines": lines}
-
-
-def make_pua_ligature_pdf(path: str | Path) -> dict[str, Any] | None:
-    """A page whose text contains private-use code points standing for ligatures
-    (U+E000 for "fi" as some TeX fonts map it). Returns ``None`` when the installed
-    fonts cannot write such a PDF (the test then skips).
-
-    Returns:
-        ``{"expected": "the first field"}``.
-    """
-    import pymupdf
-
-    doc = _doc()
-    page = doc.new_page(width=W, height=H)
-    try:
-        fontfile = None
-        for cand in ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",):
-            if Path(cand).is_file():
-                fontfile = cand
-        if fontfile is None:
-            return None
-        page.insert_font(fontname="dv", fontfile=fontfile)
-        page.insert_text((72, 100), "the \ue000rst \ue000eld of the \ue001ow", fontsize=11, fontname="dv")
-        doc.save(str(path))
-    except Exception:  # pragma: no cover - depends on installed fonts
-        return None
-    finally:
-        doc.close()
-    txt = pymupdf.open(str(path))[0].get_text()
-    if "\ue000" not in txt:
-        return None
-    return {"expected": "the first field of the flow"}
