@@ -150,6 +150,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
         for ln in b.get("lines", ()):
             dx, dy = ln.get("dir", (1.0, 0.0))
             spans = [s for s in ln.get("spans", ()) if s.get("text")]
+            line_pua = len(spans) > 0 and _PUA_RE.search("".join(s["text"] for s in spans)) is not None
             if not spans:
                 continue
             if abs(dy) > 0.05 or dx <= 0:
@@ -171,7 +172,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
             iprefix_open = True
             for s in spans:
                 txt = fix_ligatures(s["text"])
-                if _has_pua(txt):
+                if line_pua and _has_pua(txt):
                     txt = _pua_text(txt, s.get("font", ""))
                 if not txt:
                     continue
@@ -180,7 +181,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
                 em = size if size >= 2.5 else (lh if lh >= 2.5 else 10.0)
                 if prev_x1 is not None:
                     gap = sb[0] - prev_x1
-                    if _is_exponent(prev_span, s, prev_txt, txt):
+                    if size < 0.86 * prev_span.get("size", 0.0) and _is_exponent(prev_span, s, prev_txt, txt):
                         parts.append("^")
                     elif gap > 0.18 * em and not prev_txt.endswith(" ") and not txt.startswith(" "):
                         parts.append(" ")
