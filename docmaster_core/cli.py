@@ -22,6 +22,8 @@ def _settings(args: argparse.Namespace):
     over: dict[str, dict[str, Any]] = {}
     if getattr(args, "parser", None):
         over.setdefault("parsing", {})["parser"] = args.parser
+    if getattr(args, "page_limit", None) is not None:
+        over.setdefault("parsing", {})["page_limit"] = args.page_limit
     if getattr(args, "llm", None):
         over.setdefault("llm", {})["backend"] = args.llm
     if getattr(args, "model", None):
@@ -31,6 +33,17 @@ def _settings(args: argparse.Namespace):
     if getattr(args, "max_calls", None) is not None:
         over.setdefault("llm", {})["max_calls"] = args.max_calls
     return get_settings(**over)
+
+
+def _positive_int(v: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {v!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
 
 
 def _dm(args: argparse.Namespace, create: bool = False):
@@ -520,6 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="+", help="PDF files, folders, or MinerU *_content_list.json files")
     common(sp)
     sp.add_argument("--parser", choices=["auto", "pymupdf", "mineru"], help="parser backend (default auto)")
+    sp.add_argument("--page-limit", dest="page_limit", type=_positive_int, metavar="N",
+                    help="refuse documents with more than N pages (default 2000; env DOCMASTER_PARSING__PAGE_LIMIT)")
     sp.add_argument("--no-index", action="store_true", help="skip the semantic index step")
     sp.add_argument("--no-summaries", action="store_true", help="skip node summaries")
     sp.add_argument("--quiet", "-q", action="store_true", help="only print failures and the total")

@@ -334,6 +334,8 @@ class Evidence:
         bbox: ``(x0, y0, x1, y1)`` in PDF points, or ``None``.
         section_path: Titles of the enclosing sections.
         node_type: Type name of the node (``"TEXT"``, ...).
+        page_chars: For a passage spanning pages, ``[[char_offset, page], ...]``
+            where each page's words start in ``text`` (else ``None``).
     """
 
     evidence_id: str
@@ -346,6 +348,31 @@ class Evidence:
     bbox: BBox | None = None
     section_path: list[str] = field(default_factory=list)
     node_type: str = "TEXT"
+    page_chars: list[list[int]] | None = None
+
+    def page_of(self, quote: str) -> int:
+        """The 1-based page on which ``quote`` starts in this passage (``page`` when
+        the passage lies on one page or the quote is not found)."""
+        if not self.page_chars or not quote:
+            return self.page
+        q = " ".join(quote.split())[:60].lower()
+        at = " ".join(self.text.split()).lower().find(q)
+        if at < 0:
+            return self.page
+        # offsets refer to the raw text; map the whitespace-normalised position back
+        raw = self.text
+        k = n = 0
+        while k < len(raw) and n < at:
+            if raw[k].isspace():
+                while k + 1 < len(raw) and raw[k + 1].isspace():
+                    k += 1
+            k += 1
+            n += 1
+        page = self.page
+        for off, pg in self.page_chars:
+            if off <= k:
+                page = int(pg)
+        return page
 
     def to_dict(self) -> dict[str, Any]:
         return {

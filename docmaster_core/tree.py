@@ -12,10 +12,18 @@ Before nesting, TEXT elements are normalised:
 1. **Continuations joined**: a paragraph that does not end a sentence, followed by a
    TEXT that starts in lower case (next column or page, possibly after a figure or
    table), is one paragraph; a line-end hyphen between them is removed.
+   A continuation is joined across at most one page break.
 2. **Fragments merged**: TEXT shorter than ``min_fragment_chars`` is merged into the
-   previous TEXT of the same section (else the next one).
+   previous TEXT of the same section on the same page (else the next one on the same
+   page); short lines on different pages stay apart (slides).
 3. **Long paragraphs split** at sentence ends into pieces of at most
    ``max_paragraph_chars`` (a single longer sentence is cut at a space).
+
+Nodes are page-true: every box of a node is kept with its page, and a node's
+``page_start``/``page_end`` and boxes are those of the words it holds (a split piece
+keeps only the boxes its characters came from). ``extra["page_chars"]`` lists
+``[char_offset, page]`` where each box's text starts, so the page of a quoted passage
+can be found (:func:`page_of_text`).
 
 Source: DocMaster (arXiv 2607.08539) Sec. 2.2, "document tree" construction from the
 parser's layout elements.
@@ -30,7 +38,7 @@ from typing import Any
 from .config import ParsingSettings
 from .model import DocumentTree, Element, Node, NodeType, ParsedDocument
 
-__all__ = ["build_tree", "split_sentences", "split_long_text"]
+__all__ = ["build_tree", "split_sentences", "split_long_text", "page_of_text"]
 
 _END_RE = re.compile(r"[.!?:;][\"'”’)\]]*\s*$")
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9\"'“‘(\[])")
@@ -48,11 +56,30 @@ class _Item:
     bboxes: list[tuple[int, float, float, float, float]]
     level: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    starts: list[int] = field(default_factory=lambda: [0])  # char offset where each box's text starts
 
     @classmethod
     def of(cls, e: Element) -> "_Item":
         b = tuple(float(v) for v in e.bbox)
         return cls(e.type, e.text, [int(e.page)], [(int(e.page), *b)], e.level, dict(e.extra or {}))  # type: ignore[arg-type]
+
+    def append(self, other: "_Item") -> None:
+        """Join ``other``'s text, pages and boxes after this item's."""
+        joined = _join_text(self.text, other.text)
+        off = len(joined) - len(other.text.lstrip())
+        self.text = joined
+        self.pages += other.pages
+        self.bboxes += other.bboxes
+        self.starts += [off + s for s in other.starts]
+
+    def prepend(self, other: "_Item") -> None:
+        """Join ``other``'s text, pages and boxes before this item's."""
+        joined = _join_text(other.text, self.text)
+        off = len(joined) - len(self.text.lstrip())
+        self.text = joined
+        self.pages = other.pages + self.pages
+        self.bboxes = other.bboxes + self.bboxes
+        self.starts = list(other.starts) + [off + s for s in self.starts]
 
 
 def split_sentences(text: str) -> list[str]:
@@ -118,11 +145,10 @@ def _join_continuations(items: list[_Item]) -> list[_Item]:
             while j >= 0 and out[j].type in (NodeType.IMAGE, NodeType.TABLE):
                 j -= 1
             if j >= 0 and out[j].type == NodeType.TEXT and not _END_RE.search(out[j].text) \
-                    and not out[j].extra.get("list") and not it.extra.get("list"):
+                    and not out[j].extra.get("list") and not it.extra.get("list") \
+                    and 0 <= min(it.pages) - max(out[j].pages) <= 1:
                 prev = out[j]
-                prev.text = _join_text(prev.text, it.text)
-                prev.pages += it.pages
-                prev.bboxes += it.bboxes
+                prev.append(it)
                 prev.extra["joined"] = prev.extra.get("joined", 1) + 1
                 continue
         out.append(it)
@@ -142,29 +168,24 @@ def _merge_fragments(items: list[_Item], min_chars: int) -> list[_Item]:
         # previous TEXT in the same section (no TITLE in between)
         target = None
         j = i - 1
-        while j >= 0 and out[j].type != NodeType.TITLE:
+        page = it.pages[0]
+        while j >= 0 and out[j].type != NodeType.TITLE and page in out[j].pages:
             if out[j].type == NodeType.TEXT:
                 target = j
                 break
             j -= 1
         if target is not None:
-            t = out[target]
-            t.text = _join_text(t.text, it.text)
-            t.pages += it.pages
-            t.bboxes += it.bboxes
+            out[target].append(it)
             del out[i]
             continue
         j = i + 1
-        while j < len(out) and out[j].type != NodeType.TITLE:
+        while j < len(out) and out[j].type != NodeType.TITLE and page in out[j].pages:
             if out[j].type == NodeType.TEXT:
                 target = j
                 break
             j += 1
         if target is not None:
-            t = out[target]
-            t.text = _join_text(it.text, t.text)
-            t.pages = it.pages + t.pages
-            t.bboxes = it.bboxes + t.bboxes
+            out[target].prepend(it)
             del out[i]
             continue
         i += 1
@@ -178,10 +199,37 @@ def _split_long(items: list[_Item], max_chars: int) -> list[_Item]:
             out.append(it)
             continue
         pieces = split_long_text(it.text, max_chars)
+        pos = 0
         for k, p in enumerate(pieces):
-            out.append(_Item(NodeType.TEXT, p, list(it.pages), list(it.bboxes), None,
-                             {**it.extra, "split": [k, len(pieces)]}))
+            a = it.text.find(p, pos)
+            a = pos if a < 0 else a
+            b = a + len(p)
+            pos = b
+            # the boxes whose text overlaps [a, b)
+            ends = it.starts[1:] + [len(it.text) + 1]
+            keep = [m for m in range(len(it.bboxes)) if it.starts[m] < b and ends[m] > a] or [0]
+            out.append(_Item(NodeType.TEXT, p, [it.pages[m] for m in keep], [it.bboxes[m] for m in keep], None,
+                             {**it.extra, "split": [k, len(pieces)]},
+                             [max(0, it.starts[m] - a) for m in keep]))
     return out
+
+
+def page_of_text(node: Node, quote: str) -> int:
+    """The 1-based page on which ``quote`` starts inside ``node.content`` (the node's
+    first page when the quote is not found or the node has no page offsets)."""
+    pc = (node.extra or {}).get("page_chars") if isinstance(node.extra, dict) else None
+    if not pc or not quote:
+        return node.page_start
+    at = node.content.find(quote.strip()[:60])
+    if at < 0:
+        at = node.content.lower().find(" ".join(quote.split())[:60].lower())
+    if at < 0:
+        return node.page_start
+    page = node.page_start
+    for off, pg in pc:
+        if off <= at:
+            page = int(pg)
+    return page
 
 
 def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | None = None) -> DocumentTree:
@@ -226,6 +274,8 @@ def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | 
         path = list(parent.section_path)
         if it.type == NodeType.TITLE:
             path = path + [it.text]
+        if len(set(it.pages)) > 1:
+            it.extra["page_chars"] = [[int(o), int(pg)] for o, pg in zip(it.starts, it.pages)]
         node = Node(
             id=nid, type=it.type, depth=parent.depth + 1, parent=parent_id, children=[],
             content=it.text, page_start=min(it.pages), page_end=max(it.pages),

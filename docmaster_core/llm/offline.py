@@ -695,7 +695,7 @@ class OfflineLLM:
                 evidence_id=eid,
                 doc_id=by_id[eid].doc_id,
                 node_id=by_id[eid].node_id,
-                page=by_id[eid].page,
+                page=by_id[eid].page_of(q),
                 section_path=list(by_id[eid].section_path),
                 quote=q,
             )

@@ -48,7 +48,7 @@ def citation_for(e: Evidence, quote: str) -> Citation:
         evidence_id=e.evidence_id,
         doc_id=e.doc_id,
         node_id=e.node_id,
-        page=e.page,
+        page=e.page_of(quote),
         section_path=list(e.section_path),
         quote=quote,
     )

@@ -234,7 +234,14 @@ def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str,
         bbox=bbox,
         section_path=list(n.section_path),
         node_type=n.type.value,
+        page_chars=_page_chars(n),
     )
+
+
+def _page_chars(n) -> list[list[int]] | None:
+    """``[[char_offset, page], ...]`` of a node spanning pages (``None`` otherwise)."""
+    pc = n.extra.get("page_chars") if isinstance(n.extra, dict) else None
+    return [[int(o), int(p)] for o, p in pc] if pc else None
 
 
 # ---------------------------------------------------------------------------- cache

@@ -374,7 +374,7 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
         quote = " ".join((c.quote or "").split())
         if not quote or quote not in norm:
             quote = " ".join(norm.split()[:40])
-        kept.append(Citation(evidence_id=e.evidence_id, doc_id=e.doc_id, node_id=e.node_id, page=e.page,
+        kept.append(Citation(evidence_id=e.evidence_id, doc_id=e.doc_id, node_id=e.node_id, page=e.page_of(quote),
                              section_path=list(e.section_path), quote=quote, file=files.get(e.doc_id, "")))
     answer.citations = kept
     return answer, dropped

@@ -1,0 +1,286 @@
+"""Stage "page layout": columns, visual lines, running headers/footers, body style
+and the document title."""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from ..base import clean_text, heading_numbering, is_caption
+from .common import _EQNUM_RE, _PAGENUM_RE, _Line, _PageInfo
+from .spans import _merge_pieces
+
+
+def _find_gutter(lines: list[_Line], width: float) -> float | None:
+    """x of the gap between two text columns, or None for a single-column page."""
+    cand = [l for l in lines if l.nchars >= 15 and l.role == ""]
+    if len(cand) < 8:
+        return None
+    x0 = np.fromiter((l.x0 for l in cand), float, len(cand))
+    x1 = np.fromiter((l.x1 for l in cand), float, len(cand))
+    gs = np.arange(0.36 * width, 0.64 * width, 2.0)
+    cross = ((x0[:, None] < gs[None, :] - 2.0) & (x1[:, None] > gs[None, :] + 2.0)).sum(0)
+    left = (x1[:, None] <= gs[None, :] + 2.0).sum(0)
+    right = (x0[:, None] >= gs[None, :] - 2.0).sum(0)
+    ok = (left >= 4) & (right >= 4) & (np.minimum(left, right) >= 0.15 * len(cand)) & (cross <= 0.35 * len(cand))
+    if not ok.any():
+        return None
+    score = np.where(ok, cross * 1000 + np.abs(gs - width / 2), np.inf)
+    return float(gs[int(np.argmin(score))])
+
+
+def _find_gutters(lines: list[_Line], width: float) -> list[float]:
+    """x positions of the vertical whitespace gaps between text columns (empty for a
+    single-column page).
+
+    Gutter detection over line boxes: lines wider than 60 % of the text width are
+    full-width (titles, single-column paragraphs, spanning figures) and left out; a
+    gutter is a strip at least 4 pt wide that at most 10 % of the remaining lines
+    cross, with >= 4 lines wholly inside each resulting column and the columns side
+    by side (their y-ranges overlap). Three or more columns come from this search;
+    two columns from :func:`_find_gutter` (all lines, page middle), retried on the
+    narrow lines alone when full-width text dominates the page.
+    """
+    cand = [l for l in lines if l.nchars >= 8 and l.role == ""]
+    if len(cand) < 8:
+        return []
+    tx0 = min(l.x0 for l in cand)
+    tx1 = max(l.x1 for l in cand)
+    tw = max(tx1 - tx0, 1.0)
+    narrow = [l for l in cand if l.w <= 0.6 * tw]
+    gut = _multi_gutters(narrow, tx0, tx1) if len(narrow) >= 12 else []
+    if len(gut) == 2 and _columns_are_text(narrow, gut, tx0, tx1):
+        return gut
+    g = _find_gutter(lines, width)
+    if g is None and len(narrow) >= 8 and len(narrow) < len(cand):
+        g = _find_gutter(narrow, width)
+        if g is not None and not _columns_are_text(narrow, [g], tx0, tx1):
+            g = None
+    return [g] if g is not None else []
+
+
+def _columns_are_text(ls: list[_Line], gutters: list[float], tx0: float, tx1: float) -> bool:
+    """True when the columns that ``gutters`` cut are columns of running text (not
+    the columns of a table or a figure): each holds >= 5 lines of >= 3 words that
+    mostly fill its width, and the columns have similar widths."""
+    bounds = [tx0] + list(gutters) + [tx1]
+    widths = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = [l for l in ls if l.x0 >= a - 2.0 and l.x1 <= b + 2.0]
+        wordy = [l for l in inside if l.nwords >= 3]
+        if len(wordy) < 5 or len(wordy) < 0.6 * len(inside):
+            return False
+        cw = b - a
+        fill = float(np.median([l.w for l in wordy]))
+        if fill < 0.6 * (cw - 12.0):
+            return False
+        widths.append(cw)
+    return max(widths) <= 1.8 * min(widths)
+
+
+def _multi_gutters(ls: list[_Line], tx0: float, tx1: float) -> list[float]:
+    """Gutters of a page with three or more columns (see :func:`_find_gutters`)."""
+    n = len(ls)
+    x0 = np.fromiter((l.x0 for l in ls), float, n)
+    x1 = np.fromiter((l.x1 for l in ls), float, n)
+    gs = np.arange(tx0 + 0.12 * (tx1 - tx0), tx1 - 0.12 * (tx1 - tx0), 1.0)
+    if gs.size == 0:
+        return []
+    cross = ((x0[:, None] < gs[None, :] - 1.0) & (x1[:, None] > gs[None, :] + 1.0)).sum(0)
+    free = cross <= max(1, int(0.1 * n))
+    gut: list[float] = []
+    k = 0
+    while k < gs.size:
+        if not free[k]:
+            k += 1
+            continue
+        j = k
+        while j + 1 < gs.size and free[j + 1]:
+            j += 1
+        if gs[j] - gs[k] >= 3.0:
+            run = np.arange(k, j + 1)
+            best = run[cross[run] == cross[run].min()]
+            gut.append(float(gs[best].mean()))
+        k = j + 1
+    if len(gut) < 2:
+        return []
+    bounds = [-np.inf] + gut + [np.inf]
+    spans = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = (x0 >= a - 1.0) & (x1 <= b + 1.0)
+        if inside.sum() < 4:
+            return []
+        ys = [l.y0 for l, f in zip(ls, inside) if f] + [l.y1 for l, f in zip(ls, inside) if f]
+        spans.append((min(ys), max(ys)))
+    for (a0, a1), (b0, b1) in zip(spans[:-1], spans[1:]):
+        if min(a1, b1) - max(a0, b0) < 0.3 * min(a1 - a0, b1 - b0):
+            return []
+    return gut
+
+
+def _assign_col(x0: float, x1: float, gutters: list[float] | None, width: float) -> int:
+    """Column index (0 = leftmost) of a box spanning ``[x0, x1]`` on a page whose
+    column gaps are at ``gutters`` (x, points); -1 when it crosses a gutter by more
+    than 3 % of the page width on both sides (a full-width or spanning item)."""
+    if not gutters:
+        return 0
+    tol = 0.03 * width
+    for g in gutters:
+        if x0 < g - tol and x1 > g + tol:
+            return -1
+    c = 0.5 * (x0 + x1)
+    return sum(1 for g in gutters if c >= g)
+
+
+def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: float = 612.0) -> list[_Line]:
+    """Merge raw lines of the same column whose vertical extents overlap.
+
+    Pieces of one PyMuPDF block on one baseline are first joined across the gutter
+    when the gap is word-like (a heading that crosses the column middle), then the
+    column of each joined piece is assigned again.
+    """
+    if gutters:
+        byb: dict[int, list[_Line]] = defaultdict(list)
+        for l in raw:
+            byb[l.block].append(l)
+        joined: list[_Line] = []
+        for _, ls in byb.items():
+            ls.sort(key=lambda l: (l.yc, l.x0))
+            runs: list[list[_Line]] = []
+            for l in ls:
+                if runs:
+                    last = runs[-1][-1]
+                    same = abs(last.yc - l.yc) < 0.3 * max(last.h, l.h, 1.0)
+                    gap = l.x0 - last.x1
+                    wordy = last.math < 0.3 and l.math < 0.3 and last.nwords >= 1 and l.nwords >= 1
+                    if same and wordy and -1.0 <= gap <= 2.5 * max(last.size, l.size, 4.0):
+                        runs[-1].append(l)
+                        continue
+                runs.append([l])
+            for run in runs:
+                if len(run) > 1 and len({q.col for q in run}) > 1:
+                    joined.append(_merge_pieces(run))
+                else:
+                    joined.extend(run)
+        for l in joined:
+            l.col = _assign_col(l.x0, l.x1, gutters, width)
+        raw = joined
+    out: list[_Line] = []
+    for col in sorted({l.col for l in raw}):
+        ls = sorted((l for l in raw if l.col == col), key=lambda l: (l.yc, l.x0))
+        groups: list[list[_Line]] = []
+        # per group: [ref (most characters), x0, x1, shortest piece length, blocks]
+        stats: list[list] = []
+        for l in ls:
+            placed = False
+            llen = len(l.text.replace(" ", ""))
+            for gi in range(max(0, len(groups) - 4), len(groups)):
+                ref, gx0, gx1, gmin, gblocks = stats[gi]
+                lo = ref.y0 if ref.y0 > l.y0 else l.y0
+                hi = ref.y1 if ref.y1 < l.y1 else l.y1
+                mh = min(ref.h, l.h)
+                same = (hi - lo) >= 0.5 * mh if mh > 1.0 else abs(ref.yc - l.yc) < 1.5
+                if not same:
+                    continue
+                if l.x0 < gx1 - 1.0 and l.x1 > gx0 + 1.0:
+                    continue  # overlaps horizontally: a different line (e.g. overprint)
+                gap = l.x0 - gx1 if l.x0 >= gx1 - 1.0 else gx0 - l.x1
+                em = max(ref.size, l.size, 4.0)
+                small = llen <= 8 or gmin <= 8
+                same_block = l.block in gblocks
+                limit = max(4.0 * em, 30.0) if same_block else (1.5 * em if small else 0.45 * em)
+                if gap > limit and not _EQNUM_RE.fullmatch(l.text.strip()):
+                    continue
+                if not same_block and is_caption(l.text) is not None:
+                    continue
+                groups[gi].append(l)
+                stats[gi] = [l if l.nchars > ref.nchars else ref, min(gx0, l.x0), max(gx1, l.x1), min(gmin, llen),
+                             gblocks | {l.block}]
+                placed = True
+                break
+            if not placed:
+                groups.append([l])
+                stats.append([l, l.x0, l.x1, llen, {l.block}])
+        out.extend(_merge_pieces(g) for g in groups)
+    return out
+
+
+def page_layout(p: _PageInfo, lines: list[_Line]) -> None:
+    """Columns of the page, the column of each raw line, and the visual lines
+    (``p.gutters``, ``p.lines`` sorted by y then x)."""
+    p.gutters = _find_gutters(lines, p.width)
+    for l in lines:
+        l.col = _assign_col(l.x0, l.x1, p.gutters, p.width)
+    p.lines = sorted(_visual_lines(lines, p.gutters, p.width), key=lambda l: (l.y0, l.x0))
+
+
+def _mark_headers_footers(pages: list[_PageInfo]) -> None:
+    n = len(pages)
+    keys: dict[tuple, set[int]] = defaultdict(set)
+    for pno, p in enumerate(pages):
+        for l in p.lines:
+            band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
+            if not band:
+                continue
+            t = l.text.strip()
+            if _PAGENUM_RE.match(t):
+                l.role = "pagenum"
+                continue
+            k = (band, re.sub(r"\d+", "#", re.sub(r"\s+", "", t.lower())))
+            keys[k].add(pno)
+    need = max(2, math.ceil(0.25 * n)) if n >= 3 else 2
+    rep = {k for k, v in keys.items() if len(v) >= need}
+    if not rep:
+        return
+    for p in pages:
+        for l in p.lines:
+            if l.role:
+                continue
+            band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
+            if band and (band, re.sub(r"\d+", "#", re.sub(r"\s+", "", l.text.strip().lower()))) in rep:
+                l.role = "header"
+
+def _body_style(pages: list[_PageInfo]) -> tuple[float, str]:
+    sizes: Counter = Counter()
+    fonts: Counter = Counter()
+    for p in pages:
+        for l in p.lines:
+            if l.role:
+                continue
+            if l.size > 0:
+                sizes[round(l.size * 2) / 2] += l.nchars
+            fonts[l.font] += l.nchars
+    size = sizes.most_common(1)[0][0] if sizes else 0.0
+    font = fonts.most_common(1)[0][0] if fonts else ""
+    return float(size), font
+
+def _doc_title(doc, pages: list[_PageInfo], body: float) -> str:
+    """Largest text in the upper part of page 1 (marked ``doctitle``), else metadata."""
+    title = ""
+    if pages and pages[0].lines:
+        p = pages[0]
+        cand = [l for l in p.lines if not l.role and l.y0 < 0.5 * p.height and l.nchars >= 3]
+        if cand:
+            mx = max(l.size for l in cand)
+            if mx >= 1.25 * body:
+                tl = sorted((l for l in cand if abs(l.size - mx) < 0.6), key=lambda l: (l.y0, l.x0))
+                # keep the first run of adjacent lines
+                run = [tl[0]]
+                for l in tl[1:]:
+                    if l.y0 - run[-1].y1 < 1.2 * mx:
+                        run.append(l)
+                    else:
+                        break
+                txt = clean_text(" ".join(l.text for l in run))
+                hn = heading_numbering(txt)
+                if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300:
+                    title = txt
+                    for l in run:
+                        l.role = "doctitle"
+    if not title:
+        mt = clean_text((doc.metadata or {}).get("title") or "")
+        if len(mt) > 5 and not re.match(r"^(microsoft\s+word|untitled|slide|doi)", mt, re.I) and not mt.lower().endswith((".pdf", ".doc", ".docx", ".dvi", ".tex")):
+            title = mt
+    return title

@@ -1,0 +1,89 @@
+#!/usr/bin/env python
+"""A/B parse time of two checkouts of DocMaster on the same PDFs, interleaved.
+
+Two worker processes (one per checkout, ``PYTHONPATH`` = that checkout) parse the
+same files in turn, file by file (A then B, then B then A on the next file), so that
+both see the same machine load; each reports wall-clock and CPU seconds of
+``PyMuPDFParser.parse`` (parser only, no tree, no embedding). Prints totals and the
+ratio B / A.
+
+Usage::
+
+    python scripts/parse_time_ab.py --a /path/to/old/checkout --b . [--corpus DIR] [--files GLOB] [--repeat 1]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+WORKER = r"""
+import json, sys, time
+from docmaster_core.config import ParsingSettings
+from docmaster_core.parsing import PyMuPDFParser
+p = PyMuPDFParser(ParsingSettings(parser="pymupdf"))
+for line in sys.stdin:
+    f = line.strip()
+    w0, c0 = time.perf_counter(), time.process_time()
+    try:
+        p.parse(f)
+        ok = True
+    except Exception:
+        ok = False
+    print(json.dumps([time.perf_counter() - w0, time.process_time() - c0, ok]), flush=True)
+"""
+
+
+def _worker(root: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
+    return subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=str(Path(root).resolve()))
+
+
+def _ask(w: subprocess.Popen, f: str) -> tuple[float, float]:
+    assert w.stdin is not None and w.stdout is not None
+    w.stdin.write(f + "\n")
+    w.stdin.flush()
+    wall, cpu, _ = json.loads(w.stdout.readline())
+    return wall, cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the interleaved comparison; returns the exit code."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="checkout A (baseline)")
+    ap.add_argument("--b", required=True, help="checkout B (candidate)")
+    ap.add_argument("--corpus", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "pdf"))
+    ap.add_argument("--files", default="*.pdf")
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args(argv)
+    files = sorted(glob.glob(str(Path(args.corpus) / args.files)))
+    if not files:
+        print(f"no PDFs under {args.corpus}", file=sys.stderr)
+        return 2
+    wa, wb = _worker(args.a), _worker(args.b)
+    tot = {"a": [0.0, 0.0], "b": [0.0, 0.0]}
+    for r in range(args.repeat):
+        for i, f in enumerate(files):
+            order = [("a", wa), ("b", wb)] if (i + r) % 2 == 0 else [("b", wb), ("a", wa)]
+            for k, w in order:
+                wall, cpu = _ask(w, f)
+                tot[k][0] += wall
+                tot[k][1] += cpu
+    for w in (wa, wb):
+        assert w.stdin is not None
+        w.stdin.close()
+        w.wait()
+    print(f"{len(files)} PDFs x {args.repeat}")
+    print(f"A wall {tot['a'][0]:.1f} s  cpu {tot['a'][1]:.1f} s")
+    print(f"B wall {tot['b'][0]:.1f} s  cpu {tot['b'][1]:.1f} s")
+    print(f"B/A wall {tot['b'][0] / tot['a'][0]:.3f}  cpu {tot['b'][1] / tot['a'][1]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
