@@ -335,14 +335,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
     print()
     if res.sub_queries and len(res.sub_queries) > 1:
         print("sub-queries: " + " | ".join(_clean(q) for q in res.sub_queries[1:]))
-    for c in res.answer.citations:
+    if res.answer.closest:
+        print("closest passages (they do not answer the question):")
+    for c in list(res.answer.citations) + list(res.answer.closest):
         sec = " > ".join(c.section_path)
         print(f"[{c.evidence_id}] {_clean(c.file)} p.{c.page}" + (f" \u00a7 {_clean(sec)[:60]}" if sec else "")
-              + f" (node {c.node_id}): \"{_clean(c.quote)[:200]}\"")
+              + f" (node {c.node_id}): \"{_clean(c.quote)[:300]}\"" + ("" if c.supports else " (does not answer)"))
     n_from = len(res.evidence_doc_ids)
     searched = f" of {len(res.doc_ids)} searched" if len(res.doc_ids) != n_from else ""
     print(f"({len(res.evidence)} passage{'s' * (len(res.evidence) != 1)} from {n_from} "
-          f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend})")
+          f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend}; "
+          f"outcome {res.answer.outcome.replace('_', ' ')})")
     return 0
 
 

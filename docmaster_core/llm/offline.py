@@ -662,8 +662,9 @@ class OfflineLLM:
     def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Answer:
         """Extractive answer: the evidence sentences closest to the question, cited.
 
-        Up to ``answer_max_sentences`` sentences with cosine >= ``answer_min_cos``,
-        most similar first, each followed by its evidence id (``[E3]``); one citation
+        Up to ``answer_max_sentences`` sentences, best supported first (term coverage,
+        answer type and cosine, :func:`~docmaster_core.retrieval.qa_answering.rank_answer_units`;
+        after the first, only sentences with cosine >= ``answer_min_cos``), each followed by its evidence id (``[E3]``); one citation
         per evidence item used. With no such sentence the answer says so and cites
         nothing.
         """
@@ -674,8 +675,9 @@ class OfflineLLM:
             "evidence": [[e.evidence_id, e.text] for e in evidence],
             "min_cos": self.answer_min_cos,
             "max_sentences": self.answer_max_sentences,
-            # answer algorithm version: v2 drops section headings and repeated sentences
-            "answer_version": 2,
+            # answer algorithm version: v2 drops section headings and repeated sentences,
+            # v3 orders sentences by support (qa_answering.rank_answer_units)
+            "answer_version": 3,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
@@ -707,10 +709,14 @@ class OfflineLLM:
         picked: list[int] = []
         seen: set[str] = set()
         words = 0
-        for i in np.argsort(-cos, kind="stable"):
+        from ..retrieval.qa_answering import rank_answer_units  # support order: coverage, answer type, cosine
+
+        for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos, owner):
             i = int(i)
-            if cos[i] < self.answer_min_cos or len(picked) >= self.answer_max_sentences:
+            if len(picked) >= self.answer_max_sentences:
                 break
+            if cos[i] < self.answer_min_cos and picked:
+                continue
             key = _norm_key(units[i])  # the same sentence from two passages is quoted once
             if key in seen or words + count_words(units[i]) > 150:
                 continue

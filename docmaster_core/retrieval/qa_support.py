@@ -132,6 +132,7 @@ class QuestionProfile:
         answer_type: ``"number"``, ``"formula"``, ``"caption"`` or ``"description"``.
         units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
         numbers: Numbers written in the question (not an answer when found again).
+        words: ``{term: the question's word}`` (for messages).
     """
 
     text: str
@@ -139,13 +140,16 @@ class QuestionProfile:
     answer_type: str
     units: list[str] = field(default_factory=list)
     numbers: set[str] = field(default_factory=set)
+    words: dict[str, str] = field(default_factory=dict)
 
 
 def profile_question(question: str) -> QuestionProfile:
     """The :class:`QuestionProfile` of a question (rules, no model)."""
     q = normalize_ws(question)
     terms = list(dict.fromkeys(terms_of(q)))
-    if _CAPTION_Q.search(q) and re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I):
+    if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
+            r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
+            r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
         atype = "caption"
     elif _FORMULA_Q.search(q):
         atype = "formula"
@@ -164,7 +168,11 @@ def profile_question(question: str) -> QuestionProfile:
             units.append(u)
     if units and atype == "description":
         atype = "number"
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)))
+    words: dict[str, str] = {}
+    for tok in re.findall(r"[A-Za-z0-9]+", q):
+        for t in terms_of(tok):
+            words.setdefault(t, tok)
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words)
 
 
 @dataclass
@@ -380,10 +388,10 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         low = [f" {normalize_ws(p).lower()} " for p in passage_texts]
         unit_found = any(any(_has_unit(t, u) for t in low) for u in profile.units)
     if doc_cov < MIN_DOC_COVERAGE:
-        why = f"the documents never mention {', '.join(missing[:4])}"
+        why = "they never mention " + ", ".join(f'"{profile.words.get(t, t)}"' for t in missing[:4])
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if best < MIN_BEST_COVERAGE:
-        why = f"no passage covers the question's terms (best {best:.2f} of their weight)"
+        why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if not unit_found:
         why = f"no passage gives a value in {', '.join(profile.units)}"
