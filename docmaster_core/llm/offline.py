@@ -664,7 +664,7 @@ class OfflineLLM:
 
         Up to ``answer_max_sentences`` sentences, best supported first (term coverage,
         answer type and cosine, :func:`~docmaster_core.retrieval.qa_answering.rank_answer_units`;
-        after the first, only sentences with cosine >= ``answer_min_cos``), each followed by its evidence id (``[E3]``); one citation
+        only sentences with cosine >= ``answer_min_cos`` or covering half the question's terms), each followed by its evidence id (``[E3]``); one citation
         per evidence item used. With no such sentence the answer says so and cites
         nothing.
         """
@@ -698,6 +698,8 @@ class OfflineLLM:
             for eid, q in d["citations"]
             if eid in by_id
         ]
+        if not cites and d["text"] == NO_ANSWER_TEXT:
+            return Answer(d["text"], [], 0, self.backend_name, outcome="not_found", reason="no sentence is close enough")
         return Answer(d["text"], cites, 0, self.backend_name)
 
     def _answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
@@ -711,12 +713,11 @@ class OfflineLLM:
         words = 0
         from ..retrieval.qa_answering import rank_answer_units  # support order: coverage, answer type, cosine
 
-        for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos, owner):
+        for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos, owner,
+                                   min_cos=self.answer_min_cos):
             i = int(i)
             if len(picked) >= self.answer_max_sentences:
                 break
-            if cos[i] < self.answer_min_cos and picked:
-                continue
             key = _norm_key(units[i])  # the same sentence from two passages is quoted once
             if key in seen or words + count_words(units[i]) > 150:
                 continue

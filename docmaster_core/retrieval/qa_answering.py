@@ -148,6 +148,34 @@ def _keyword_candidates(view, question: str, qv: np.ndarray, doc_index: Sequence
     return out
 
 
+def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.ndarray,
+                     per_section: int = 2) -> list[tuple[float, int, int, str]]:
+    """Replace a section heading (TITLE node, given with its generated summary) by the
+    section's ``per_section`` content nodes closest to the question: a citation then
+    points at the document's own words on their page, e.g. a table rather than a
+    summary that repeats its cells without headers."""
+    out: list[tuple[float, int, int, str]] = []
+    have = {(c[1], c[2]) for c in cands if view.docs[c[1]].tree.nodes[c[2]].type != NodeType.TITLE}
+    for c in cands:
+        cos, di, nid, who = c
+        tree = view.docs[di].tree
+        if tree.nodes[nid].type not in (NodeType.TITLE, NodeType.ROOT):
+            out.append(c)
+            continue
+        if tree.nodes[nid].type == NodeType.ROOT:
+            continue
+        start = int(view.offsets[di])
+        sub = [i for i in tree.subtree(nid) if tree.nodes[i].type.is_content and (di, i) not in have]
+        if not sub:
+            continue
+        sims = view.emb[[start + i for i in sub]] @ qv
+        for j in np.argsort(-sims, kind="stable")[:per_section]:
+            i = sub[int(j)]
+            have.add((di, i))
+            out.append((float(sims[int(j)]), di, i, f"{who}+section"))
+    return out
+
+
 def _with_equation(tree, nid: int, text: str) -> str:
     """An equation is quoted with the sentence that introduces it, and a sentence that
     introduces an equation (ends with ":" or the next node is one) with the equation."""
@@ -194,7 +222,9 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
     if candidates is None:
         cands, qv = _candidates(retr, question, doc_ids, pool_factor * top_k, view)
         cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
-        candidates = dedupe_candidates(cands, view, (pool_factor + 1) * top_k)
+    else:
+        cands, qv = list(candidates), retr.encode(question)
+    candidates = dedupe_candidates(_expand_sections(view, cands, qv), view, (pool_factor + 1) * top_k)
     ev = rerank_evidence(view, profile, bg, candidates, top_k)
     v = S.verdict(profile, bg, _verdict_texts(ev, pairs=deep)) if ev else S.Verdict(
         False, "no passage was retrieved", 0.0, 0.0, [])
@@ -202,7 +232,7 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
 
 
 def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[str], cosine: np.ndarray,
-                      owner: Sequence[int] | None = None) -> np.ndarray:
+                      owner: Sequence[int] | None = None, min_cos: float | None = None) -> np.ndarray:
     """Order answer sentences by support: ``0.3 cos + 0.45 coverage + 0.25 type`` plus
     ``0.15 * (1 - passage rank / passages)`` (the passages come best first), with term
     weights from the sentences themselves (their own background).
@@ -217,9 +247,12 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
         node_types: Node type of each unit's passage, length n.
         cosine: float (n,) sentence-question cosines.
         owner: int (n,) passage index of each unit (None: every unit its own passage).
+        min_cos: When given, only units with cosine >= ``min_cos`` or covering at least
+            half of the question's term weight are returned (a table row only when it
+            shares a term with the question itself).
 
     Returns:
-        int64 (n,) unit indices, best first.
+        int64 (m,) unit indices, best first (m = n without ``min_cos``).
     """
     from collections import Counter
 
@@ -247,7 +280,14 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
     # the passages come best supported first (select_passages): a small prior by rank
     prior = 0.15 * (1.0 - own / float(max(int(own.max()) + 1, 1))) if n else np.zeros(0)
     support = 0.3 * sc.cosine + 0.45 * sc.coverage + 0.25 * tm + prior
-    return np.argsort(-support, kind="stable").astype(np.int64)
+    order = np.argsort(-support, kind="stable").astype(np.int64)
+    if min_cos is not None:
+        ok = (sc.cosine >= min_cos) | (sc.coverage >= 0.5)
+        if is_row.any():  # a row must itself name something the question asks about
+            own_cov = S.score_units(profile, units, node_types, S.Background(max(n, 1), df)).coverage
+            ok &= ~is_row | (own_cov > 0)
+        order = order[ok[order]]
+    return order
 
 
 def best_quote(question: str, text: str, node_type: str = "TEXT", max_words: int = 60) -> str:

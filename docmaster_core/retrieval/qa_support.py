@@ -53,12 +53,12 @@ achieved get gets got make makes made take takes taken took involve involved inv
 depicted show shows shown showed describe described describes report reported reports according
 mention mentioned mentions say says said state stated states value number amount kind type paper
 document documents article work study authors author section figure table main specific exactly
-typically normally default defaults
+typically normally
 """.split())
 
 _NUMBER_Q = re.compile(
     r"^(?:how (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
-    r"what (?:is |was |are |were )?(?:the )?(?:\w+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
+    r"what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
     r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
     r"learning rate|batch size|interval|range|timeout|budget|parameters?)\b)", re.I)
@@ -83,6 +83,8 @@ UNITS: dict[str, tuple[str, ...]] = {
     "byte": ("byte", "kb", "mb", "gb", "tb", "octet"),
     "percent": ("%", "percent"),
     "parameter": ("parameter", "param"),
+    "duration": ("second", "minute", "hour", "day", "week", "month", "year", "epoch", "step", "iteration",
+                 " ms ", " s ", " h "),
 }
 _UNIT_Q = re.compile(
     r"\b(?:in|of|per) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
@@ -133,6 +135,8 @@ class QuestionProfile:
         units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
         numbers: Numbers written in the question (not an answer when found again).
         words: ``{term: the question's word}`` (for messages).
+        soft_units: Units implied but not named ("how long" -> ``duration``): they raise
+            the type match of a unit that gives one, but never decide "not found".
     """
 
     text: str
@@ -141,12 +145,15 @@ class QuestionProfile:
     units: list[str] = field(default_factory=list)
     numbers: set[str] = field(default_factory=set)
     words: dict[str, str] = field(default_factory=dict)
+    soft_units: list[str] = field(default_factory=list)
 
 
 def profile_question(question: str) -> QuestionProfile:
     """The :class:`QuestionProfile` of a question (rules, no model)."""
     q = normalize_ws(question)
-    terms = list(dict.fromkeys(terms_of(q)))
+    # "how long / how many ..." ask for a quantity: "long", "many" are no topic terms
+    terms = list(dict.fromkeys(terms_of(re.sub(
+        r"\bhow (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b", " ", q, flags=re.I))))
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
             r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
@@ -168,11 +175,12 @@ def profile_question(question: str) -> QuestionProfile:
             units.append(u)
     if units and atype == "description":
         atype = "number"
+    soft = ["duration"] if re.match(r"^\s*(?:for )?how long\b", q, re.I) else []
     words: dict[str, str] = {}
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
             words.setdefault(t, tok)
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words)
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft)
 
 
 @dataclass
@@ -276,6 +284,10 @@ class UnitScores:
     support: np.ndarray
 
 
+_LABEL_NUM = re.compile(r"\b(?:table|figure|fig\.?|section|sec\.?|eqn?\.?|equation|appendix|step|stage)\s*"
+                        r"\(?[0-9ivx]+(?:\.\d+)*\)?|\[\d+(?:\s*[,\u2013-]\s*\d+)*\]|^\s*\d+(?:\.\d+)*\s+(?=[a-z])")
+
+
 def _has_unit(text_l: str, unit: str) -> bool:
     padded = f" {text_l} "
     return any(s in padded for s in UNITS.get(unit, (unit,)))
@@ -285,11 +297,13 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
     """How well a unit's form fits the asked answer type, in [0, 1]."""
     low = unit.lower()
     if profile.answer_type == "number":
+        # element labels and reference marks are not answers: "Table 1", "Eq. (2)", "[36]"
+        low = _LABEL_NUM.sub(" ", low)
         nums = [n for n in _NUM.findall(low) if n not in profile.numbers]
         if not nums:
             return 0.0
-        if profile.units:
-            return 1.0 if any(_has_unit(low, u) for u in profile.units) else 0.4
+        if profile.units or profile.soft_units:
+            return 1.0 if any(_has_unit(low, u) for u in profile.units + profile.soft_units) else 0.4
         return 1.0
     if profile.answer_type == "formula":
         if node_type == "EQUATION" or "=" in unit or re.search(r"[\u2200-\u22ff\u0391-\u03c9]|softmax|exp\(|log\(", low):
