@@ -87,7 +87,7 @@ UNITS: dict[str, tuple[str, ...]] = {
                  " ms ", " s ", " h "),
 }
 _UNIT_Q = re.compile(
-    r"\b(?:in|of|per) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
+    r"\b(?:in|of|per|many|much) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
     r"milliseconds?|ms|seconds?|minutes?|hours?|days?|weeks?|years?|bytes?|kilobytes?|megabytes?|"
     r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price)\b", re.I)
 _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kwh", "ms": "millisecond",
