@@ -185,7 +185,8 @@ def eval_qa(ws, ask_fn, cases: Sequence[QACase]) -> dict[str, Any]:
         first = (res["answer"].get("citations") or [{}])[0]
         rows.append({"file": c.file, "question": c.question, "kind": c.kind, "split": c.split, "key": c.key,
                      "pages": c.pages, **s, "outcome": res["answer"].get("outcome", "answered"),
-                     "first_quote": first.get("quote", ""), "answer": res["answer"].get("text", "")})
+                     "first_quote": first.get("quote", ""), "answer": res["answer"].get("text", ""),
+                     "verdict": res.get("verdict", {})})
     if not rows:
         raise RetrievalError("none of the cases' documents is in the workspace")
     kinds = list(dict.fromkeys(r["kind"] for r in rows))

@@ -368,16 +368,21 @@ class Verdict:
                 "unit_found": self.unit_found}
 
 
-# decision thresholds (chosen on the "tune" half of eval/qa_cases.tsv, see README)
+# decision thresholds, chosen on the "tune" half of eval/qa_cases.tsv (answerable questions: best
+# coverage >= 0.7, document coverage 1.0; unanswerable: best <= 0.26, document <= 0.58) with a margin
+# towards answering, then reported on the held-out half (README)
 MIN_DOC_COVERAGE = 0.7
-MIN_BEST_COVERAGE = 0.33
+MIN_BEST_COVERAGE = 0.4
+# a passage this well covered overrides (a) (a paraphrased question word the document never uses)
+STRONG_BEST_COVERAGE = 0.5
 
 
 def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[str]) -> Verdict:
     """Decide whether the documents answer the question.
 
     Not found when (a) the question's terms the documents never use carry more than
-    ``1 - MIN_DOC_COVERAGE`` of the question's term weight, or (b) no passage covers
+    ``1 - MIN_DOC_COVERAGE`` of the question's term weight and no passage covers
+    ``STRONG_BEST_COVERAGE`` of it, or (b) no passage covers
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a unit ("in dollars",
     "in milliseconds") that none of the passages gives.
 
@@ -401,7 +406,7 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if profile.units:
         low = [f" {normalize_ws(p).lower()} " for p in passage_texts]
         unit_found = any(any(_has_unit(t, u) for t in low) for u in profile.units)
-    if doc_cov < MIN_DOC_COVERAGE:
+    if doc_cov < MIN_DOC_COVERAGE and best < STRONG_BEST_COVERAGE:
         why = "they never mention " + ", ".join(f'"{profile.words.get(t, t)}"' for t in missing[:4])
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if best < MIN_BEST_COVERAGE:
