@@ -2,13 +2,20 @@
 
 ``ask`` retrieves passages with the same tri-modal pipeline as the filter (the
 combined, RRF-fused lists of tree traversal, semantic search and hyper-edge matching,
-per document), keeps the ``top_k`` passages with the highest cosine to the question
-across the chosen documents (elements the question names, e.g. "Table 2", first), numbers them ``E1..En`` and asks the LLM for an answer
-with citations. Citations are checked against the passages given: a citation whose
+per document), widens the pool with BM25 nodes, and keeps the ``top_k`` passages that
+best *answer* the question (term coverage against the document's background, answer
+type, cosine; tables row by row with headers; see
+:mod:`~docmaster_core.retrieval.qa_answering`), numbers them ``E1..En`` and asks the
+LLM for an answer with citations. With the offline backend, when the offline evidence
+(:func:`~docmaster_core.retrieval.qa_support.verdict`) says the documents do not hold
+the answer, no answer is extracted: the result says "The documents do not say ..."
+with outcome ``not_found`` and the closest passages marked as not answering; an LLM
+may reply ``"found": false`` itself. Citations are checked against the passages given: a citation whose
 id was not given is dropped, and document, page, section path and node id are always
 taken from the passage itself, so every citation points at a passage the model saw.
-When a quote does not occur in its passage, the passage's opening is quoted instead
-(and the citation is marked ``quote_checked=False`` in the result).
+When a quote does not occur in its passage, the passage's sentence that best covers
+the question is quoted instead. Each citation carries file, page, section path, node
+id, quote and the passage's page box (PDF points).
 
 Deep mode (from Doc-Researcher, arXiv 2510.21603, Sec. 3: query decomposition and
 iterative "deep research" retrieval): the question is split into sub-queries (the

@@ -10,6 +10,10 @@ candidates, repeated passages are dropped, and every candidate is scored by
 words answer. A table passage is given as its caption followed by its best-supported
 rows, each with its column headers, so a cell is always quoted with its row.
 
+The passage text given to the model may thus differ from the node's raw text (table
+rows re-rendered, an adjacent equation or lead-in sentence added, "Figure 2." written
+"Figure 2:"); page, box and node id stay the node's own.
+
 Not found (offline): :func:`~.qa_support.verdict` over the selected passages (for deep
 mode, also over pairs of passages from two different sections). The answer then says
 "The documents do not say ..." and lists the closest passages with ``supports=False``.
@@ -177,8 +181,9 @@ def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.
 
 
 def _with_equation(tree, nid: int, text: str) -> str:
-    """An equation is quoted with the sentence that introduces it, and a sentence that
-    introduces an equation (ends with ":" or the next node is one) with the equation."""
+    """An equation is given with the sentence that introduces it (the last sentence of
+    the preceding TEXT sibling), and a paragraph followed by an equation with that
+    equation, so a formula question can quote both."""
     n = tree.nodes[nid]
     if n.parent is None:
         return text
