@@ -211,8 +211,8 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
         doc_ids: Documents searched (all in ``retr.view``).
         top_k: Passages to return.
         pool_factor: Candidates per document = ``pool_factor * top_k``.
-        candidates: Precomputed ``(cosine, doc index, node id, strategies)`` (deep mode),
-            else retrieved here.
+        candidates: Extra ``(cosine, doc index, node id, strategies)`` found by the
+            deep mode's sub-queries, pooled with the question's own candidates.
 
     Returns:
         A :class:`Selection`.
@@ -224,11 +224,10 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
     doc_index = [i for i, d in enumerate(view.docs) if d.doc_id in set(doc_ids)]
     bg = S.doc_background(view, doc_index)
     deep = candidates is not None
-    if candidates is None:
-        cands, qv = _candidates(retr, question, doc_ids, pool_factor * top_k, view)
-        cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
-    else:
-        cands, qv = list(candidates), retr.encode(question)
+    cands, qv = _candidates(retr, question, doc_ids, pool_factor * top_k, view)
+    cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
+    if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool
+        cands = list(candidates) + cands
     candidates = dedupe_candidates(_expand_sections(view, cands, qv), view, (pool_factor + 1) * top_k)
     ev = rerank_evidence(view, profile, bg, candidates, top_k)
     v = S.verdict(profile, bg, _verdict_texts(ev, pairs=deep)) if ev else S.Verdict(
