@@ -362,14 +362,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
     print()
     if res.sub_queries and len(res.sub_queries) > 1:
         print("sub-queries: " + " | ".join(_clean(q) for q in res.sub_queries[1:]))
-    for c in res.answer.citations:
+    if res.answer.closest:
+        print("closest passages (they do not answer the question):")
+    for c in list(res.answer.citations) + list(res.answer.closest):
         sec = " > ".join(c.section_path)
         print(f"[{c.evidence_id}] {_clean(c.file)} p.{c.page}" + (f" \u00a7 {_clean(sec)[:60]}" if sec else "")
-              + f" (node {c.node_id}): \"{_clean(c.quote)[:200]}\"")
+              + f" (node {c.node_id}): \"{_clean(c.quote)[:300]}\"" + ("" if c.supports else " (does not answer)"))
     n_from = len(res.evidence_doc_ids)
     searched = f" of {len(res.doc_ids)} searched" if len(res.doc_ids) != n_from else ""
     print(f"({len(res.evidence)} passage{'s' * (len(res.evidence) != 1)} from {n_from} "
-          f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend})")
+          f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend}; "
+          f"outcome {res.answer.outcome.replace('_', ' ')})")
     return 0
 
 
@@ -428,6 +431,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"retrieval latency per condition: mean {lat['embed_retrieve_mean']:.3f} s, max {lat['embed_retrieve_max']:.3f} s;"
               f" decisions mean {lat['decide_mean']:.3f} s")
         return 0
+    if args.what == "qa":
+        return _cmd_eval_qa(args, dm)
     if args.what == "calibrate":
         cases, texts = _load_cases(ev, args)
         keys = list(texts)
@@ -451,6 +456,40 @@ def cmd_eval(args: argparse.Namespace) -> int:
           f"({res['skipped_questions']} questions skipped: document not in the workspace)")
     for s in strategies:
         print(f"  {s:10} recall@{args.k} = {res['recall'][s]:.3f}   hit@{args.k} = {res['hit'][s]:.3f}")
+    return 0
+
+
+def _cmd_eval_qa(args: argparse.Namespace, dm) -> int:
+    """``eval qa``: ask every case over its document; key-on-page and decline rates per kind."""
+    from .retrieval import qa_eval
+
+    cases = [c for f in args.cases for c in qa_eval.load_qa_cases(f)]
+    def ask_one(question, doc_id):
+        return dm.ask(question, docs=[doc_id], top_k=args.top_k, deep=args.deep, save=False)
+
+    res = qa_eval.eval_qa(dm.ws, ask_one, cases)
+    if args.json:
+        _print_json(res)
+        return 0
+
+    def fmt(v):
+        return "    -" if v is None else f"{v:5.2f}"
+
+    def table(title, groups):
+        print(title)
+        print(f"  {'kind':16} {'n':>3}  {'key-on-page':>11} {'key-in-quote':>12} {'false-decline':>13} {'decline':>8}")
+        for k, s in groups.items():
+            n = s["answerable"] + s["unanswerable"]
+            print(f"  {_clean(k)[:16]:16} {n:>3}  {fmt(s['key_on_page']):>11} {fmt(s['key_in_quote']):>12} "
+                  f"{fmt(s['false_decline']):>13} {fmt(s['decline']):>8}")
+
+    table("all cases", {**res["by_kind"], "ALL": res["overall"]})
+    for sp_name, kinds in res["by_split_kind"].items():
+        table(f"split {sp_name}", {**kinds, "ALL": res["by_split"][sp_name]})
+    if res["missing_files"]:
+        print(f"{len(res['missing_files'])} case files are not in the workspace: "
+              + ", ".join(_clean(f) for f in res["missing_files"][:5]))
+    print(f"ask latency: mean {res['latency']['mean']:.3f} s, max {res['latency']['max']:.3f} s")
     return 0
 
 
@@ -488,11 +527,14 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.set_defaults(func=cmd_ask)
 
     sp = sub.add_parser("eval", help="evaluate filtering (P/R/F1) or retrieval (evidence-page recall@k)")
-    sp.add_argument("what", choices=["filter", "retrieval", "calibrate"],
-                    help="filter P/R/F1, retrieval recall@k, or calibrate the offline decider on some conditions")
+    sp.add_argument("what", choices=["filter", "retrieval", "calibrate", "qa"],
+                    help="filter P/R/F1, retrieval recall@k, calibrate the offline decider on some conditions, "
+                         "or qa (key-on-page and decline rates of ask)")
     common(sp)
     knobs(sp)
-    sp.add_argument("--cases", nargs="+", help="filter: TSV(s) with columns file, condition, label")
+    sp.add_argument("--cases", nargs="+", help="filter: TSV(s) with columns file, condition, label; "
+                    "qa: TSV(s) with columns file, question, kind, key, pages")
+    sp.add_argument("--deep", action="store_true", help="qa: ask in deep mode")
     sp.add_argument("--conditions", nargs="+",
                     help="filter: TSV(s) condition<TAB>text, one per --cases file (else the condition column is the text)")
     sp.add_argument("--strategy", nargs="+", choices=strategies + ["keyword"], help="strategies to evaluate (default all five)")
@@ -506,7 +548,7 @@ def _add_retrieval_parsers(sub, common) -> None:
 
 
 def _cmd_eval_checked(args: argparse.Namespace) -> int:
-    if args.what in ("filter", "calibrate") and not args.cases:
+    if args.what in ("filter", "calibrate", "qa") and not args.cases:
         print(f"error: eval {args.what} needs --cases FILE.tsv", file=sys.stderr)
         return 2
     if args.what == "retrieval" and not args.bench:

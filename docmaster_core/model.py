@@ -436,7 +436,20 @@ class Decision:
 
 @dataclass
 class Citation:
-    """A citation in an answer: points at an :class:`Evidence` given to the model."""
+    """A citation in an answer: points at an :class:`Evidence` given to the model.
+
+    Attributes:
+        evidence_id: Id of the passage (``"E3"``) among those given to the model.
+        doc_id, node_id: The passage's document and tree node.
+        page: 1-based page of the passage.
+        section_path: Titles of the enclosing sections.
+        quote: The sentence(s) of the passage that support the answer, verbatim
+            (whitespace-normalised).
+        file: The document's file name.
+        bbox: ``(x0, y0, x1, y1)`` of the passage on ``page`` in PDF points, or None.
+        supports: False for a closest passage shown with a "not found" answer (it does
+            not answer the question).
+    """
 
     evidence_id: str
     doc_id: str
@@ -445,6 +458,8 @@ class Citation:
     section_path: list[str]
     quote: str
     file: str = ""
+    bbox: tuple[float, float, float, float] | None = None
+    supports: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -455,23 +470,42 @@ class Citation:
             "section_path": list(self.section_path),
             "quote": self.quote,
             "file": self.file,
+            "bbox": [float(x) for x in self.bbox] if self.bbox else None,
+            "supports": bool(self.supports),
         }
 
 
 @dataclass
 class Answer:
-    """An answer to a question with its citations (SPEC F7)."""
+    """An answer to a question with its citations (SPEC F7).
+
+    Attributes:
+        text: The answer (for ``outcome="not_found"`` it starts "The documents do not say").
+        citations: Passages that support the answer (empty when not found).
+        tokens: Prompt + completion tokens spent.
+        backend: ``"offline"`` or the model name.
+        error: One-line reason when the answer failed.
+        outcome: ``"answered"`` or ``"not_found"`` (the documents do not hold the answer).
+        closest: With ``not_found``: the closest passages, ``supports=False``.
+        reason: Why the answer was not found (offline evidence), else "".
+    """
 
     text: str
     citations: list[Citation] = field(default_factory=list)
     tokens: int = 0
     backend: str = "offline"
     error: str | None = None
+    outcome: str = "answered"
+    closest: list[Citation] = field(default_factory=list)
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
+            "outcome": self.outcome,
             "citations": [c.to_dict() for c in self.citations],
+            "closest": [c.to_dict() for c in self.closest],
+            "reason": self.reason,
             "tokens": int(self.tokens),
             "backend": self.backend,
             "error": self.error,

@@ -668,8 +668,9 @@ class OfflineLLM:
     def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Answer:
         """Extractive answer: the evidence sentences closest to the question, cited.
 
-        Up to ``answer_max_sentences`` sentences with cosine >= ``answer_min_cos``,
-        most similar first, each followed by its evidence id (``[E3]``); one citation
+        Up to ``answer_max_sentences`` sentences, best supported first (term coverage,
+        answer type and cosine, :func:`~docmaster_core.retrieval.qa_answering.rank_answer_units`;
+        only sentences with cosine >= ``answer_min_cos`` or covering half the question's terms), each followed by its evidence id (``[E3]``); one citation
         per evidence item used. With no such sentence the answer says so and cites
         nothing.
         """
@@ -680,8 +681,9 @@ class OfflineLLM:
             "evidence": [[e.evidence_id, e.text] for e in evidence],
             "min_cos": self.answer_min_cos,
             "max_sentences": self.answer_max_sentences,
-            # answer algorithm version: v2 drops section headings and repeated sentences
-            "answer_version": 2,
+            # answer algorithm version: v2 drops section headings and repeated sentences,
+            # v3 orders sentences by support (qa_answering.rank_answer_units)
+            "answer_version": 3,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
@@ -702,6 +704,8 @@ class OfflineLLM:
             for eid, q in d["citations"]
             if eid in by_id
         ]
+        if not cites and d["text"] == NO_ANSWER_TEXT:
+            return Answer(d["text"], [], 0, self.backend_name, outcome="not_found", reason="no sentence is close enough")
         return Answer(d["text"], cites, 0, self.backend_name)
 
     def _answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
@@ -713,9 +717,12 @@ class OfflineLLM:
         picked: list[int] = []
         seen: set[str] = set()
         words = 0
-        for i in np.argsort(-cos, kind="stable"):
+        from ..retrieval.qa_answering import rank_answer_units  # support order: coverage, answer type, cosine
+
+        for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos, owner,
+                                   min_cos=self.answer_min_cos):
             i = int(i)
-            if cos[i] < self.answer_min_cos or len(picked) >= self.answer_max_sentences:
+            if len(picked) >= self.answer_max_sentences:
                 break
             key = _norm_key(units[i])  # the same sentence from two passages is quoted once
             if key in seen or words + count_words(units[i]) > 150:

@@ -276,7 +276,9 @@ class OpenAILLM(OpenAITransport):
         """Cited answer from the evidence; citations only to given evidence ids.
 
         Ids cited inline as ``[E3]`` count as citations too; quotes not found verbatim
-        in the passage are replaced by the passage's first sentence. Any
+        in the passage are replaced by the passage's first sentence. A reply with
+        ``"found": false`` gives ``outcome="not_found"``, no supporting citation, and the
+        passages it named as ``closest`` (``supports=False``). Any
         :class:`LLMError` gives an answer with empty text and ``error`` set.
 
         Raises:
@@ -300,7 +302,13 @@ class OpenAILLM(OpenAITransport):
         except LLMError as e:
             return Answer("", [], 0, self.backend_name, error=str(e))
         text = out.answer.strip()
-        return Answer(text, self._citations(text, out.citations, by_id), int(tokens), self.backend_name)
+        cites = self._citations(text, out.citations, by_id)
+        if not out.found:  # explicit "not found": nothing cited as support
+            for c in cites:
+                c.supports = False
+            return Answer(text, [], int(tokens), self.backend_name, outcome="not_found", closest=cites,
+                          reason="the model found no answer in the passages")
+        return Answer(text, cites, int(tokens), self.backend_name)
 
     @staticmethod
     def _citations(text: str, cited: Sequence[prompts.CitationOut], by_id: dict[str, Evidence]) -> list[Citation]:

@@ -122,6 +122,8 @@ class AnswerOut(_Strict):
 
     answer: str = Field(min_length=1, description="The answer, citing passages as [E1].")
     citations: list[CitationOut] = Field(default_factory=list)
+    found: bool = Field(True, description="false when the passages do not contain the answer; then the answer "
+                                          "says \"The documents do not say ...\" and citations is empty.")
 
 
 @dataclass(frozen=True)
@@ -227,13 +229,15 @@ SPECS: dict[str, PromptSpec] = {
     ),
     "answer": PromptSpec(
         "answer",
-        "answer-v1",
+        "answer-v2",
         _system(
             "You answer a question using only the evidence passages. Cite passages inline "
-            "as [E1]. If the passages do not contain the answer, say so. Use only ids that "
-            "appear in the evidence; quotes must be copied verbatim from the passage.",
+            "as [E1]. Use only ids that appear in the evidence; each quote must be the "
+            "sentence(s) of that passage that support the answer, copied verbatim. If the "
+            "passages do not contain the answer, do not guess: set \"found\" to false, answer "
+            "\"The documents do not say ...\" and give no citations.",
             AnswerOut,
-            '{"answer": "... [E1]", "citations": [{"evidence_id": "E1", "quote": "..."}]}',
+            '{"answer": "... [E1]", "found": true, "citations": [{"evidence_id": "E1", "quote": "..."}]}',
         ),
         AnswerOut,
     ),

@@ -2,13 +2,20 @@
 
 ``ask`` retrieves passages with the same tri-modal pipeline as the filter (the
 combined, RRF-fused lists of tree traversal, semantic search and hyper-edge matching,
-per document), keeps the ``top_k`` passages with the highest cosine to the question
-across the chosen documents (elements the question names, e.g. "Table 2", first), numbers them ``E1..En`` and asks the LLM for an answer
-with citations. Citations are checked against the passages given: a citation whose
+per document), widens the pool with BM25 nodes, and keeps the ``top_k`` passages that
+best *answer* the question (term coverage against the document's background, answer
+type, cosine; tables row by row with headers; see
+:mod:`~docmaster_core.retrieval.qa_answering`), numbers them ``E1..En`` and asks the
+LLM for an answer with citations. With the offline backend, when the offline evidence
+(:func:`~docmaster_core.retrieval.qa_support.verdict`) says the documents do not hold
+the answer, no answer is extracted: the result says "The documents do not say ..."
+with outcome ``not_found`` and the closest passages marked as not answering; an LLM
+may reply ``"found": false`` itself. Citations are checked against the passages given: a citation whose
 id was not given is dropped, and document, page, section path and node id are always
 taken from the passage itself, so every citation points at a passage the model saw.
-When a quote does not occur in its passage, the passage's opening is quoted instead
-(and the citation is marked ``quote_checked=False`` in the result).
+When a quote does not occur in its passage, the passage's sentence that best covers
+the question is quoted instead. Each citation carries file, page, section path, node
+id, quote and the passage's page box (PDF points).
 
 Deep mode (from Doc-Researcher, arXiv 2510.21603, Sec. 3: query decomposition and
 iterative "deep research" retrieval): the question is split into sub-queries (the
@@ -34,6 +41,8 @@ import numpy as np
 
 from ..errors import LLMError, RetrievalError
 from ..model import Answer, Citation, Evidence
+from .qa_answering import not_found_answer, select_passages
+from .qa_support import NOT_FOUND_PREFIX
 from .retriever import Retriever, check_top_k
 
 __all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations",
@@ -57,6 +66,9 @@ class QAResult:
         run_id: Id of the saved run, or None.
         warnings: One line per document that could not be searched (e.g. its vector
             file is missing; ``docmaster check --repair`` rebuilds it).
+        verdict: The offline evidence on whether the documents answer the question
+            (:meth:`~docmaster_core.retrieval.qa_support.Verdict.to_dict`); it decides
+            the outcome for the offline backend, an LLM decides for itself.
     """
 
     question: str
@@ -70,6 +82,7 @@ class QAResult:
     timings: dict[str, float] = field(default_factory=dict)
     run_id: int | None = None
     warnings: list[str] = field(default_factory=list)
+    verdict: dict[str, Any] = field(default_factory=dict)
 
     @property
     def evidence_doc_ids(self) -> list[str]:
@@ -90,6 +103,8 @@ class QAResult:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "evidence_doc_ids": self.evidence_doc_ids,
             "warnings": list(self.warnings),
+            "outcome": self.answer.outcome,
+            "verdict": dict(self.verdict),
         }
 
 
@@ -245,8 +260,11 @@ def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequen
                     per_doc: int | None = None) -> list[Evidence]:
     """The ``top_k`` passages for a question over ``doc_ids``, numbered ``E1..En``.
 
-    Candidates are each document's combined (RRF) list of ``per_doc`` nodes (default
-    ``top_k``); they are ordered by cosine with the question across documents.
+    For a text question (and no ``per_doc``) the passages are chosen by answer support
+    (:func:`~docmaster_core.retrieval.qa_answering.select_passages`: a wider candidate
+    pool re-ranked by term coverage, answer type and cosine; tables given row by row
+    with their headers). Otherwise candidates are each document's combined (RRF) list
+    of ``per_doc`` nodes (default ``top_k``), ordered by cosine with the question.
     Passages repeating another passage (:func:`dedupe_candidates`) are dropped and the
     candidate lists widened (up to 4x) to fill ``top_k``.
 
@@ -257,6 +275,10 @@ def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequen
 
     check_top_k(top_k)
     check_top_k(per_doc, "per_doc")
+    if isinstance(question, str) and per_doc is None:
+        from .qa_answering import select_passages
+
+        return select_passages(retr, question, doc_ids, top_k).evidence
     view = retr.view
     per = per_doc or top_k
     prev = -1
@@ -354,12 +376,22 @@ def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k
     return ev, subs, ran
 
 
-def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict[str, str]) -> tuple[Answer, list[str]]:
+def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict[str, str],
+                       question: str = "") -> tuple[Answer, list[str]]:
     """Keep only citations of given passages and fill them from the passages.
+
+    Every kept citation takes document, node id, page, section path and page box from
+    its passage, so it can only point at a passage the model was given. A quote that
+    does not occur verbatim (whitespace-normalised) in its passage is replaced by the
+    passage's sentence that best covers the question (not its opening words). An
+    answer whose outcome is ``not_found`` keeps no supporting citation: the passages
+    it named move to ``closest`` with ``supports=False``.
 
     Returns:
         ``(answer, dropped_ids)``; the answer's citations are rebuilt in place.
     """
+    from .qa_answering import best_quote, citation_of
+
     by_id = {e.evidence_id: e for e in evidence}
     kept, dropped, seen = [], [], set()
     for c in answer.citations:
@@ -373,10 +405,20 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
         norm = " ".join(e.text.split())
         quote = " ".join((c.quote or "").split())
         if not quote or quote not in norm:
-            quote = " ".join(norm.split()[:40])
-        kept.append(Citation(evidence_id=e.evidence_id, doc_id=e.doc_id, node_id=e.node_id, page=e.page_of(quote),
-                             section_path=list(e.section_path), quote=quote, file=files.get(e.doc_id, "")))
+            quote = best_quote(question, e.text, e.node_type) or " ".join(norm.split()[:40])
+        kept.append(citation_of(e, quote, files.get(e.doc_id, ""), supports=c.supports))
+    closest = []
+    for c in answer.closest:
+        e = by_id.get(c.evidence_id)
+        if e is not None:
+            closest.append(citation_of(e, c.quote if c.quote and c.quote in " ".join(e.text.split())
+                                       else best_quote(question, e.text, e.node_type),
+                                       files.get(e.doc_id, ""), supports=False))
+    if answer.outcome == "not_found":
+        closest = closest or [citation_of(by_id[k.evidence_id], k.quote, k.file, supports=False) for k in kept]
+        kept = []
     answer.citations = kept
+    answer.closest = closest
     return answer, dropped
 
 
@@ -418,25 +460,34 @@ def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | Non
     t0 = time.perf_counter()
     if deep:
         evidence, subs, ran = _deep_evidence(retr, q, doc_ids, k, llm, rounds)
+        di_of = {d.doc_id: i for i, d in enumerate(retr.view.docs)}
+        sel = select_passages(retr, q, doc_ids, max(1, len(evidence)), candidates=[
+            (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
     else:
-        evidence, subs, ran = gather_evidence(retr, q, doc_ids, k), [q], 1
+        sel, subs, ran = select_passages(retr, q, doc_ids, k), [q], 1
+    evidence = sel.evidence
     t_ret = time.perf_counter() - t0
     t0 = time.perf_counter()
     backend = getattr(llm, "backend_name", "llm")
+    files = {d.doc_id: d.file_name for d in ws.documents()}
     if not evidence:
-        ans = Answer("No passage was retrieved from the chosen documents.", [], 0, backend)
+        ans = Answer(f"{NOT_FOUND_PREFIX} anything about this: no passage was retrieved from the chosen documents.",
+                     [], 0, backend, outcome="not_found", reason="no passage was retrieved")
+    elif not sel.verdict.found and getattr(llm, "is_offline", False):
+        ans = not_found_answer(q, sel, files, backend)
     else:
         try:
             ans = llm.answer(q, evidence, doc_id=doc_ids[0] if len(doc_ids) == 1 else None)
         except LLMError as e:
             ans = Answer("", [], 0, backend, error=str(e))
-    files = {d.doc_id: d.file_name for d in ws.documents()}
-    ans, dropped = validate_citations(ans, evidence, files)
+    ans, dropped = validate_citations(ans, evidence, files, q)
     t_ans = time.perf_counter() - t0
     out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
-                   {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings)
+                   {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings,
+                   verdict=sel.verdict.to_dict())
     if save:
         params = {"question": q, "docs": doc_ids, "doc_source": source, "top_k": k, "deep": deep,
+                  "verdict": sel.verdict.to_dict(),
                   "rounds": rounds if deep else 1, "backend": backend}
         out.run_id = ws.save_run("ask", params, out.to_dict())
     return out

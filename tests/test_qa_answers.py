@@ -1,0 +1,174 @@
+"""Answers that cite the words that answer, and say so when the documents do not (issue 12).
+
+A planted two-page paper (``pdf_factory.make_paper_pdf``: a results table on page 2,
+"Full | 83.9"; a display equation in section 2.1) is ingested once per module with the
+offline backend and the session's real embedder.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from docmaster_core.config import LLMSettings
+from docmaster_core.llm import OpenAILLM, make_llm
+from docmaster_core.pipeline import DocMaster
+from docmaster_core.retrieval import qa_eval
+from docmaster_core.retrieval.qa import ask
+from docmaster_core.retrieval.qa_support import profile_question, table_rows
+
+try:
+    from fake_openai_server import FakeOpenAIServer, user_text
+    from pdf_factory import make_paper_pdf
+except ImportError:  # tests imported as a package
+    from tests.fake_openai_server import FakeOpenAIServer, user_text
+    from tests.pdf_factory import make_paper_pdf
+
+TABLE_Q = "What accuracy does the Full variant reach on the test set?"
+ABSENT_Q = "How many kilowatt-hours of electricity did training the parser consume?"
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("qa12")
+    make_paper_pdf(root / "paper.pdf")
+    dm = DocMaster(root / "ws", embedder=embedder)
+    res = dm.ingest([root / "paper.pdf"])
+    assert not getattr(res, "failed", None)
+    return dm
+
+
+def _ask(dm, q, **kw):
+    return dm.ask(q, docs=["paper.pdf"], save=False, **kw)
+
+
+# ------------------------------------------------------------------------------ units
+def test_question_profile_and_table_rows():
+    p = profile_question("What was the inference latency in milliseconds on a phone?")
+    assert p.answer_type == "number" and p.units == ["millisecond"]
+    assert profile_question(ABSENT_Q).units == ["kwh"]
+    assert "latency" in p.terms and "what" not in p.terms
+    assert profile_question("How is the attention output computed?").answer_type == "formula"
+    assert profile_question("Which figure shows the model architecture?").answer_type == "caption"
+    rows = table_rows([["Model", "Accuracy", "Speed"], ["Base", "71.2", "fast"], ["Full", "83.9", "slow"]])
+    assert rows == ["Base | Accuracy: 71.2 | Speed: fast", "Full | Accuracy: 83.9 | Speed: slow"]
+
+
+# ------------------------------------------------------------------------------ offline answers
+def test_table_cell_is_cited_with_its_row_page_and_box(paper):
+    res = _ask(paper, TABLE_Q)
+    a = res.answer
+    assert a.outcome == "answered" and res.to_dict()["outcome"] == "answered"
+    first = a.citations[0]
+    assert "83.9" in first.quote and "Full" in first.quote  # the cell with its row header
+    assert first.page == 2 and first.file == "paper.pdf"
+    assert first.bbox is not None and len(first.bbox) == 4 and first.bbox[0] < first.bbox[2]
+    assert "3 Results" in " ".join(first.section_path)
+    e1 = {e.evidence_id: e for e in res.evidence}[first.evidence_id]
+    assert first.node_id == e1.node_id and first.quote in " ".join(e1.text.split())
+    d = first.to_dict()
+    assert d["supports"] is True and d["bbox"] == list(first.bbox)
+
+
+def test_absent_answer_is_declined_plainly(paper):
+    res = _ask(paper, ABSENT_Q)
+    a = res.answer
+    assert a.outcome == "not_found"
+    assert a.text.startswith("The documents do not say")
+    assert a.citations == []
+    assert a.closest and all(not c.supports for c in a.closest)
+    given = {e.evidence_id for e in res.evidence}
+    assert {c.evidence_id for c in a.closest} <= given
+    assert res.verdict["found"] is False and res.verdict["missing_terms"]
+
+
+def test_deep_two_section_question_uses_both_sections(paper):
+    q = "How is the output of the linear layer computed, and which variant is the most accurate on the test set?"
+    res = _ask(paper, q, deep=True)
+    assert len(res.sub_queries) >= 2
+    assert res.answer.outcome == "answered"
+    tops = {e.section_path[0] for e in res.evidence if e.section_path}
+    assert any(t.startswith("2") for t in tops) and any(t.startswith("3") for t in tops)
+    assert {c.evidence_id for c in res.answer.citations} <= {e.evidence_id for e in res.evidence}
+
+
+# ------------------------------------------------------------------------------ LLM path
+def _llm(server) -> OpenAILLM:
+    llm = make_llm(LLMSettings(backend="openai", model="gpt-4o-mini", base_url=server.base_url,
+                               api_key="sk-test-0123456789", timeout=5.0, max_retries=0),
+                   cache_dir=None, backoff_base=0.01, backoff_max=0.1, seed=0)
+    assert isinstance(llm, OpenAILLM)
+    return llm
+
+
+def test_llm_not_found_reply_and_never_citing_passages_not_given(paper, embedder):
+    dm = paper
+    with FakeOpenAIServer() as server:
+        server.enqueue(json.dumps({"answer": "The documents do not say how much electricity was used.",
+                                   "found": False,
+                                   "citations": [{"evidence_id": "E1", "quote": "nothing"},
+                                                 {"evidence_id": "E99", "quote": "made up"}]}))
+        llm = _llm(server)
+        res = ask(dm.ws, embedder, llm, dm.settings.retrieval, ABSENT_Q, docs=["paper.pdf"],
+                  retriever=dm.retriever(), save=False)
+        # the prompt allows and the schema carries the "not found" outcome
+        system = server.requests[0].messages[0]["content"]
+        assert '"found"' in system and "do not say" in system
+        assert "E1" in user_text(server.requests[0])
+        a = res.answer
+        assert a.outcome == "not_found" and a.citations == []
+        assert [c.evidence_id for c in a.closest] == ["E1"] and not a.closest[0].supports
+        assert all(c.evidence_id != "E99" for c in a.citations + a.closest)  # never a passage not given
+        assert res.verdict["found"] is False  # the offline evidence agrees, recorded beside the LLM's outcome
+        assert res.to_dict()["answer"]["outcome"] == "not_found"
+
+        server.enqueue(json.dumps({"answer": "The Full variant reaches 83.9 [E1] [E42].", "found": True,
+                                   "citations": [{"evidence_id": "E42", "quote": "invented"},
+                                                 {"evidence_id": "E1", "quote": "not a verbatim quote"}]}))
+        res = ask(dm.ws, embedder, llm, dm.settings.retrieval, TABLE_Q, docs=["paper.pdf"],
+                  retriever=dm.retriever(), save=False)
+        a = res.answer
+        given = {e.evidence_id: e for e in res.evidence}
+        assert a.outcome == "answered" and a.citations
+        assert all(c.evidence_id in given for c in a.citations) and "E42" not in {c.evidence_id for c in a.citations}
+        for c in a.citations:  # filled from the passage itself, quote verbatim from it
+            e = given[c.evidence_id]
+            assert (c.page, c.node_id) == (e.page, e.node_id)
+            assert c.quote and c.quote in " ".join(e.text.split())
+
+
+# ------------------------------------------------------------------------------ eval qa
+def test_eval_qa_command_on_a_tiny_cases_file(paper, tmp_path, capsys):
+    from docmaster_core.cli import main
+
+    cases = tmp_path / "cases.tsv"
+    cases.write_text("file\tquestion\tkind\tkey\tpages\tsplit\n"
+                     f"paper.pdf\t{TABLE_Q}\ttable\t83. 9\t2\ta\n"
+                     f"paper.pdf\t{ABSENT_Q}\tunanswerable\t\t\tb\n", encoding="utf-8")
+    loaded = qa_eval.load_qa_cases(cases)
+    assert [c.answerable for c in loaded] == [True, False] and loaded[0].pages == [2]
+    w = str(paper.ws.path)
+    assert main(["eval", "qa", "--workspace", w, "--cases", str(cases), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["by_kind"]["table"]["key_on_page"] == 1.0  # whitespace-insensitive key "83. 9"
+    assert out["by_kind"]["unanswerable"]["decline"] == 1.0
+    assert out["overall"]["false_decline"] == 0.0
+    assert set(out["by_split"]) == {"a", "b"}
+    assert main(["eval", "qa", "--workspace", w, "--cases", str(cases)]) == 0
+    text = capsys.readouterr().out
+    assert "key-on-page" in text and "unanswerable" in text
+    assert main(["eval", "qa", "--workspace", w]) == 2
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("file\tquestion\tkind\tkey\tpages\npaper.pdf\tQ?\tfact\t\t\n", encoding="utf-8")
+    assert main(["eval", "qa", "--workspace", w, "--cases", str(bad)]) != 0
+
+
+def test_key_match_is_case_and_whitespace_insensitive():
+    assert qa_eval.key_match("Attention(Q, K, V)", "attention(Q,K,V ) = softmax")
+    assert not qa_eval.key_match("", "anything")
+    c = qa_eval.QACase("f.pdf", "q", "fact", "75.1", [6])
+    res = {"answer": {"outcome": "answered", "citations": [{"evidence_id": "E1", "page": 6, "quote": "x"}]},
+           "evidence": [{"evidence_id": "E1", "text": "OpenAI GPT | Average: 75.1"}]}
+    assert qa_eval.score_case(c, res)["key_on_page"] is True
+    res["answer"]["citations"][0]["page"] = 5
+    assert qa_eval.score_case(c, res)["key_on_page"] is False
