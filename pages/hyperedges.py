@@ -35,6 +35,8 @@ rec = choose_document(dm, W_DOC)
 if rec is None:
     st.stop()
 tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+# this document's widget keys: switching documents draws new widgets, no stale labels
+W_HE, W_PASSAGES, W_SECTIONS = (state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_SECTIONS))
 params = index_params()
 st.caption(
     f"Index parameters: alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} "

@@ -169,15 +169,30 @@ def test_workspace_outside_root_is_refused(uploaded, env):
     assert at.session_state["dm_workspace"] == str(env["ws"].resolve())
 
 
+def _doc_key(at: AppTest, base: str) -> str:
+    """The key of a per-document widget of the current document."""
+    return f"{base}_{at.session_state['dm_doc_id']}"
+
+
+def _widget_texts(at: AppTest) -> list[str]:
+    """Every label, option and caption a user sees on the page (widgets included)."""
+    out = _texts(at)
+    for sb in list(at.selectbox) + list(at.multiselect):
+        out += [str(sb.label), *map(str, sb.options)]
+    for df in at.dataframe:
+        out += [str(v) for v in df.value.astype(str).to_numpy().ravel()]
+    return out
+
+
 def test_tree_page_select_node_shows_content_page_and_embedding(uploaded):
     at = _open("pages/tree.py")
-    sb = at.selectbox(key="w_tree_node")
+    sb = at.selectbox(key=_doc_key(at, "w_tree_node"))
     assert len(sb.options) >= 6
     table_opts = [o for o in sb.options if "▦" in o]
     target = table_opts[0] if table_opts else [o for o in sb.options if "¶" in o][0]
     sb.select(target)
     _run(at)
-    node_id = at.session_state["w_tree_node"]
+    node_id = at.session_state[_doc_key(at, "w_tree_node")]
     assert any(f"#{node_id}" in s.value for s in at.subheader)
     assert len(at.image) >= 1  # page rendered with the node's box
     assert any(m.label == "dimensions" and m.value == "384" for m in at.metric)
@@ -190,13 +205,107 @@ def test_tree_page_select_node_shows_content_page_and_embedding(uploaded):
 
 def test_hyperedge_page_select_hyperedge(uploaded):
     at = _open("pages/hyperedges.py")
-    sb = at.selectbox(key="w_he_select")
+    sb = at.selectbox(key=_doc_key(at, "w_he_select"))
     last = sb.options[-1]
     sb.select(last)
     _run(at)
-    he = at.session_state["w_he_select"]
+    he = at.session_state[_doc_key(at, "w_he_select")]
     assert any(m.value.startswith(f"**H{he}**") for m in at.markdown)
     assert any(m.label == "hyper-edges" and int(m.value) == len(sb.options) for m in at.metric)
+
+
+def test_switching_documents_leaves_no_stale_label(uploaded, env):
+    """Tree explorer and hyper-edge graph: after switching document, no widget shows the
+    previous document's section, node or hyper-edge label, and a node-type filter set on
+    one document does not carry over to the next."""
+    from docmaster_core.store import Workspace
+
+    ws = Workspace(env["ws"], create=False)
+    titles = {d.doc_id: ws.load_tree(d.doc_id) for d in ws.documents()}
+    at = _open("pages/tree.py")
+    doc_a = at.selectbox(key="w_tree_doc").value
+    doc_b = next(d for d in titles if d != doc_a)
+    words_a = {titles[doc_a].title} | {n.content for n in titles[doc_a].nodes if n.type.value == "TITLE"} - \
+        {n.content for n in titles[doc_b].nodes} - {titles[doc_b].title}
+    node_box = at.selectbox(key=_doc_key(at, "w_tree_node"))
+    node_box.select(node_box.options[-1])
+    _run(at)
+    at.button_group(key=_doc_key(at, "w_tree_types")).set_value(["TABLE"])
+    _run(at)
+    assert any("nodes match" in c.value for c in at.caption)
+    at.selectbox(key="w_tree_doc").set_value(doc_b)
+    _run(at)
+    assert at.session_state["dm_doc_id"] == doc_b
+    seen = " ".join(_widget_texts(at))
+    stale = [w for w in words_a if w and w in seen]
+    assert not stale, stale
+    # the node box and the outline are the new document's, its type filter untouched
+    box = at.selectbox(key=f"w_tree_node_{doc_b}")
+    assert box.value == 0 and titles[doc_b].title in box.options[0]
+    assert set(at.button_group(key=f"w_tree_types_{doc_b}").value) == {"TITLE", "TEXT", "TABLE", "IMAGE", "EQUATION"}
+    assert any(f"of {len(titles[doc_b].nodes)} nodes visible" in c.value for c in at.caption)
+    # back to A: its own choices come back
+    at.selectbox(key="w_tree_doc").set_value(doc_a)
+    _run(at)
+    assert at.button_group(key=f"w_tree_types_{doc_a}").value == ["TABLE"]
+
+    at.switch_page("pages/hyperedges.py")
+    _run(at)
+    assert at.session_state["w_he_doc"] == doc_a
+    he_a = at.selectbox(key=f"w_he_select_{doc_a}")
+    he_a.select(he_a.options[-1])
+    _run(at)
+    labels_a = set(at.selectbox(key=f"w_he_select_{doc_a}").options)
+    at.selectbox(key="w_he_doc").set_value(doc_b)
+    _run(at)
+    he_b = at.selectbox(key=f"w_he_select_{doc_b}")
+    assert he_b.options and not (set(he_b.options) & labels_a)
+    assert not any(sb.key == f"w_he_select_{doc_a}" for sb in at.selectbox)
+    assert any(m.value.startswith("**H") for m in at.markdown)
+
+
+def test_tree_expand_and_collapse(uploaded):
+    """The outline is a collapsible tree: a click on a section row opens the node and
+    expands it (its children appear, full titles, type icons), a second click collapses
+    it; Expand all / Collapse all open and close every section."""
+    at = _open("pages/tree.py")
+    doc = at.session_state["dm_doc_id"]
+
+    def outline():
+        df = next(d for d in at.dataframe if d.key and d.key.startswith(f"w_tree_table_{doc}"))
+        return df, list(df.value["outline"])
+
+    at.button(key=f"w_tree_collapse_all_{doc}").click()
+    _run(at)
+    df, rows = outline()
+    first = rows[0]
+    assert "▾" in first and "📘" in first  # the root, open
+    sections = [i for i, r in enumerate(rows) if "▸" in r]
+    assert sections, rows  # top-level sections, closed
+    i = sections[0]
+    n_closed = len(rows)
+    at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # a click on row i
+    _run(at)
+    df, rows = outline()
+    assert len(rows) > n_closed and "▾" in rows[i]
+    node = at.session_state[f"w_tree_node_{doc}"]
+    assert f"#{node} " in rows[i] and any(f"#{node}" in s.value for s in at.subheader)
+    assert rows[i + 1].count("\u2003") > rows[i].count("\u2003")  # a child, indented deeper
+    assert any(icon in r for r in rows[i + 1:] for icon in ("¶", "▦", "∑", "🖼", "§"))
+    at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # click it again
+    _run(at)
+    _, rows = outline()
+    assert len(rows) == n_closed and "▸" in rows[i]
+    at.button(key=f"w_tree_expand_all_{doc}").click()
+    _run(at)
+    _, rows = outline()
+    assert len(rows) == len(at.selectbox(key=f"w_tree_node_{doc}").options)  # every node visible
+    assert not any("▸" in r for r in rows)
+    # the section toggle button beside the outline collapses the open node
+    at.button(key=f"w_tree_toggle_{doc}").click()
+    _run(at)
+    _, rows = outline()
+    assert "▸" in rows[i]
 
 
 def test_hyperedge_page_builds_a_missing_index(uploaded):
@@ -208,7 +317,7 @@ def test_hyperedge_page_builds_a_missing_index(uploaded):
     assert any("No semantic index" in i.value for i in at.info)
     at.button(key="w_he_build").click()
     _run(at)
-    assert at.selectbox(key="w_he_select").options
+    assert at.selectbox(key=_doc_key(at, "w_he_select")).options
     assert any(m.label == "clusters" and int(m.value) <= 3 for m in at.metric)
 
 

@@ -12,7 +12,8 @@ from . import state
 from .resources import current_docmaster
 from .text import md_escape, shorten
 
-__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached", "node_label"]
+__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached",
+           "node_label", "selected_rows"]
 
 _TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
 
@@ -99,3 +100,17 @@ def node_label(tree: Any, node_id: int, width: int = 70, indent: bool = True) ->
         text = (n.extra or {}).get("caption", "") or "(image)"
     pad = "· " * max(0, n.depth - 1) if indent else ""
     return f"{pad}{_TYPE_ICON.get(n.type.value, '?')} #{n.id} {shorten(text, width) or '(empty)'}"
+
+
+def selected_rows(widget_value: Any) -> list[int]:
+    """Row positions selected in an ``st.dataframe(on_select=...)``: its return value
+    or its session-state value (attribute or dict form); ``[]`` when none."""
+    if widget_value is None:
+        return []
+    sel = getattr(widget_value, "selection", None)
+    if sel is None and isinstance(widget_value, dict):
+        sel = widget_value.get("selection")
+    rows = getattr(sel, "rows", None)
+    if rows is None and isinstance(sel, dict):
+        rows = sel.get("rows")
+    return [int(r) for r in (rows or [])]
