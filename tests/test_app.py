@@ -446,6 +446,89 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, m
     assert at.session_state["dm_filter_runs"]["A"]["cut"]["kept"] == suggested
 
 
+def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
+    """Two normalised runs over the uploaded documents: A keeps the first ``keep_a``
+    documents (by file name), B the first ``keep_b``; one evidence passage (a TEXT node
+    with its box) per document."""
+    from docmaster_core.store import Workspace
+    from ui.filtering import normalise_run
+
+    ws = Workspace(env["ws"], create=False)
+    docs = sorted(ws.documents(), key=lambda d: d.file_name)
+
+    def ev(d):
+        n = next(n for n in ws.load_tree(d.doc_id).nodes if n.type.value == "TEXT" and n.bboxes)
+        b = n.bboxes[0]
+        return {"evidence_id": "C1", "doc_id": d.doc_id, "node_id": n.id, "strategy": "combined", "score": 0.6,
+                "text": n.content, "page": int(b[0]), "bbox": list(b[1:5]), "section_path": n.section_path,
+                "node_type": "TEXT"}
+
+    def run(rid, kept):
+        return normalise_run({
+            "run_id": rid, "strategy": "combined", "condition": "crafted", "backend": "offline-calibrated",
+            "cuts": {"combined": {"rule": "best_fraction", "threshold": 1.0, "kept": kept, "of": len(docs), "best": 5.0}},
+            "documents": [{"doc_id": d.doc_id, "file": d.file_name, "evidence": {"combined": [ev(d)]},
+                           "decisions": {"combined": {"decision": r <= kept, "rationale": f"why {d.file_name}",
+                                                      "tokens": 0, "evidence_score": 5.0 - r, "rank": r}}}
+                          for r, d in enumerate(docs, 1)]})
+
+    return {"A": run(9001, keep_a), "B": run(9002, keep_b)}, docs
+
+
+def test_filter_differences_table_lists_only_differences(uploaded, env):
+    runs, docs = _crafted_runs(env, 1, 2)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert any("Differences between A and B: 1 document" in s.value for s in at.subheader)
+    diff = [df.value for df in at.dataframe if "A match" in df.value.columns]
+    assert len(diff) == 1 and list(diff[0]["file"]) == [docs[1].file_name]
+    # kept first, and "kept only" hides the others
+    table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0")
+    assert list(table_a.value["kept"]) == ["✓ yes", "✗ no"]
+    at.toggle(key="w_filter_kept_only").set_value(True)
+    _run(at)
+    table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_1")
+    assert list(table_a.value["file"]) == [docs[0].file_name]
+    # the same runs in both configurations: no differences, no table
+    at.session_state["dm_filter_runs"] = {"A": runs["A"], "B": {**runs["A"], "run_id": 9003}}
+    _run(at)
+    assert any("0 document(s)" in s.value for s in at.subheader)
+    assert not [df for df in at.dataframe if "A match" in df.value.columns]
+
+
+def test_filter_row_click_opens_that_documents_evidence(uploaded, env):
+    """A click on a row of a result table opens that document's evidence (its passage,
+    the page image with the box) and "Show evidence in the tree explorer" opens the
+    evidence node there, highlighted."""
+    runs, docs = _crafted_runs(env, 1, 1)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[0].doc_id  # the kept document opens first
+    at.session_state["w_filter_table_B_9002_0"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id and at.radio(key="w_filter_which").value == "B"
+    texts = _texts(at)
+    assert f"{docs[1].file_name}: rejected by combined" in texts
+    assert f"combined: why {docs[1].file_name}" in texts
+    ev = runs["B"]["documents"][1]["evidence"][0]
+    assert any(ev["text"][:40] in t for t in texts) and len(at.image) == 1
+    assert at.selectbox(key="w_filter_page").value == ev["page"]
+    at.button(key="w_filter_to_tree").click()
+    _run(at)
+    assert at.session_state["dm_doc_id"] == docs[1].doc_id
+    assert at.session_state[f"w_tree_node_{docs[1].doc_id}"] == ev["node_id"]
+    outline = next(df for df in at.dataframe if df.key and df.key.startswith("w_tree_table_")).value
+    row = outline[outline["outline"].str.contains(f"#{ev['node_id']} ", regex=False)]
+    assert list(row[" "]) == ["▶"]
+    assert any(f"#{ev['node_id']}" in s.value for s in at.subheader)
+
+
 def test_filter_condition_restored_in_a_new_session(uploaded, env):
     """A browser reload starts a new session: the Filter page shows the condition of the
     workspace's last saved filter run instead of an empty box."""
