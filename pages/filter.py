@@ -87,7 +87,9 @@ with c_build:
 if run_clicked:
     runs: dict = {}
     with st.status("Filtering ...", expanded=True) as status:
-        for name, cfg in (("A", cfg_a), ("B", cfg_b)):
+        # B runs first and A last, so A is the workspace's last saved filter run: "the last
+        # filter" that the Chat page and `docmaster ask` answer from
+        for name, cfg in (("B", cfg_b), ("A", cfg_a)):
             if not cfg["strategies"]:
                 st.warning(f"Configuration {name} has no strategy selected; skipped.")
                 continue
@@ -114,6 +116,7 @@ if run_clicked:
                 continue
             st.write(f"… {len(runs[name].get('documents', []))} documents in {time.perf_counter() - t0:.1f} s")
         status.update(label=f"Filter done ({', '.join(runs) or 'no run'})", state="complete" if runs else "error")
+    runs = {n: runs[n] for n in ("A", "B") if n in runs}
     state.put(state.FILTER_RUNS, runs)
     state.put(state.HIGHLIGHT, evidence_node_ids(runs))
 

@@ -568,6 +568,74 @@ def test_chat_question_gives_cited_answer(uploaded):
     assert len(at.chat_message) == 2
 
 
+def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
+    """Each [E1] marker of an answer links to its citation's anchor, the numbers are
+    contiguous in first-use order, and "Open a source" shows the passage with its page;
+    "documents I choose" starts empty; "the last filter" is the last saved run."""
+    from docmaster_core import cli
+    from docmaster_core.store import Workspace
+
+    if not Workspace(env["ws"], create=False).runs("filter"):  # run alone: save one filter run
+        assert cli.main(["filter", "The paper evaluates retrieval on question answering benchmarks.",
+                         "--workspace", str(env["ws"]), "--json"]) == 0
+    at = _open("pages/chat.py")
+    saved = Workspace(env["ws"], create=False).runs("filter")
+    scope = at.radio(key="w_chat_scope")
+    assert scope.value == "filter"
+    n_kept = len(saved[0]["result"]["matches"])
+    assert f"documents that passed the last filter ({n_kept})" in scope.options or \
+        any(f"({n_kept})" in o for o in scope.options)
+    texts = _texts(at)
+    assert not any("the this" in t for t in texts)
+    if n_kept:
+        assert any(t.startswith(f"Kept by the last saved filter run (#{saved[0]['run_id']}") for t in texts)
+    scope.set_value("chosen")
+    _run(at)
+    assert at.multiselect(key="w_chat_docs").value == []  # starts empty
+    assert any("No documents in scope" in c.value for c in at.caption)
+    at.radio(key="w_chat_scope").set_value("all")
+    _run(at)
+    at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval accuracy?")
+    _run(at)
+    hist = at.session_state["dm_chat_history"]
+    turn = len(hist) - 1
+    answer = next(m.value for m in at.chat_message[turn].markdown)
+    linked = re.findall(r"\[\\\[(E\d+)\\\]\]\(#(cite-\d+-e\d+)\)", answer)
+    assert linked, answer
+    first_use = list(dict.fromkeys(e for e, _ in linked))
+    assert first_use == [f"E{i}" for i in range(1, len(first_use) + 1)]  # contiguous, in first-use order
+    for e, anchor in linked:
+        assert anchor == f"cite-{turn}-{e.lower()}"
+    anchors = [h.proto.body for h in at.get("html")]
+    assert all(any(f'id="{a}"' in body for body in anchors) for _, a in linked)
+    lines = [c.value for c in at.chat_message[turn].caption if c.value.startswith("\\[E")]
+    assert [re.match(r"\\\[(E\d+)", x).group(1) for x in lines][: len(first_use)] == first_use
+    assert all(re.sub(r"\\(.)", r"\1", x).split(" · ")[0].split("] ", 1)[1] in {c["file"] for c in hist[turn]["citations"]}
+               for x in lines)  # whole file names, not cut
+    at.button_group(key=f"w_chat_source_{turn}").set_value("E1")
+    _run(at)
+    assert len(at.image) == 1  # the cited page with the passage's box
+    cited = {c["evidence_id"]: c for c in hist[turn]["citations"]}
+    from ui.citations import renumber
+
+    _, shown = renumber(hist[turn]["text"], hist[turn]["citations"])
+    e1 = shown[0]
+    assert " ".join(e1["text"].split())[:40] in " ".join(" ".join(_texts(at)).split())
+    assert cited[e1["source_id"]]["page"] == e1["page"]
+
+
+def test_renumber_citations_contiguous():
+    from ui.citations import linked_answer, renumber
+
+    cites = [{"evidence_id": i, "page": n} for n, i in enumerate(["E1", "E2", "E7", "E9"], 1)]
+    text, out = renumber("A [E7] and [E1], again [E7]; then [E2]. Unknown [E5].", cites)
+    assert text == "A [E1] and [E2], again [E1]; then [E3]. Unknown [E5]."
+    assert [(c["evidence_id"], c["source_id"], c["page"]) for c in out] == \
+        [("E1", "E7", 3), ("E2", "E1", 1), ("E3", "E2", 2), ("E4", "E9", 4)]
+    md = linked_answer(text, 2, {"E1", "E2", "E3"})
+    assert "[\\[E1\\]](#cite-2-e1)" in md and "\\[E5\\]" in md and "(#cite-2-e5)" not in md
+
+
 def test_every_page_runs_without_exception(uploaded):
     at = _open()
     for page in ("upload", "tree", "hyperedges", "clusters", "filter", "chat"):
