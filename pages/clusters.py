@@ -12,6 +12,7 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
+from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
 from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
 from ui.projection import get_projection, projection_key
 from ui.layout import page_header
@@ -134,8 +135,9 @@ coords, method, umap_state = get_projection(ws, key, emb)
 m = st.columns(5)
 m[0].metric("TEXT nodes", int(ids.size))
 m[1].metric("clusters", int(stats.get("clusters", len(set(labels.tolist())))))
-m[2].metric("must-links", int(stats.get("must", 0)))
-m[3].metric("cannot-links", int(stats.get("cannot", 0)))
+m[2].metric(MUST_PAIRS_LABEL, int(stats.get("must", 0)), help=MUST_PAIRS_HELP)
+m[3].metric("cannot-link pairs", int(stats.get("cannot", 0)),
+            help="Passage pairs the LLM labelled cannot-link: PC-KMeans pays w to put them in one cluster.")
 m[4].metric("violated", int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
             help="anchor constraints violated by the final assignment")
 

@@ -308,6 +308,56 @@ def test_tree_expand_and_collapse(uploaded):
     assert "▸" in rows[i]
 
 
+def test_graph_readable_default_and_one_must_link_count(uploaded):
+    """The graph draws the top few links per hyper-edge (a slider sets how many) with a
+    legend, and the Clusters page and the graph count must-links the same way, under
+    the same labels."""
+    at = _open("pages/hyperedges.py")
+    doc = at.session_state["dm_doc_id"]
+    graph = {m.label: int(m.value) for m in at.metric}
+    assert {"hyper-edge links", "must-link pairs"} <= set(graph)
+    assert any(m.value.startswith("**Legend**") for m in at.markdown)
+
+    def drawn():
+        line = next(c.value for c in at.caption if "hyper-edge links drawn" in c.value)
+        n, total = re.match(r"(\d+) of (\d+)", line).groups()
+        return int(n), int(total)
+
+    assert at.slider(key="w_he_top_links").value == 2
+    n2, total = drawn()
+    assert total == graph["hyper-edge links"] and n2 <= total
+    at.slider(key="w_he_top_links").set_value(0)
+    _run(at)
+    assert drawn() == (0, total)
+    at.slider(key="w_he_top_links").set_value(10)
+    _run(at)
+    assert drawn()[0] >= n2
+    at.switch_page("pages/clusters.py")
+    _run(at)
+    assert at.session_state["dm_doc_id"] == doc and at.radio(key="w_clusters_mode").value == "document"
+    clusters = {m.label: int(m.value) for m in at.metric}
+    assert clusters["must-link pairs"] == graph["must-link pairs"]
+
+
+def test_top_links_keeps_the_most_similar_partners():
+    from types import SimpleNamespace
+
+    from ui.indexing import top_links
+
+    emb = np.eye(4, dtype=np.float32)
+    emb[1] = [0.9, 0.1, 0, 0]
+    emb[2] = [0.1, 0.9, 0, 0]
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    hes = [SimpleNamespace(id=i, node_ids=[i]) for i in range(4)]
+    links = [(0, 1), (0, 2), (0, 3)]
+    assert top_links(links, hes, emb, 1) == [(0, 1), (0, 2), (0, 3)]  # each partner keeps its only link
+    assert top_links([(0, 1), (0, 2)], hes[:3], emb, 0) == []
+    assert top_links(links, hes, emb, -1) == links
+    hes2 = [SimpleNamespace(id=0, node_ids=[0]), SimpleNamespace(id=1, node_ids=[1]), SimpleNamespace(id=2, node_ids=[1])]
+    assert set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (1, 2)} or \
+        set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (0, 2), (1, 2)}
+
+
 def test_hyperedge_page_builds_a_missing_index(uploaded):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_index_params"] = {"alpha": 0.5, "k": 5, "K": 3, "w": 2.0}
