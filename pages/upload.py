@@ -129,7 +129,9 @@ if rows:
     c1.metric("Documents", len(df))
     c2.metric("Pages", int(df["pages"].sum()))
     c3.metric("Nodes", int(df["nodes"].sum()))
-    st.dataframe(df, hide_index=True, width="stretch", key="w_upload_collection")
+    st.caption("Newest first.")
+    st.dataframe(df, hide_index=True, width="stretch", key="w_upload_collection",
+                 column_config={"title": st.column_config.TextColumn("title", width="large")})
 else:
     st.info("No documents yet: drop PDFs above and press Ingest.")
 fails = failure_rows(dm)

@@ -155,9 +155,15 @@ def test_upload_ingests_lists_collection_and_failures(env, uploaded):
     assert not (env["root"] / "retrieval paper.pdf").exists()
 
 
-def test_reopened_workspace_shows_collection_at_once(uploaded):
+def test_reopened_workspace_shows_collection_at_once(uploaded, env):
+    from docmaster_core.store import Workspace
+
     at = _open("pages/upload.py")
-    assert len(_collection(at)) == 2
+    coll = _collection(at)
+    assert len(coll) == 2
+    newest_first = sorted(Workspace(env["ws"], create=False).documents(), key=lambda d: -d.added_at)
+    assert list(coll["doc_id"]) == [d.doc_id for d in newest_first]  # the newest documents first
+    assert set(coll["title"]) == {"Dense Retrieval for Open-Domain QA", "A Distributed Storage System"}
     assert "LLM: offline (extractive)" in _texts(at)
 
 
