@@ -692,6 +692,48 @@ def test_renumber_citations_contiguous():
     assert "[\\[E1\\]](#cite-2-e1)" in md and "\\[E5\\]" in md and "(#cite-2-e5)" not in md
 
 
+def test_example_collection_shows_something_on_every_page(env, monkeypatch):
+    """"Load an example collection" on an empty workspace writes the three generated
+    PDFs, ingests them with progress and every page then has something to show: a tree
+    with tables, figures and equations, hyper-edges, clusters, a filter with its
+    suggested condition that keeps the paper, and a cited chat answer."""
+    from docmaster_core.examples import EXAMPLE_CONDITION, EXAMPLE_FILES, EXAMPLE_QUESTION
+
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "examples_ws"))
+    at = _open("pages/upload.py")
+    at.button(key="w_upload_examples").click()
+    _run(at)
+    coll = _collection(at)
+    assert sorted(coll["file"]) == sorted(EXAMPLE_FILES) and set(coll["status"]) == {"indexed"}
+    assert (coll["tables"] >= 1).all() and (coll["images"] >= 1).all() and (coll["titles"] >= 4).all()
+    assert "Sparse Attention for Long Document Retrieval" in set(coll["title"])
+    assert any("Examples loaded" in s.value for s in at.success)
+    at.switch_page("pages/tree.py")
+    _run(at)
+    assert any(" of " in c.value and "nodes visible" in c.value for c in at.caption)
+    at.switch_page("pages/hyperedges.py")
+    _run(at)
+    assert any(m.label == "hyper-edges" and int(m.value) >= 1 for m in at.metric)
+    at.switch_page("pages/clusters.py")
+    _run(at)
+    assert any(m.label == "clusters" and int(m.value) >= 1 for m in at.metric)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert at.text_area(key="w_filter_condition").value == EXAMPLE_CONDITION
+    at.button(key="w_filter_run").click()
+    _run(at)
+    kept = {d["file"] for d in at.session_state["dm_filter_runs"]["A"]["documents"] if d["match"]}
+    assert "example_paper_sparse_attention.pdf" in kept and "example_report_regional_energy.pdf" not in kept
+    at.switch_page("pages/chat.py")
+    _run(at)
+    at.radio(key="w_chat_scope").set_value("all")
+    _run(at)
+    at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
+    _run(at)
+    answer = at.session_state["dm_chat_history"][-1]
+    assert answer["citations"] and answer["citations"][0]["file"] == "example_manual_water_filter.pdf"
+
+
 def test_every_page_runs_without_exception(uploaded):
     at = _open()
     for page in ("upload", "tree", "hyperedges", "clusters", "filter", "chat"):
