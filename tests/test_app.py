@@ -927,3 +927,19 @@ def test_with_cut_and_ranked_rows_from_engine_run():
     assert [d["match"] for d in moved["documents"]] == [False, True, False]  # the model's decisions
     assert [d["by_score"] for d in moved["documents"]] == [False, True, True]
     assert "by score" in ranked_rows(moved)[0]
+
+
+def test_cluster_colours_follow_their_group():
+    """After a re-clustering that renumbers the clusters, each group keeps its colour; a
+    new group gets a colour no kept group uses."""
+    from ui.cluster_colors import match_colors
+
+    keys = list(range(9))
+    first = match_colors(None, keys, [0, 0, 0, 1, 1, 1, 2, 2, 2], 5)
+    assert first == {0: 0, 1: 1, 2: 2}
+    prev = {k: first[lab] for k, lab in zip(keys, [0, 0, 0, 1, 1, 1, 2, 2, 2])}
+    # the same groups renumbered (2 -> 0, 0 -> 1, 1 -> 2), one node moved, and a new cluster 3
+    now = match_colors(prev, keys, [1, 1, 1, 2, 2, 3, 0, 0, 0], 5)
+    assert now[1] == 0 and now[2] == 1 and now[0] == 2
+    assert now[3] not in (0, 1, 2)
+    assert match_colors(prev, keys, [0] * 9, 5) == {0: 0}  # merged: the tie goes to one colour
