@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit_agraph import Config, Edge, Node, agraph
 
 from docmaster_core.errors import DocMasterError
+from docmaster_core.index.hyperedges import unlinked_hyperedges
 from ui import state
 from ui.indexing import (
     HE_LINKS_HELP,
@@ -70,7 +71,10 @@ hes = idx.hyperedges
 if not hes:
     st.warning("This document has no hyper-edges (no TEXT nodes).")
     st.stop()
-links = [tuple(map(int, r)) for r in idx.hyperedge_links.tolist()]
+# front and back matter get no links (the engine's rule; also applied to indexes stored before it)
+_unlinked = unlinked_hyperedges(tree, hes)
+links = [(a, b) for a, b in map(lambda r: tuple(map(int, r)), idx.hyperedge_links.tolist())
+         if a not in _unlinked and b not in _unlinked]
 label_of = idx.label_of()
 he_by_id = {h.id: h for h in hes}
 he_of_node = {n: h.id for h in hes for n in h.node_ids}
