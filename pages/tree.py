@@ -78,7 +78,7 @@ elif isinstance(ss.get(k_node), int) and ss[k_node] != current and 0 <= ss[k_nod
     current = ss[k_node]  # chosen in the node box: open the branch that leads to it
     expanded = expand_to(tree, expanded, current)
 
-left, right = st.columns([1, 1], gap="large")
+left, right = st.columns([3, 2], gap="large")
 
 # ------------------------------------------------------------------ outline (left)
 with left:
@@ -138,7 +138,7 @@ with left:
             " ": st.column_config.TextColumn(" ", width=28, help="▶ open node · ★ evidence of the last filter run"),
             "outline": st.column_config.TextColumn(
                 "outline  (▸ closed · ▾ open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()) + ")",
-                width="large"),
+                width=None),  # sized to the text: whole headings, scroll sideways for long rows
             "p.": st.column_config.NumberColumn("p.", width=40),
         },
     )

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: node type -> icon shown in the outline (also in the column help text)
-TYPE_ICON = {"ROOT": "📘", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "🖼", "EQUATION": "∑"}
+TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
 _INDENT = "\u2003"  # em space: kept by the table (plain spaces are collapsed by the grid)
 _TEXT_CHARS = 140  # a paragraph's outline text; headings are shown whole
 
