@@ -201,9 +201,10 @@ def collection_rows(dm: Any) -> list[dict[str, Any]]:
     import time
 
     ws = dm.ws
+    with_index = {doc_id for doc_id, _key, _t in ws.index_versions()}  # one query, no index is parsed
     rows = []
     for d in sorted(ws.documents(), key=lambda d: -float(d.added_at or 0.0)):
-        indexed = ws.load_index(d.doc_id) is not None
+        indexed = d.doc_id in with_index
         row = {"file": d.file_name, "title": shorten(d.title, 80),
                "added": time.strftime("%Y-%m-%d %H:%M", time.localtime(float(d.added_at or 0.0))),
                "pages": d.n_pages, "nodes": d.n_nodes}
