@@ -232,6 +232,19 @@ def page_of_text(node: Node, quote: str) -> int:
     return page
 
 
+def first_heading(items: list[_Item], max_page: int = 2) -> str:
+    """The document's first heading on its first ``max_page`` pages, used as its title
+    when the PDF has neither a title line nor a title in its metadata; ``""`` when
+    there is none (a numbered section heading such as "1 Introduction" does not count)."""
+    for it in items:
+        if min(it.pages) > max_page:
+            break
+        text = " ".join(it.text.split())
+        if it.type == NodeType.TITLE and 3 <= len(text) <= 200 and not re.match(r"^(\d+(\.\d+)*|[IVX]+)\.?\s", text):
+            return text
+    return ""
+
+
 def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | None = None) -> DocumentTree:
     """Build the document tree of one parsed document (SPEC F2).
 
@@ -257,7 +270,7 @@ def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | 
     items = _split_long(items, st.max_paragraph_chars)
 
     n_pages = max(1, int(parsed.n_pages or 1))
-    title = parsed.title or Path(parsed.path).stem
+    title = parsed.title or first_heading(items) or Path(parsed.path).stem
     root = Node(id=0, type=NodeType.ROOT, depth=0, parent=None, children=[], content=title,
                 page_start=1, page_end=n_pages, bboxes=[], section_path=[], order=0, level=0,
                 extra={"parser": parsed.parser})

@@ -12,6 +12,8 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
+from ui.cluster_colors import match_colors
+from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
 from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
 from ui.projection import get_projection, projection_key
 from ui.layout import page_header
@@ -134,8 +136,9 @@ coords, method, umap_state = get_projection(ws, key, emb)
 m = st.columns(5)
 m[0].metric("TEXT nodes", int(ids.size))
 m[1].metric("clusters", int(stats.get("clusters", len(set(labels.tolist())))))
-m[2].metric("must-links", int(stats.get("must", 0)))
-m[3].metric("cannot-links", int(stats.get("cannot", 0)))
+m[2].metric(MUST_PAIRS_LABEL, int(stats.get("must", 0)), help=MUST_PAIRS_HELP)
+m[3].metric("cannot-link pairs", int(stats.get("cannot", 0)),
+            help="Passage pairs the LLM labelled cannot-link: PC-KMeans pays w to put them in one cluster.")
 m[4].metric("violated", int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
             help="anchor constraints violated by the final assignment")
 
@@ -156,12 +159,18 @@ show_file = mode == "collection"
 hover = ("cluster %{customdata[0]} · node %{customdata[1]} · page %{customdata[2]}<br>"
          + ("file %{customdata[3]}<br>" if show_file else "")
          + "section %{customdata[4]}<br>%{customdata[5]}<extra></extra>")
+# colours follow their group across slider changes: matched to the previous drawing by overlap
+point_keys = [int(i) for i in ids] if mode == "document" else list(zip(doc_of, (int(i) for i in ids)))
+colour_key = f"dm_cluster_colours_{mode}_{rec.doc_id if mode == 'document' else 'collection'}"
+colour_of = match_colors(st.session_state.get(colour_key), point_keys, [int(c) for c in labels], len(palette))
+st.session_state[colour_key] = {k: colour_of[int(c)] for k, c in zip(point_keys, labels)}
 fig = go.Figure()
-for i, c in enumerate(order):
+for c in order:
     sub = frame[frame["cluster"] == c]
     fig.add_trace(go.Scatter(
         x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=c,
-        marker={"size": 9, "opacity": 0.85, "color": palette[i % len(palette)], "line": {"width": 0.5, "color": "white"}},
+        marker={"size": 9, "opacity": 0.85, "color": palette[colour_of[int(c[1:])]],
+                "line": {"width": 0.5, "color": "white"}},
         customdata=sub[["cluster", "node", "page", "file", "section", "passage"]].to_numpy(dtype=object),
         hovertemplate=hover,
     ))

@@ -17,6 +17,7 @@ from ui.filtering import (
     export_csv,
     export_json,
     is_offline_run,
+    mark,
     ranked_rows,
     render_filter_form,
     run_filter,
@@ -26,13 +27,14 @@ from ui.filtering import (
 from ui.render import render_evidence, render_page_image
 from ui.layout import page_header
 from ui.text import md_escape, shorten
-from ui.widgets import documents_or_stop, open_docmaster_or_stop
+from ui.widgets import documents_or_stop, open_docmaster_or_stop, open_in_tree, selected_rows
 
 W_COND = "w_filter_condition"
 W_DOC = "w_filter_doc"
 W_WHICH = "w_filter_which"
 W_PAGE = "w_filter_page"
 W_BOXES = "w_filter_boxes"
+W_KEPT_ONLY = "w_filter_kept_only"
 W_RESTORED = "dm_filter_restored_ws"  # workspace whose last condition was restored
 
 page_header("Filter")
@@ -85,7 +87,9 @@ with c_build:
 if run_clicked:
     runs: dict = {}
     with st.status("Filtering ...", expanded=True) as status:
-        for name, cfg in (("A", cfg_a), ("B", cfg_b)):
+        # B runs first and A last, so A is the workspace's last saved filter run: "the last
+        # filter" that the Chat page and `docmaster ask` answer from
+        for name, cfg in (("B", cfg_b), ("A", cfg_a)):
             if not cfg["strategies"]:
                 st.warning(f"Configuration {name} has no strategy selected; skipped.")
                 continue
@@ -112,6 +116,7 @@ if run_clicked:
                 continue
             st.write(f"… {len(runs[name].get('documents', []))} documents in {time.perf_counter() - t0:.1f} s")
         status.update(label=f"Filter done ({', '.join(runs) or 'no run'})", state="complete" if runs else "error")
+    runs = {n: runs[n] for n in ("A", "B") if n in runs}
     state.put(state.FILTER_RUNS, runs)
     state.put(state.HIGHLIGHT, evidence_node_ids(runs))
 
@@ -124,6 +129,8 @@ cond_shown = next(iter(runs.values())).get("condition", "")
 st.caption(md_escape(f"Results for: {cond_shown}"))
 
 # ---------------------------------------------------------------- ranked documents, movable cut
+kept_only = st.toggle("Kept documents only", key=W_KEPT_ONLY,
+                      help="Hide the documents that the cut (or the model) did not keep.")
 res_cols = st.columns(len(runs), gap="large")
 shown_runs: dict = {}
 for col, (name, run) in zip(res_cols, runs.items()):
@@ -149,6 +156,11 @@ for col, (name, run) in zip(res_cols, runs.items()):
                     + (f" (evidence score >= {cut['threshold']:.2f})" if isinstance(cut.get("threshold"), (int, float))
                        else ""))
         rows = ranked_rows(shown)
+        if kept_only:
+            rows = [r for r in rows if r["kept"] == mark(True)]
+        if not rows:
+            st.caption("No document kept.")
+            continue
         df = pd.DataFrame(rows).drop(columns=["doc_id"])
         df["file"] = df["file"].map(lambda f: shorten(f, 48))
 
@@ -157,18 +169,20 @@ for col, (name, run) in zip(res_cols, runs.items()):
             return ["background-color: #ecfdf5" if inside else "" for _ in row]
 
         styled = df.style.apply(_cut_line, axis=1).format({"score": "{:.2f}"}, na_rep="")
-        event = st.dataframe(styled, hide_index=True, width="stretch",
-                             on_select="rerun", selection_mode="single-row", key=f"w_filter_table_{name}",
+        table_key = f"w_filter_table_{name}_{run.get('run_id')}_{int(kept_only)}"
+        event = st.dataframe(styled, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 460),
+                             on_select="rerun", selection_mode="single-row", key=table_key,
                              column_config={"rationale": st.column_config.TextColumn("rationale", width="large"),
                                             "score": st.column_config.NumberColumn("score", format="%.2f",
                                                                                    help="evidence score (z units)")})
-        picked = list(getattr(getattr(event, "selection", None), "rows", []) or [])
-        marker = (name, tuple(picked), run.get("run_id"))
-        if picked and st.session_state.get("dm_filter_picked") != marker:
+        picked = selected_rows(event)
+        marker = (table_key, tuple(picked))
+        if picked and picked[0] < len(rows) and st.session_state.get("dm_filter_picked") != marker:
             st.session_state["dm_filter_picked"] = marker  # a click picks the document for the evidence view once
             st.session_state[W_DOC] = rows[picked[0]]["doc_id"]
             st.session_state[W_WHICH] = name
-        st.caption("Tick a row's box to see its evidence below. Green rows are inside the cut.")
+        st.caption("Kept documents first, each group by evidence score. Tick a row's box to see its evidence below; "
+                   "green rows are inside the cut.")
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:
@@ -196,8 +210,7 @@ with exp2:
 # ---------------------------------------------------------------- evidence of one document
 st.subheader("Evidence")
 first_run = next(iter(runs.values()))
-doc_ids = [d["doc_id"] for d in sorted(first_run.get("documents", []),
-                                      key=lambda d: (d.get("rank") is None, d.get("rank") or 0))]
+doc_ids = [r["doc_id"] for r in ranked_rows(first_run)]  # kept first, by score: the best kept document opens first
 doc_ids = [d for d in doc_ids if d in by_id] or list(by_id)
 cur = state.get(state.FILTER_DOC)
 if st.session_state.get(W_DOC) not in doc_ids:
@@ -223,8 +236,8 @@ for s_name, why in (doc.get("rationales") or {}).items():
         st.caption(md_escape(f"{s_name}: {why}"))
 for s_name, err in (doc.get("errors") or {}).items():
     st.warning(md_escape(f"{s_name}: no decision ({err})"))
-if st.button("Show evidence in the tree explorer", icon=":material/account_tree:"):
-    state.put(state.DOC_ID, doc_id)
+if st.button("Show evidence in the tree explorer", icon=":material/account_tree:", key="w_filter_to_tree"):
+    open_in_tree(dm, rec, [e.get("node_id") for e in doc.get("evidence") or []])
     st.switch_page("pages/tree.py")
 
 evidence = doc.get("evidence") or []

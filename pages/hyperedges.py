@@ -9,8 +9,18 @@ import streamlit as st
 from streamlit_agraph import Config, Edge, Node, agraph
 
 from docmaster_core.errors import DocMasterError
+from docmaster_core.index.hyperedges import unlinked_hyperedges
 from ui import state
-from ui.indexing import build_document_index, index_params, load_document_index
+from ui.indexing import (
+    HE_LINKS_HELP,
+    HE_LINKS_LABEL,
+    MUST_PAIRS_HELP,
+    MUST_PAIRS_LABEL,
+    build_document_index,
+    index_params,
+    load_document_index,
+    top_links,
+)
 from ui.render import render_page_image, section_line
 from ui.layout import page_header
 from ui.text import md_escape, shorten
@@ -20,6 +30,8 @@ W_DOC = "w_he_doc"
 W_HE = "w_he_select"
 W_PASSAGES = "w_he_passages"
 W_SECTIONS = "w_he_sections"
+W_TOPLINKS = "w_he_top_links"  # shared by all documents: how many links per hyper-edge to draw
+DEFAULT_TOP_LINKS = 2
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c",
            "#4f46e5", "#0d9488", "#9333ea", "#ca8a04", "#e11d48", "#059669"]
 MAX_DRAWN = 250
@@ -35,6 +47,8 @@ rec = choose_document(dm, W_DOC)
 if rec is None:
     st.stop()
 tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+# this document's widget keys: switching documents draws new widgets, no stale labels
+W_HE, W_PASSAGES, W_SECTIONS = (state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_SECTIONS))
 params = index_params()
 st.caption(
     f"Index parameters: alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} "
@@ -57,18 +71,22 @@ hes = idx.hyperedges
 if not hes:
     st.warning("This document has no hyper-edges (no TEXT nodes).")
     st.stop()
-links = [tuple(map(int, r)) for r in idx.hyperedge_links.tolist()]
+# front and back matter get no links (the engine's rule; also applied to indexes stored before it)
+_unlinked = unlinked_hyperedges(tree, hes)
+links = [(a, b) for a, b in map(lambda r: tuple(map(int, r)), idx.hyperedge_links.tolist())
+         if a not in _unlinked and b not in _unlinked]
 label_of = idx.label_of()
 he_by_id = {h.id: h for h in hes}
 he_of_node = {n: h.id for h in hes for n in h.node_ids}
 
 s = idx.stats
-m = st.columns(5)
+m = st.columns(6)
 m[0].metric("hyper-edges", len(hes))
 m[1].metric("sections", len({h.section_id for h in hes}))
 m[2].metric("TEXT nodes", int(s.get("text_nodes", len(he_of_node))))
-m[3].metric("must-links", len(links), help="hyper-edges in different sections sharing a PC-KMeans cluster")
-m[4].metric("clusters", int(s.get("clusters", 0)))
+m[3].metric(HE_LINKS_LABEL, len(links), help=HE_LINKS_HELP)
+m[4].metric(MUST_PAIRS_LABEL, int(s.get("must", 0)), help=MUST_PAIRS_HELP)
+m[5].metric("clusters", int(s.get("clusters", 0)))
 
 # ---------------------------------------------------------------- which part to draw
 section_ids = sorted({h.section_id for h in hes})
@@ -93,8 +111,20 @@ else:
     drawn_sections = set(section_ids)
 drawn = [h for h in hes if h.section_id in drawn_sections]
 n_passages = sum(len(h.node_ids) for h in drawn)
-state.seed_widget(W_PASSAGES, n_passages <= 300)
-show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn sections")
+c_pass, c_links = st.columns([1, 2], vertical_alignment="bottom")
+with c_pass:
+    state.seed_widget(W_PASSAGES, n_passages <= 60)
+    show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn sections")
+with c_links:
+    state.seed_widget(W_TOPLINKS, DEFAULT_TOP_LINKS)
+    per_edge = st.slider("Links drawn per hyper-edge (its most similar partners)", 0, 10, key=W_TOPLINKS,
+                         help="A hyper-edge can share its cluster with dozens of others; drawing every link makes "
+                         "dense clumps. 10 draws every link of most documents.")
+try:
+    emb = dm.ws.load_embeddings(rec.doc_id, mmap=True)
+except DocMasterError:
+    emb = None
+drawn_links = top_links(links, hes, emb, per_edge) if emb is not None else links
 
 # ---------------------------------------------------------------- graph
 nodes: list[Node] = []
@@ -146,15 +176,25 @@ for h in drawn:
                       color=_color(label_of.get(nid, -1)), size=7, font={"size": 10}))
             edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=_color(h.cluster), width=1))
 drawn_ids = {h.id for h in drawn}
-for a, b in links:
+for a, b in drawn_links:
     if a in drawn_ids and b in drawn_ids:
         edges.append(Edge(source=f"h:{a}", target=f"h:{b}", color="#ef4444", width=2, dashes=True,
                           title="must-link (same PC-KMeans cluster, different sections)"))
 
 left, right = st.columns([3, 2], gap="large")
 with left:
-    st.caption("Grey boxes: sections · diamonds: hyper-edges (colour = PC-KMeans cluster) · dots: passages · "
-               "red dashed: must-links across sections. Click a diamond to inspect it.")
+    n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
+    st.markdown("**Legend** · ▭ grey box: section · ◆ diamond: hyper-edge, coloured by its PC-KMeans cluster · "
+                "● dot: passage · red dashed line: hyper-edge link (same cluster, different sections). "
+                "Click a diamond to inspect it.")
+    used = sorted({h.cluster for h in drawn})
+    st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge).")
+    with st.expander(f"Cluster colours ({len(used)} clusters drawn)"):
+        legend = pd.DataFrame({"cluster": [f"C{c}" for c in used],
+                               "hyper-edges": [sum(h.cluster == c for h in drawn) for c in used],
+                               "colour": ["" for _ in used]})
+        st.dataframe(legend.style.apply(lambda col: [f"background-color: {_color(c)}" for c in used], subset=["colour"]),
+                     hide_index=True, width="content")
     config = Config(width=900, height=620, directed=True, physics=True, hierarchical=False)
     config.width = "100%"  # fill the column instead of a fixed pixel width
     # options where vis-network expects them: no arrows, physics settles, one layout per graph

@@ -1,5 +1,5 @@
-"""Tree explorer: a document's tree as a scoped outline; a node's content, summary,
-embedding and page region."""
+"""Tree explorer: a document's tree as a collapsible outline (sections expand and
+collapse, a click opens a node); a node's content, summary, embedding and page region."""
 from __future__ import annotations
 
 import json
@@ -13,16 +13,21 @@ from ui import state
 from ui.render import render_node_content, render_page_image, section_line
 from ui.layout import page_header
 from ui.text import md_escape
-from ui.widgets import choose_document, load_tree_cached, node_label, open_docmaster_or_stop
+from ui.tree_view import TYPE_ICON, expand_to, row_label, sections_with_children, toggle, visible_rows
+from ui.widgets import choose_document, load_tree_cached, node_label, open_docmaster_or_stop, selected_rows
 
 W_DOC = "w_tree_doc"
-W_SECTION = "w_tree_section"
+# per-document widget keys (state.doc_key): a document's widgets never show another's labels
 W_TYPES = "w_tree_types"
 W_SEARCH = "w_tree_search"
 W_NODE = "w_tree_node"
 W_TABLE = "w_tree_table"
 W_ONLY_EV = "w_tree_only_evidence"
+W_EXPAND_ALL = "w_tree_expand_all"
+W_COLLAPSE_ALL = "w_tree_collapse_all"
+W_TOGGLE = "w_tree_toggle"
 W_FULLVEC = "w_tree_full_vector"
+K_TYPES_BY_DOC = "dm_tree_types_by_doc"  # dict[doc_id, list of node types shown]
 ALL_TYPES = ["TITLE", "TEXT", "TABLE", "IMAGE", "EQUATION"]
 
 page_header("Tree explorer")
@@ -37,8 +42,9 @@ except WorkspaceError as e:
     st.error(md_escape(str(e)))
     st.stop()
 
+doc = rec.doc_id
 n_nodes = len(tree.nodes)
-highlight = set((state.get(state.HIGHLIGHT) or {}).get(rec.doc_id, []))
+highlight = set((state.get(state.HIGHLIGHT) or {}).get(doc, []))
 counts = tree.count_by_type()
 st.caption(
     md_escape(
@@ -47,80 +53,112 @@ st.caption(
         + f" · parser {rec.parser}"
     )
 )
+ss = st.session_state
+k_types, k_search, k_node, k_only = (state.doc_key(k, doc) for k in (W_TYPES, W_SEARCH, W_NODE, W_ONLY_EV))
+k_gen, k_rows = f"dm_tree_table_gen_{doc}", f"dm_tree_rows_{doc}"
+expanded = set((state.get(state.TREE_EXPANDED) or {}).get(doc, [0]))
+current = (state.get(state.NODE_BY_DOC) or {}).get(doc, 0)
+if not isinstance(current, int) or not 0 <= current < n_nodes:
+    current = 0
 
-left, right = st.columns([1, 1], gap="large")
+# a click in the outline table, read before the table is drawn again: it opens the row's
+# node and, for a section, expands or collapses it. The table is then drawn under a new
+# key, so its selection does not stick to a row that now holds another node.
+gen = int(ss.get(k_gen, 0))
+picked = selected_rows(ss.get(state.doc_key(W_TABLE, doc) + f"_{gen}"))
+last_rows = ss.get(k_rows) or []
+if picked and picked[0] < len(last_rows) and 0 <= last_rows[picked[0]] < n_nodes:
+    current = int(last_rows[picked[0]])
+    if tree.nodes[current].children:
+        expanded = toggle(expanded, current)
+    ss[k_node] = current
+    gen += 1
+    ss[k_gen] = gen
+elif isinstance(ss.get(k_node), int) and ss[k_node] != current and 0 <= ss[k_node] < n_nodes:
+    current = ss[k_node]  # chosen in the node box: open the branch that leads to it
+    expanded = expand_to(tree, expanded, current)
+
+left, right = st.columns([3, 2], gap="large")
 
 # ------------------------------------------------------------------ outline (left)
 with left:
-    sections = [0] + [n.id for n in tree.nodes if n.type.value == "TITLE"]
-    sizes = {s: len(tree.subtree(s)) - 1 for s in sections}
-    if st.session_state.get(W_SECTION) not in sizes:
-        st.session_state[W_SECTION] = 0
-    section = st.selectbox(
-        "Section (expand one branch of the tree)",
-        sections,
-        key=W_SECTION,
-        format_func=lambda s: ("▣ whole document" if s == 0 else node_label(tree, s, 60)) + f"  [{sizes[s]}]",
-        help="Choosing a section shows its subtree only; this keeps very large trees usable.",
-    )
-    state.seed_widget(W_TYPES, ALL_TYPES)
-    types = st.pills("Node types", ALL_TYPES, selection_mode="multi", key=W_TYPES) or []
-    query = st.text_input("Search text", key=W_SEARCH, placeholder="word or phrase in content or summary")
+    types_by_doc = dict(ss.get(K_TYPES_BY_DOC) or {})  # survives the widget's removal on a document switch
+    state.seed_widget(k_types, types_by_doc.get(doc, ALL_TYPES))
+    types = st.pills("Node types", ALL_TYPES, selection_mode="multi", key=k_types) or []
+    types_by_doc[doc] = list(types)
+    ss[K_TYPES_BY_DOC] = types_by_doc
+    query = st.text_input("Search text", key=k_search, placeholder="word or phrase in content or summary")
     only_ev = False
     if highlight:
-        only_ev = st.toggle("Only filter evidence ★", key=W_ONLY_EV, help=f"{len(highlight)} evidence nodes of the last filter run")
-
-    ids = tree.subtree(section)
-    wanted = set(types) | {"ROOT"}
+        only_ev = st.toggle("Only filter evidence ★", key=k_only, help=f"{len(highlight)} evidence nodes of the last filter run")
     q = (query or "").strip().lower()
-    shown = [
-        i
-        for i in ids
-        if tree.nodes[i].type.value in wanted
-        and (not q or q in (tree.nodes[i].content or "").lower() or q in (tree.nodes[i].summary or "").lower())
-        and (not only_ev or i in highlight)
-    ]
-    if not shown:
-        st.warning("No node matches these filters.")
-        st.stop()
+    filtering = bool(q) or only_ev or set(types) != set(ALL_TYPES)
+    keep = None
+    if filtering:
+        wanted = set(types)
+        keep = {
+            n.id
+            for n in tree.nodes
+            if n.type.value in wanted
+            and (not q or q in (n.content or "").lower() or q in (n.summary or "").lower())
+            and (not only_ev or n.id in highlight)
+        }
 
-    def _pick_from_table() -> None:
-        sel = st.session_state[W_TABLE].selection.rows
-        if sel:
-            st.session_state[W_NODE] = shown_ids[sel[0]]
+    b1, b2, b3 = st.columns([1, 1, 2])
+    if b1.button("Expand all", key=state.doc_key(W_EXPAND_ALL, doc), icon=":material/unfold_more:", disabled=filtering):
+        expanded = set(sections_with_children(tree))
+    if b2.button("Collapse all", key=state.doc_key(W_COLLAPSE_ALL, doc), icon=":material/unfold_less:",
+                 disabled=filtering):
+        expanded = {0}
+    if tree.nodes[current].children and current != 0:
+        is_open = current in expanded
+        if b3.button(("Collapse" if is_open else "Expand") + f" #{current}", key=state.doc_key(W_TOGGLE, doc),
+                     icon=":material/unfold_less:" if is_open else ":material/unfold_more:", disabled=filtering):
+            expanded = toggle(expanded, current)
 
-    shown_ids = shown
+    rows = visible_rows(tree, expanded, keep)
+    open_now = set(expanded) | {0} if keep is None else set(rows)
+    ss[k_rows] = rows
     frame = pd.DataFrame(
         {
-            "★": ["★" if i in highlight else "" for i in shown],
-            "page": [tree.nodes[i].page_start for i in shown],
-            "node": [node_label(tree, i, 90) for i in shown],
+            " ": ["▶" if i == current else ("★" if i in highlight else "") for i in rows],
+            "outline": [row_label(tree, i, i in open_now) for i in rows],
+            "p.": [tree.nodes[i].page_start for i in rows],
         }
     )
     st.dataframe(
         frame,
-        key=W_TABLE,
-        on_select=_pick_from_table,
+        key=state.doc_key(W_TABLE, doc) + f"_{gen}",
+        on_select="rerun",
         selection_mode="single-row",
         hide_index=True,
-        height=420,
+        height=460,
         width="stretch",
         column_config={
-            "★": st.column_config.TextColumn("★", width=28, help="evidence of the last filter run"),
-            "page": st.column_config.NumberColumn("p.", width=40),
-            "node": st.column_config.TextColumn("outline  (§ title · ¶ text · ▦ table · ▨ image · ∑ equation)",
-                                                width="large"),
+            " ": st.column_config.TextColumn(" ", width=28, help="▶ open node · ★ evidence of the last filter run"),
+            "outline": st.column_config.TextColumn(
+                "outline  (▸ closed · ▾ open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()) + ")",
+                width=None),  # sized to the text: whole headings, scroll sideways for long rows
+            "p.": st.column_config.NumberColumn("p.", width=40),
         },
     )
-    st.caption(f"{len(shown)} of {n_nodes} nodes shown · click a row or pick below")
+    if keep is not None:
+        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · tick a row's box to open it")
+        if not keep:
+            st.warning("No node matches these filters.")
+    else:
+        st.caption(f"{len(rows)} of {n_nodes} nodes visible · tick a row's box to open it; for a section it also "
+                   "expands or collapses it")
 
-    remembered = (state.get(state.NODE_BY_DOC) or {}).get(rec.doc_id)
-    if st.session_state.get(W_NODE) not in shown:
-        st.session_state[W_NODE] = remembered if remembered in shown else shown[0]
-    node_id = st.selectbox("Node", shown, key=W_NODE, format_func=lambda i: node_label(tree, i, 90))
+    options = list(range(n_nodes)) if keep is None else sorted(keep | {current})
+    ss[k_node] = current
+    node_id = st.selectbox("Node", options, key=k_node, format_func=lambda i: node_label(tree, i, 90))
     by_doc = dict(state.get(state.NODE_BY_DOC) or {})
-    by_doc[rec.doc_id] = node_id
+    by_doc[doc] = node_id
     state.put(state.NODE_BY_DOC, by_doc)
+    exp_by_doc = dict(state.get(state.TREE_EXPANDED) or {})
+    exp_by_doc[doc] = sorted(expanded)
+    state.put(state.TREE_EXPANDED, exp_by_doc)
 
 # ------------------------------------------------------------------ node detail (right)
 node = tree.nodes[node_id]

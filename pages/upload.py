@@ -15,6 +15,7 @@ from ui.text import md_escape
 
 W_WS = "w_upload_workspace"
 W_FILES = "w_upload_files"
+W_EXAMPLES = "w_upload_examples"
 
 
 def _open_workspace() -> None:
@@ -29,10 +30,30 @@ def _open_workspace() -> None:
         state.put(state.WORKSPACE, str(path))
         for key in (state.DOC_ID, state.FILTER_DOC):
             state.put(key, None)
-        for key in (state.FILTER_RUNS, state.HIGHLIGHT, state.NODE_BY_DOC, state.HYPEREDGE_BY_DOC):
+        for key in (state.FILTER_RUNS, state.HIGHLIGHT, state.NODE_BY_DOC, state.HYPEREDGE_BY_DOC, state.TREE_EXPANDED):
             state.put(key, {})
         state.put(state.CHAT_DOCS, [])
         state.put(state.INGEST_RESULTS, [])
+
+
+def _ingest_with_progress(dm, todo: list[Path]) -> list[dict]:
+    """Ingest ``todo`` with one progress bar per document; the results become "Last upload"."""
+    with st.status(f"Ingesting {len(todo)} document(s) ...", expanded=True) as status:
+        board = ProgressBoard(todo)
+        try:
+            results = ingest_files(dm, todo, on_progress=board)
+        except WorkspaceLockedError as e:
+            status.update(label="Workspace busy", state="error")
+            st.error(md_escape(str(e)))
+            results = []
+        n_fail = sum(r["status"] == "failed" for r in results)
+        status.update(
+            label=f"{len(results) - n_fail} of {len(results)} document(s) in the workspace"
+            + (f", {n_fail} failed" if n_fail else ""),
+            state="error" if n_fail and n_fail == len(results) else "complete",
+        )
+    state.put(state.INGEST_RESULTS, results)
+    return results
 
 
 page_header("Upload")
@@ -81,21 +102,23 @@ if files:
         # a content list whose PDF is in the same batch is picked up by the parser beside it
         pdf_stems = {p.name[:-4] for p in saved if p.suffix.lower() == ".pdf"}
         todo = [p for p in saved if not (p.name.endswith(MINERU_SUFFIX) and p.name[: -len(MINERU_SUFFIX)] in pdf_stems)]
-        with st.status(f"Ingesting {len(todo)} document(s) ...", expanded=True) as status:
-            board = ProgressBoard(todo)
-            try:
-                results = ingest_files(dm, todo, on_progress=board)
-            except WorkspaceLockedError as e:
-                status.update(label="Workspace busy", state="error")
-                st.error(md_escape(str(e)))
-                results = []
-            n_fail = sum(r["status"] == "failed" for r in results)
-            status.update(
-                label=f"{len(results) - n_fail} of {len(results)} document(s) in the workspace"
-                + (f", {n_fail} failed" if n_fail else ""),
-                state="error" if n_fail and n_fail == len(results) else "complete",
-            )
-        state.put(state.INGEST_RESULTS, results)
+        _ingest_with_progress(dm, todo)
+
+n_docs = len(dm.ws.documents())
+with st.container(border=not n_docs):
+    if not n_docs:
+        st.markdown("**No PDFs at hand?** Load three small example documents the app makes itself (a paper, a "
+                    "manual and a report, with sections, tables, figures and equations) to try every page.")
+    if st.button("Load an example collection", icon=":material/auto_stories:", key=W_EXAMPLES,
+                 type="primary" if not n_docs else "secondary"):
+        from docmaster_core.examples import EXAMPLE_CONDITION, EXAMPLE_QUESTION, write_examples
+
+        results = _ingest_with_progress(dm, write_examples(dm.ws.path / "uploads" / "examples"))
+        if any(r["status"] != "failed" for r in results):
+            if not state.get(state.FILTER_CONDITION):
+                state.put(state.FILTER_CONDITION, EXAMPLE_CONDITION)  # the Filter page opens with it
+            st.success(md_escape(f"Examples loaded. Try the Filter page with \"{EXAMPLE_CONDITION}\" and ask the "
+                                 f"Chat \"{EXAMPLE_QUESTION}\""), icon=":material/check_circle:")
 
 last = state.get(state.INGEST_RESULTS) or []
 if last:
@@ -129,7 +152,9 @@ if rows:
     c1.metric("Documents", len(df))
     c2.metric("Pages", int(df["pages"].sum()))
     c3.metric("Nodes", int(df["nodes"].sum()))
-    st.dataframe(df, hide_index=True, width="stretch", key="w_upload_collection")
+    st.caption("Newest first.")
+    st.dataframe(df, hide_index=True, width="stretch", key="w_upload_collection",
+                 column_config={"title": st.column_config.TextColumn("title", width="large")})
 else:
     st.info("No documents yet: drop PDFs above and press Ingest.")
 fails = failure_rows(dm)

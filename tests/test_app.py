@@ -155,9 +155,15 @@ def test_upload_ingests_lists_collection_and_failures(env, uploaded):
     assert not (env["root"] / "retrieval paper.pdf").exists()
 
 
-def test_reopened_workspace_shows_collection_at_once(uploaded):
+def test_reopened_workspace_shows_collection_at_once(uploaded, env):
+    from docmaster_core.store import Workspace
+
     at = _open("pages/upload.py")
-    assert len(_collection(at)) == 2
+    coll = _collection(at)
+    assert len(coll) == 2
+    newest_first = sorted(Workspace(env["ws"], create=False).documents(), key=lambda d: -d.added_at)
+    assert list(coll["doc_id"]) == [d.doc_id for d in newest_first]  # the newest documents first
+    assert set(coll["title"]) == {"Dense Retrieval for Open-Domain QA", "A Distributed Storage System"}
     assert "LLM: offline (extractive)" in _texts(at)
 
 
@@ -169,15 +175,20 @@ def test_workspace_outside_root_is_refused(uploaded, env):
     assert at.session_state["dm_workspace"] == str(env["ws"].resolve())
 
 
+def _doc_key(at: AppTest, base: str) -> str:
+    """The key of a per-document widget of the current document."""
+    return f"{base}_{at.session_state['dm_doc_id']}"
+
+
 def test_tree_page_select_node_shows_content_page_and_embedding(uploaded):
     at = _open("pages/tree.py")
-    sb = at.selectbox(key="w_tree_node")
+    sb = at.selectbox(key=_doc_key(at, "w_tree_node"))
     assert len(sb.options) >= 6
     table_opts = [o for o in sb.options if "▦" in o]
     target = table_opts[0] if table_opts else [o for o in sb.options if "¶" in o][0]
     sb.select(target)
     _run(at)
-    node_id = at.session_state["w_tree_node"]
+    node_id = at.session_state[_doc_key(at, "w_tree_node")]
     assert any(f"#{node_id}" in s.value for s in at.subheader)
     assert len(at.image) >= 1  # page rendered with the node's box
     assert any(m.label == "dimensions" and m.value == "384" for m in at.metric)
@@ -190,11 +201,11 @@ def test_tree_page_select_node_shows_content_page_and_embedding(uploaded):
 
 def test_hyperedge_page_select_hyperedge(uploaded):
     at = _open("pages/hyperedges.py")
-    sb = at.selectbox(key="w_he_select")
+    sb = at.selectbox(key=_doc_key(at, "w_he_select"))
     last = sb.options[-1]
     sb.select(last)
     _run(at)
-    he = at.session_state["w_he_select"]
+    he = at.session_state[_doc_key(at, "w_he_select")]
     assert any(m.value.startswith(f"**H{he}**") for m in at.markdown)
     assert any(m.label == "hyper-edges" and int(m.value) == len(sb.options) for m in at.metric)
 
@@ -208,7 +219,7 @@ def test_hyperedge_page_builds_a_missing_index(uploaded):
     assert any("No semantic index" in i.value for i in at.info)
     at.button(key="w_he_build").click()
     _run(at)
-    assert at.selectbox(key="w_he_select").options
+    assert at.selectbox(key=_doc_key(at, "w_he_select")).options
     assert any(m.label == "clusters" and int(m.value) <= 3 for m in at.metric)
 
 

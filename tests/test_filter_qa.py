@@ -58,6 +58,19 @@ def test_offline_filter_finds_the_right_documents(toy, embedder):
             assert dec.tokens == 0 and dec.rationale
     assert run.tokens == {s: 0 for s in run.strategies}
     assert run.timings["embed_retrieve"] > 0
+    # the rationale is written for a person: verdict, strength, sections of the passages, the cut explained
+    for d in run.documents:
+        for s, dec in d.decisions.items():
+            why = dec.rationale
+            if not d.evidence[s]:
+                continue
+            assert why.startswith(("Kept, rank ", "Not kept, rank ")), why
+            assert "support. Its " in why and " closest passage" in why and "Closest passage [" in why
+            assert "robust z" not in why and "rule z" not in why
+            assert "0 = typical for this collection" in why
+            sections = {e.evidence_id: e.section_path for e in d.evidence[s]}
+            named = [p[-1] for p in sections.values() if p]
+            assert not named or any(f'"{n[:40]}' in why for n in named), why
 
 
 @pytest.mark.parametrize("condition", CONDITIONS[1:])

@@ -163,6 +163,7 @@ def test_build_hyperedges_end_to_end():
         for a in hyper
         for b in hyper
         if a.id < b.id and a.cluster == b.cluster and a.section_id != b.section_id
+        and a.section_id != 0 and b.section_id != 0  # front matter (under the root) gets no links
     }
     assert {tuple(x) for x in links.tolist()} == expected
     assert hyperedge_from_dict(hyper[1].to_dict()) == hyper[1]
@@ -173,3 +174,24 @@ def test_extractive_summary_cuts_at_50_words():
     s = extractive_summary(text)
     assert s.split()[:50] == text.split()[:50] and s.endswith("...")
     assert extractive_summary("  a  b ") == "a b"
+
+
+def test_front_and_back_matter_get_no_must_links():
+    """Hyper-edges of content before the first heading (title block, permission notice)
+    and of the references get no must-links, even when they share a cluster."""
+    from docmaster_core.index.hyperedges import unlinked_hyperedges
+
+    tree = make_tree("d", [
+        (X, 0, "Permission to reproduce tables and figures is granted."),  # 1, front matter
+        (T, 0, "3 Multi-head attention"),  # 2
+        (X, 2, "Multi-head attention runs attention layers in parallel."),  # 3
+        (T, 0, "4 Why self-attention"),  # 4
+        (X, 4, "Self-attention connects all positions."),  # 5
+        (T, 0, "References"),  # 6
+        (X, 6, "[1] A. Author. Attention. 2017."),  # 7
+    ])
+    hes = [HyperEdge(id=i, doc_id="d", section_id=s, node_ids=[n], summary="x", cluster=0)
+           for i, (s, n) in enumerate([(0, 1), (2, 3), (4, 5), (6, 7)])]
+    assert unlinked_hyperedges(tree, hes) == {0, 3}
+    assert link_hyperedges(hes, unlinked_hyperedges(tree, hes)).tolist() == [[1, 2]]
+    assert len(link_hyperedges(hes).tolist()) == 6  # without the rule every pair across sections

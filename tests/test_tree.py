@@ -191,3 +191,21 @@ def test_corpus_trees_validate():
         assert max(len(n.content) for n in texts) <= ParsingSettings().max_paragraph_chars
         # every content node sits under a TITLE or ROOT, never under content
         assert all(tree.nodes[n.parent].type in (T, NodeType.ROOT) for n in tree.nodes[1:])
+
+
+def test_title_falls_back_to_the_first_heading_then_the_file_stem():
+    """A PDF without a title line or metadata title is named by its first heading on its
+    first pages (not a numbered section heading), and only then by its file stem."""
+    from docmaster_core.tree import build_tree as bt
+
+    def parsed(els):
+        return ParsedDocument(path="/x/scan_0042.pdf", title="", n_pages=3, elements=els, parser="t")
+
+    els = [Element(type=NodeType.TITLE, text="1 Introduction", page=1, bbox=(0, 0, 9, 9), order=0, level=1),
+           Element(type=NodeType.TITLE, text="Operating  Manual\nModel X", page=1, bbox=(0, 10, 9, 19), order=1, level=1),
+           Element(type=NodeType.TEXT, text="Some body text here.", page=1, bbox=(0, 20, 9, 29), order=2)]
+    assert bt(parsed(els), "d").title == "Operating Manual Model X"
+    late = [Element(type=NodeType.TEXT, text="Body.", page=1, bbox=(0, 0, 9, 9), order=0),
+            Element(type=NodeType.TITLE, text="Appendix", page=3, bbox=(0, 0, 9, 9), order=1, level=1)]
+    assert bt(parsed(late), "d").title == "scan_0042"
+    assert bt(ParsedDocument(path="/x/a.pdf", title="Given", n_pages=1, elements=els, parser="t"), "d").title == "Given"

@@ -341,12 +341,14 @@ def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
 
 
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per document, best evidence score first: rank, score, kept, file, one
-    column per decided strategy (and ``LLM`` for model-decided runs), rationale, doc_id."""
+    """One row per document, the kept ones first, each part by evidence score (best
+    first): rank, score, kept, file, one column per decided strategy (and ``by score``
+    for model-decided runs), rationale, doc_id."""
     cols = _columns(run)
     offline = is_offline_run(run)
     rows = []
-    for d in sorted(run.get("documents", []), key=lambda d: (d.get("rank") is None, d.get("rank") or 0)):
+    for d in sorted(run.get("documents", []),
+                    key=lambda d: (d.get("match") is not True, d.get("rank") is None, d.get("rank") or 0)):
         dec = d.get("decisions") or {}
         row = {"rank": d.get("rank"), "score": None if d.get("score") is None else round(float(d["score"]), 2),
                "kept": mark(d.get("match")), "file": d.get("file", d.get("doc_id", ""))}

@@ -25,6 +25,11 @@ __all__ = [
     "cluster_run",
     "collection_run",
     "anchor_rows",
+    "MUST_PAIRS_LABEL",
+    "MUST_PAIRS_HELP",
+    "HE_LINKS_LABEL",
+    "HE_LINKS_HELP",
+    "top_links",
 ]
 
 
@@ -148,3 +153,48 @@ def anchor_rows(idx: Any, tree: Any, width: int = 90) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+#: The two must-link counts, labelled the same on the Clusters and Hyper-edge graph pages.
+MUST_PAIRS_LABEL = "must-link pairs"
+MUST_PAIRS_HELP = ("Passage pairs (SEC anchor pairs) the LLM labelled must-link: constraints that PC-KMeans pays w "
+                   "to violate.")
+HE_LINKS_LABEL = "hyper-edge links"
+HE_LINKS_HELP = ("Pairs of hyper-edges in different sections whose passages fall in the same PC-KMeans cluster "
+                 "(the red dashed lines of the graph).")
+
+
+def top_links(links: list[tuple[int, int]], hyperedges: list, emb: Any, per_edge: int) -> list[tuple[int, int]]:
+    """The strongest hyper-edge links: for every hyper-edge its ``per_edge`` links to the
+    most similar partners (cosine of the mean embeddings of the members), union over
+    hyper-edges, in the order of ``links``.
+
+    Args:
+        links: ``(a, b)`` hyper-edge id pairs.
+        hyperedges: Hyper-edges with ``id`` and ``node_ids``.
+        emb: float32 (|V|, d) node embeddings of the document (unit rows).
+        per_edge: Links kept per hyper-edge (0 = none; a negative value keeps all).
+
+    Returns:
+        A sublist of ``links``.
+    """
+    import numpy as np
+
+    if per_edge < 0 or not links:
+        return list(links)
+    if per_edge == 0:
+        return []
+    cent = {}
+    for h in hyperedges:
+        if h.node_ids:
+            v = np.asarray(emb[list(h.node_ids)], dtype=np.float32).mean(axis=0)
+            cent[h.id] = v / (float(np.linalg.norm(v)) or 1.0)
+    sim = {(a, b): float(cent[a] @ cent[b]) if a in cent and b in cent else 0.0 for a, b in links}
+    by_edge: dict[int, list[tuple[float, tuple[int, int]]]] = {}
+    for ab, c in sim.items():
+        for x in ab:
+            by_edge.setdefault(x, []).append((c, ab))
+    keep = set()
+    for x, lst in by_edge.items():
+        keep.update(ab for _, ab in sorted(lst, key=lambda t: -t[0])[:per_edge])
+    return [ab for ab in links if ab in keep]

@@ -191,17 +191,23 @@ _TYPES = {"TITLE": "titles", "TEXT": "texts", "TABLE": "tables", "IMAGE": "image
 
 
 def collection_rows(dm: Any) -> list[dict[str, Any]]:
-    """One row per stored document: file, title, pages, nodes, nodes by type (titles,
-    texts, tables, images, equations), parser, status, doc_id.
+    """One row per stored document, the newest first: file, title, added (local time,
+    ``YYYY-MM-DD HH:MM``), pages, nodes, nodes by type (titles, texts, tables, images,
+    equations), parser, status, doc_id.
 
     ``status`` is ``"indexed"`` when a semantic index is stored for the document,
     else ``"stored"``.
     """
+    import time
+
     ws = dm.ws
+    with_index = {doc_id for doc_id, _key, _t in ws.index_versions()}  # one query, no index is parsed
     rows = []
-    for d in ws.documents():
-        indexed = ws.load_index(d.doc_id) is not None
-        row = {"file": d.file_name, "title": shorten(d.title, 80), "pages": d.n_pages, "nodes": d.n_nodes}
+    for d in sorted(ws.documents(), key=lambda d: -float(d.added_at or 0.0)):
+        indexed = d.doc_id in with_index
+        row = {"file": d.file_name, "title": shorten(d.title, 80),
+               "added": time.strftime("%Y-%m-%d %H:%M", time.localtime(float(d.added_at or 0.0))),
+               "pages": d.n_pages, "nodes": d.n_nodes}
         for t, col in _TYPES.items():
             row[col] = int(d.counts.get(t, 0))
         row.update({"parser": d.parser, "status": "indexed" if indexed else "stored", "doc_id": d.doc_id})

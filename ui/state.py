@@ -27,6 +27,7 @@ __all__ = [
     "LLM_BASE_URL",
     "DOC_ID",
     "NODE_BY_DOC",
+    "TREE_EXPANDED",
     "INDEX_PARAMS",
     "CLUSTER_MODE",
     "HYPEREDGE_BY_DOC",
@@ -44,6 +45,7 @@ __all__ = [
     "get",
     "put",
     "seed_widget",
+    "doc_key",
     "default_index_params",
 ]
 
@@ -55,6 +57,7 @@ LLM_MODEL = "dm_llm_model"            #: model name for the OpenAI-compatible ba
 LLM_BASE_URL = "dm_llm_base_url"      #: endpoint base URL ("" = settings / env default)
 DOC_ID = "dm_doc_id"                  #: str | None, the document chosen on any page
 NODE_BY_DOC = "dm_node_by_doc"        #: dict[doc_id, node id] selected in the tree explorer
+TREE_EXPANDED = "dm_tree_expanded"    #: dict[doc_id, list[node id]] sections open in the tree explorer
 INDEX_PARAMS = "dm_index_params"      #: dict alpha, k, K, w used by graph and cluster pages
 CLUSTER_MODE = "dm_cluster_mode"      #: "document" | "collection"
 HYPEREDGE_BY_DOC = "dm_hyperedge_by_doc"  #: dict[doc_id, hyper-edge id]
@@ -94,6 +97,7 @@ def _defaults() -> dict[str, Any]:
         LLM_BASE_URL: s.llm.base_url or "",
         DOC_ID: None,
         NODE_BY_DOC: {},
+        TREE_EXPANDED: {},
         INDEX_PARAMS: default_index_params(),
         CLUSTER_MODE: "document",
         HYPEREDGE_BY_DOC: {},
@@ -125,6 +129,16 @@ def get(key: str, default: Any = None) -> Any:
 def put(key: str, value: Any) -> None:
     """Set ``st.session_state[key] = value``."""
     st.session_state[key] = value
+
+
+def doc_key(widget_key: str, doc_id: str) -> str:
+    """The key of a widget that belongs to one document (``f"{widget_key}_{doc_id}"``).
+
+    Widgets whose options or labels come from a document (section, node, hyper-edge,
+    node-type filter) are keyed by their document, so switching documents draws a new
+    widget instead of re-using the previous document's one and its stale label.
+    """
+    return f"{widget_key}_{doc_id}"
 
 
 def seed_widget(widget_key: str, value: Any) -> None:

@@ -12,7 +12,8 @@ from . import state
 from .resources import current_docmaster
 from .text import md_escape, shorten
 
-__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached", "node_label"]
+__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached",
+           "node_label", "selected_rows", "open_in_tree"]
 
 _TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
 
@@ -99,3 +100,41 @@ def node_label(tree: Any, node_id: int, width: int = 70, indent: bool = True) ->
         text = (n.extra or {}).get("caption", "") or "(image)"
     pad = "· " * max(0, n.depth - 1) if indent else ""
     return f"{pad}{_TYPE_ICON.get(n.type.value, '?')} #{n.id} {shorten(text, width) or '(empty)'}"
+
+
+def selected_rows(widget_value: Any) -> list[int]:
+    """Row positions selected in an ``st.dataframe(on_select=...)``: its return value
+    or its session-state value (attribute or dict form); ``[]`` when none."""
+    if widget_value is None:
+        return []
+    sel = getattr(widget_value, "selection", None)
+    if sel is None and isinstance(widget_value, dict):
+        sel = widget_value.get("selection")
+    rows = getattr(sel, "rows", None)
+    if rows is None and isinstance(sel, dict):
+        rows = sel.get("rows")
+    return [int(r) for r in (rows or [])]
+
+
+def open_in_tree(dm: Any, rec: Any, node_ids: list) -> int | None:
+    """Prepare the Tree explorer to open document ``rec`` at its first node of
+    ``node_ids`` (e.g. a filter's evidence): the document becomes current, the node is
+    opened and the sections leading to it are expanded. Call before
+    ``st.switch_page("pages/tree.py")``.
+
+    Returns:
+        The node id opened, or None when ``node_ids`` holds no node of the document.
+    """
+    from .tree_view import expand_to
+
+    state.put(state.DOC_ID, rec.doc_id)
+    tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+    nid = next((int(i) for i in node_ids if isinstance(i, int) and 0 <= i < len(tree.nodes)), None)
+    if nid is None:
+        return None
+    state.put(state.NODE_BY_DOC, {**(state.get(state.NODE_BY_DOC) or {}), rec.doc_id: nid})
+    exp = (state.get(state.TREE_EXPANDED) or {}).get(rec.doc_id, [0])
+    state.put(state.TREE_EXPANDED, {**(state.get(state.TREE_EXPANDED) or {}),
+                                    rec.doc_id: sorted(expand_to(tree, exp, nid))})
+    st.session_state.pop(state.doc_key("w_tree_node", rec.doc_id), None)
+    return nid

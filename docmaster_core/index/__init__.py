@@ -16,6 +16,7 @@ from .hyperedges import (
     build_hyperedges,
     group_hyperedges,
     link_hyperedges,
+    unlinked_hyperedges,
     text_sections,
 )
 from .pckmeans import PCKMeans
@@ -42,6 +43,7 @@ __all__ = [
     "group_hyperedges",
     "label_anchor_pairs",
     "link_hyperedges",
+    "unlinked_hyperedges",
     "pairwise_lca",
     "pairwise_path_entropy",
     "path_entropy_terms",

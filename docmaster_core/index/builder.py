@@ -36,6 +36,7 @@ from .hyperedges import (
     group_hyperedges,
     hyperedge_from_dict,
     link_hyperedges,
+    unlinked_hyperedges,
 )
 from .pckmeans import PCKMeans
 from .sec import top_k_sec_pairs
@@ -312,7 +313,7 @@ def build_document_index(
         group_calls = 0
     hyperedges = [dataclasses.replace(h, node_ids=list(h.node_ids)) for h in groups.hyperedges]
     assign_hyperedge_clusters(hyperedges, text_ids, labels)
-    links = link_hyperedges(hyperedges)
+    links = link_hyperedges(hyperedges, unlinked_hyperedges(tree, hyperedges))  # no front / back matter links
     t_he = time.perf_counter()
 
     stats = {

@@ -242,12 +242,36 @@ def assign_hyperedge_clusters(hyperedges: Sequence[HyperEdge], text_node_ids, la
         he.cluster = int(vals[np.argmax(counts)])  # np.unique sorts: ties -> smallest
 
 
-def link_hyperedges(hyperedges: Sequence[HyperEdge]) -> np.ndarray:
+def unlinked_hyperedges(tree: DocumentTree, hyperedges: Sequence[HyperEdge]) -> set[int]:
+    """Ids of the hyper-edges in front matter (content before the first heading: title
+    block, author lines, permission notices) or back matter (references,
+    acknowledgements): they are someone else's work or boilerplate, so they get no
+    must-links (:func:`link_hyperedges`). Roles come from the section headings
+    (:func:`docmaster_core.retrieval.roles.path_role`)."""
+    from ..retrieval.roles import path_role
+
+    def headings(sid: int) -> list[str]:
+        path, cur = [], sid
+        while cur is not None and 0 < cur < len(tree.nodes):
+            path.append(tree.nodes[cur].content)
+            cur = tree.nodes[cur].parent
+        return path[::-1]
+
+    out = set()
+    for h in hyperedges:
+        if path_role(headings(int(h.section_id))) in ("front", "back"):
+            out.add(int(h.id))
+    return out
+
+
+def link_hyperedges(hyperedges: Sequence[HyperEdge], unlinked: set[int] | None = None) -> np.ndarray:
     """Must-link relations between hyper-edges of different sections sharing a cluster.
 
     Args:
         hyperedges: Hyper-edges with ``cluster`` set (-1 = unknown, never linked) and
             ``id`` equal to their position.
+        unlinked: Ids of hyper-edges that get no links (front and back matter, see
+            :func:`unlinked_hyperedges`); None links every hyper-edge.
 
     Returns:
         (r, 2) int64 array of hyper-edge ids ``(a, b)``, a < b, sorted
@@ -257,7 +281,7 @@ def link_hyperedges(hyperedges: Sequence[HyperEdge]) -> np.ndarray:
     h = len(hyperedges)
     if h < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    cl = np.array([he.cluster for he in hyperedges], dtype=np.int64)
+    cl = np.array([-1 if unlinked and he.id in unlinked else he.cluster for he in hyperedges], dtype=np.int64)
     sec = np.array([he.section_id for he in hyperedges], dtype=np.int64)
     ids = np.array([he.id for he in hyperedges], dtype=np.int64)
     parts = []
@@ -303,4 +327,4 @@ def build_hyperedges(
     """
     hs = group_hyperedges(tree, llm, embedder, embeddings)
     assign_hyperedge_clusters(hs.hyperedges, text_node_ids, labels)
-    return hs.hyperedges, hs.embeddings, link_hyperedges(hs.hyperedges)
+    return hs.hyperedges, hs.embeddings, link_hyperedges(hs.hyperedges, unlinked_hyperedges(tree, hs.hyperedges))

@@ -128,18 +128,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         order = np.argsort(-(np.asarray(c) * w_by_doc[i]) if role_aware else -np.asarray(c), kind="stable")
         best = next((evs[int(j)] for j in order if evs[int(j)].text.strip()), evs[int(order[0])])
         hits = lex[i][1]
-        words = f"; condition words found: {', '.join(hits[:6])}" if hits else "; none of the condition's words found"
-        if st["mode"] == "prior":
-            where = (f"evidence score {z[i]:.1f} against typical corpus statistics (a collection of {int(present.sum())} "
-                     f"documents is too small to compare within); needed {thr:g}")
-        elif calib.cut == "best_fraction":
-            where = (f"evidence score {z[i]:.1f}, rank {ranks[i]} of {len(z)}; kept from {thr:.1f} "
-                     f"({calib.rel_rho:g} x the best document's {cut.best:.1f}, at least {calib.rel_z_min:g})")
-        else:
-            where = f"evidence score {z[i]:.1f}, rank {ranks[i]} of {len(z)}; kept from {thr:g}"
-        if not eligible[i]:
-            where += (f"; its best passages are too weakly similar to be kept (mean cosine {d[i]:.3f} < "
-                      f"{calib.floor:g}), so it ranks after every document that is similar enough")
+        rule = _rule_sentence(st["mode"], calib, thr, cut.best, int(present.sum()))
+        weak = None if eligible[i] else (d[i], calib.floor)
         conf = float(1.0 / (1.0 + np.exp(-(z[i] - thr))))
         if dec[i]:
             # the passages that carry the decision: top cosines, then passages holding the condition's keywords
@@ -149,12 +139,78 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                 ids += [e.evidence_id for e in evs if e.evidence_id not in ids and kw & set(tokens(e.text))][:3]
         else:
             ids = [best.evidence_id]
-        quote = " ".join(best.text.split()[:30])
-        rationale = (f"{'Matches' if dec[i] else 'Does not match'}: {where}{words}. Closest passage "
-                     f"[{best.evidence_id}] p.{best.page}: \"{quote}\"")
+        rationale = readable_rationale(bool(dec[i]), float(z[i]), thr, int(ranks[i]), len(z),
+                                       [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak)
         out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated",
                             evidence_score=float(z[i]), rank=int(ranks[i])))
     return out, cut
+
+
+def _strength(z: float, thr: float) -> str:
+    """How strong a document's support is, in words, from its evidence score and the cut."""
+    if thr > 0 and z >= 1.5 * thr:
+        return "strong"
+    if z >= thr:
+        return "enough"
+    if thr > 0 and z >= 0.5 * thr:
+        return "some, but not enough"
+    return "little"
+
+
+def _rule_sentence(mode: str, calib: OfflineCalibration, thr: float, best: float, n_present: int) -> str:
+    """The cut explained in one clause (what score a document needed and why)."""
+    if mode == "prior":
+        return (f"a document needs a score of {thr:g}, judged against typical corpus statistics because a "
+                f"collection of {n_present} documents is too small to compare within")
+    if calib.cut == "best_fraction":
+        return (f"a document is kept from a score of {thr:.1f}, i.e. {calib.rel_rho:g} x the best document's "
+                f"{best:.1f} (and at least {calib.rel_z_min:g})")
+    return f"a document is kept from a score of {thr:g}"
+
+
+def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, top: Sequence[Evidence],
+                       best: Evidence, hits: Sequence[str], rule: str,
+                       weak: tuple[float, float] | None = None) -> str:
+    """A filter decision explained for a person, in two or three sentences.
+
+    Says whether the document is kept and how strong its support is, which passages
+    support the condition and from which sections, which of the condition's words they
+    contain, what its evidence score is against the cut, and quotes the closest passage.
+
+    Args:
+        kept: The decision.
+        score: The document's evidence score (how far its support stands above a typical
+            document of the collection, in robust standard deviations).
+        thr: The score needed to be kept.
+        rank: 1-based rank of the document; ``n`` documents in all.
+        top: The passages that count most (best first).
+        best: The closest passage (quoted).
+        hits: Condition words found in the passages.
+        rule: The cut in one clause (:func:`_rule_sentence`).
+        weak: ``(mean cosine, floor)`` when the passages are too weakly similar to be kept.
+
+    Returns:
+        The rationale text (plain text, no markup).
+    """
+    sections: list[str] = []
+    for e in top:
+        name = " ".join((e.section_path[-1] if e.section_path else "the opening text").split())
+        name = name if len(name) <= 50 else name[:49].rstrip() + "…"
+        if name not in sections:
+            sections.append(name)
+    pages = sorted({int(e.page) for e in top if e.page})
+    where = ", ".join(f"\"{x}\"" for x in sections[:3]) + (" and others" if len(sections) > 3 else "")
+    verdict = "Kept" if kept else "Not kept"
+    out = (f"{verdict}, rank {rank} of {n}: {_strength(score, thr)} support. Its {len(top)} closest passage"
+           f"{'s are' if len(top) != 1 else ' is'} in {where or 'the document'}"
+           + (f" (p. {', '.join(map(str, pages[:5]))})" if pages else "")
+           + (f" and mention {', '.join(hits[:6])}" if hits else "; none of the condition's words appear in them")
+           + f". Evidence score {score:.1f} (0 = typical for this collection, higher = stronger support); {rule}.")
+    if weak is not None:
+        out += (f" Its passages are only weakly similar to the condition (average similarity {weak[0]:.2f}, "
+                f"needed {weak[1]:g}), so it ranks after every document with closer passages.")
+    quote = " ".join(best.text.split()[:30])
+    return out + f" Closest passage [{best.evidence_id}] p.{best.page}: \"{quote}\""
 
 
 def offline_decisions(retr, view, condition: str, docs: list,

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import LLMError, RetrievalError
-from ..model import Answer, Citation, Evidence
+from ..model import Answer, Evidence
 from .qa_answering import not_found_answer, select_passages
 from .qa_support import NOT_FOUND_PREFIX
 from .retriever import Retriever, check_top_k

@@ -1,0 +1,369 @@
+"""App tests of the demo path (issue 17): no stale labels after a document switch, the
+collapsible tree, the filter results (row click, differences, kept only), clickable
+citations, the readable graph and one must-link count, the example collection and stable
+cluster colours. Same fixtures as ``test_app.py`` (a small workspace ingested through the
+Upload page).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from test_app import APP, TIMEOUT, _collection, _doc_key, _open, _run, _texts, env, uploaded  # noqa: E402,F401
+
+
+def _widget_texts(at: AppTest) -> list[str]:
+    """Every label, option and caption a user sees on the page (widgets included)."""
+    out = _texts(at)
+    for sb in list(at.selectbox) + list(at.multiselect):
+        out += [str(sb.label), *map(str, sb.options)]
+    for df in at.dataframe:
+        out += [str(v) for v in df.value.astype(str).to_numpy().ravel()]
+    return out
+
+def test_switching_documents_leaves_no_stale_label(uploaded, env):
+    """Tree explorer and hyper-edge graph: after switching document, no widget shows the
+    previous document's section, node or hyper-edge label, and a node-type filter set on
+    one document does not carry over to the next."""
+    from docmaster_core.store import Workspace
+
+    ws = Workspace(env["ws"], create=False)
+    titles = {d.doc_id: ws.load_tree(d.doc_id) for d in ws.documents()}
+    at = _open("pages/tree.py")
+    doc_a = at.selectbox(key="w_tree_doc").value
+    doc_b = next(d for d in titles if d != doc_a)
+    words_a = {titles[doc_a].title} | {n.content for n in titles[doc_a].nodes if n.type.value == "TITLE"} - \
+        {n.content for n in titles[doc_b].nodes} - {titles[doc_b].title}
+    node_box = at.selectbox(key=_doc_key(at, "w_tree_node"))
+    node_box.select(node_box.options[-1])
+    _run(at)
+    at.button_group(key=_doc_key(at, "w_tree_types")).set_value(["TABLE"])
+    _run(at)
+    assert any("nodes match" in c.value for c in at.caption)
+    at.selectbox(key="w_tree_doc").set_value(doc_b)
+    _run(at)
+    assert at.session_state["dm_doc_id"] == doc_b
+    seen = " ".join(_widget_texts(at))
+    stale = [w for w in words_a if w and w in seen]
+    assert not stale, stale
+    # the node box and the outline are the new document's, its type filter untouched
+    box = at.selectbox(key=f"w_tree_node_{doc_b}")
+    assert box.value == 0 and titles[doc_b].title in box.options[0]
+    assert set(at.button_group(key=f"w_tree_types_{doc_b}").value) == {"TITLE", "TEXT", "TABLE", "IMAGE", "EQUATION"}
+    assert any(f"of {len(titles[doc_b].nodes)} nodes visible" in c.value for c in at.caption)
+    # back to A: its own choices come back
+    at.selectbox(key="w_tree_doc").set_value(doc_a)
+    _run(at)
+    assert at.button_group(key=f"w_tree_types_{doc_a}").value == ["TABLE"]
+
+    at.switch_page("pages/hyperedges.py")
+    _run(at)
+    assert at.session_state["w_he_doc"] == doc_a
+    he_a = at.selectbox(key=f"w_he_select_{doc_a}")
+    he_a.select(he_a.options[-1])
+    _run(at)
+    labels_a = set(at.selectbox(key=f"w_he_select_{doc_a}").options)
+    at.selectbox(key="w_he_doc").set_value(doc_b)
+    _run(at)
+    he_b = at.selectbox(key=f"w_he_select_{doc_b}")
+    assert he_b.options and not (set(he_b.options) & labels_a)
+    assert not any(sb.key == f"w_he_select_{doc_a}" for sb in at.selectbox)
+    assert any(m.value.startswith("**H") for m in at.markdown)
+
+def test_tree_expand_and_collapse(uploaded):
+    """The outline is a collapsible tree: a click on a section row opens the node and
+    expands it (its children appear, full titles, type icons), a second click collapses
+    it; Expand all / Collapse all open and close every section."""
+    at = _open("pages/tree.py")
+    doc = at.session_state["dm_doc_id"]
+
+    def outline():
+        df = next(d for d in at.dataframe if d.key and d.key.startswith(f"w_tree_table_{doc}"))
+        return df, list(df.value["outline"])
+
+    at.button(key=f"w_tree_collapse_all_{doc}").click()
+    _run(at)
+    df, rows = outline()
+    first = rows[0]
+    assert "▾" in first and "▣" in first  # the root, open
+    sections = [i for i, r in enumerate(rows) if "▸" in r]
+    assert sections, rows  # top-level sections, closed
+    i = sections[0]
+    n_closed = len(rows)
+    at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # a click on row i
+    _run(at)
+    df, rows = outline()
+    assert len(rows) > n_closed and "▾" in rows[i]
+    node = at.session_state[f"w_tree_node_{doc}"]
+    assert f"#{node} " in rows[i] and any(f"#{node}" in s.value for s in at.subheader)
+    assert rows[i + 1].count("\u2003") > rows[i].count("\u2003")  # a child, indented deeper
+    assert any(icon in r for r in rows[i + 1:] for icon in ("¶", "▦", "∑", "▨", "§"))
+    at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # click it again
+    _run(at)
+    _, rows = outline()
+    assert len(rows) == n_closed and "▸" in rows[i]
+    at.button(key=f"w_tree_expand_all_{doc}").click()
+    _run(at)
+    _, rows = outline()
+    assert len(rows) == len(at.selectbox(key=f"w_tree_node_{doc}").options)  # every node visible
+    assert not any("▸" in r for r in rows)
+    # the section toggle button beside the outline collapses the open node
+    at.button(key=f"w_tree_toggle_{doc}").click()
+    _run(at)
+    _, rows = outline()
+    assert "▸" in rows[i]
+
+def test_graph_readable_default_and_one_must_link_count(uploaded):
+    """The graph draws the top few links per hyper-edge (a slider sets how many) with a
+    legend, and the Clusters page and the graph count must-links the same way, under
+    the same labels."""
+    at = _open("pages/hyperedges.py")
+    doc = at.session_state["dm_doc_id"]
+    graph = {m.label: int(m.value) for m in at.metric}
+    assert {"hyper-edge links", "must-link pairs"} <= set(graph)
+    assert any(m.value.startswith("**Legend**") for m in at.markdown)
+
+    def drawn():
+        line = next(c.value for c in at.caption if "hyper-edge links drawn" in c.value)
+        n, total = re.match(r"(\d+) of (\d+)", line).groups()
+        return int(n), int(total)
+
+    assert at.slider(key="w_he_top_links").value == 2
+    n2, total = drawn()
+    assert total == graph["hyper-edge links"] and n2 <= total
+    at.slider(key="w_he_top_links").set_value(0)
+    _run(at)
+    assert drawn() == (0, total)
+    at.slider(key="w_he_top_links").set_value(10)
+    _run(at)
+    assert drawn()[0] >= n2
+    at.switch_page("pages/clusters.py")
+    _run(at)
+    assert at.session_state["dm_doc_id"] == doc and at.radio(key="w_clusters_mode").value == "document"
+    clusters = {m.label: int(m.value) for m in at.metric}
+    assert clusters["must-link pairs"] == graph["must-link pairs"]
+
+def test_top_links_keeps_the_most_similar_partners():
+    from types import SimpleNamespace
+
+    from ui.indexing import top_links
+
+    emb = np.eye(4, dtype=np.float32)
+    emb[1] = [0.9, 0.1, 0, 0]
+    emb[2] = [0.1, 0.9, 0, 0]
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    hes = [SimpleNamespace(id=i, node_ids=[i]) for i in range(4)]
+    links = [(0, 1), (0, 2), (0, 3)]
+    assert top_links(links, hes, emb, 1) == [(0, 1), (0, 2), (0, 3)]  # each partner keeps its only link
+    assert top_links([(0, 1), (0, 2)], hes[:3], emb, 0) == []
+    assert top_links(links, hes, emb, -1) == links
+    hes2 = [SimpleNamespace(id=0, node_ids=[0]), SimpleNamespace(id=1, node_ids=[1]), SimpleNamespace(id=2, node_ids=[1])]
+    assert set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (1, 2)} or \
+        set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (0, 2), (1, 2)}
+
+def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
+    """Two normalised runs over the uploaded documents: A keeps the first ``keep_a``
+    documents (by file name), B the first ``keep_b``; one evidence passage (a TEXT node
+    with its box) per document."""
+    from docmaster_core.store import Workspace
+    from ui.filtering import normalise_run
+
+    ws = Workspace(env["ws"], create=False)
+    docs = sorted(ws.documents(), key=lambda d: d.file_name)
+
+    def ev(d):
+        n = next(n for n in ws.load_tree(d.doc_id).nodes if n.type.value == "TEXT" and n.bboxes)
+        b = n.bboxes[0]
+        return {"evidence_id": "C1", "doc_id": d.doc_id, "node_id": n.id, "strategy": "combined", "score": 0.6,
+                "text": n.content, "page": int(b[0]), "bbox": list(b[1:5]), "section_path": n.section_path,
+                "node_type": "TEXT"}
+
+    def run(rid, kept):
+        return normalise_run({
+            "run_id": rid, "strategy": "combined", "condition": "crafted", "backend": "offline-calibrated",
+            "cuts": {"combined": {"rule": "best_fraction", "threshold": 1.0, "kept": kept, "of": len(docs), "best": 5.0}},
+            "documents": [{"doc_id": d.doc_id, "file": d.file_name, "evidence": {"combined": [ev(d)]},
+                           "decisions": {"combined": {"decision": r <= kept, "rationale": f"why {d.file_name}",
+                                                      "tokens": 0, "evidence_score": 5.0 - r, "rank": r}}}
+                          for r, d in enumerate(docs, 1)]})
+
+    return {"A": run(9001, keep_a), "B": run(9002, keep_b)}, docs
+
+def test_filter_differences_table_lists_only_differences(uploaded, env):
+    runs, docs = _crafted_runs(env, 1, 2)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert any("Differences between A and B: 1 document" in s.value for s in at.subheader)
+    diff = [df.value for df in at.dataframe if "A match" in df.value.columns]
+    assert len(diff) == 1 and list(diff[0]["file"]) == [docs[1].file_name]
+    # kept first, and "kept only" hides the others
+    table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0")
+    assert list(table_a.value["kept"]) == ["✓ yes", "✗ no"]
+    at.toggle(key="w_filter_kept_only").set_value(True)
+    _run(at)
+    table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_1")
+    assert list(table_a.value["file"]) == [docs[0].file_name]
+    # the same runs in both configurations: no differences, no table
+    at.session_state["dm_filter_runs"] = {"A": runs["A"], "B": {**runs["A"], "run_id": 9003}}
+    _run(at)
+    assert any("0 document(s)" in s.value for s in at.subheader)
+    assert not [df for df in at.dataframe if "A match" in df.value.columns]
+
+def test_filter_row_click_opens_that_documents_evidence(uploaded, env):
+    """A click on a row of a result table opens that document's evidence (its passage,
+    the page image with the box) and "Show evidence in the tree explorer" opens the
+    evidence node there, highlighted."""
+    runs, docs = _crafted_runs(env, 1, 1)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[0].doc_id  # the kept document opens first
+    at.session_state["w_filter_table_B_9002_0"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id and at.radio(key="w_filter_which").value == "B"
+    texts = _texts(at)
+    assert f"{docs[1].file_name}: rejected by combined" in texts
+    assert f"combined: why {docs[1].file_name}" in texts
+    ev = runs["B"]["documents"][1]["evidence"][0]
+    assert any(ev["text"][:40] in t for t in texts) and len(at.image) == 1
+    assert at.selectbox(key="w_filter_page").value == ev["page"]
+    at.button(key="w_filter_to_tree").click()
+    _run(at)
+    assert at.session_state["dm_doc_id"] == docs[1].doc_id
+    assert at.session_state[f"w_tree_node_{docs[1].doc_id}"] == ev["node_id"]
+    outline = next(df for df in at.dataframe if df.key and df.key.startswith("w_tree_table_")).value
+    row = outline[outline["outline"].str.contains(f"#{ev['node_id']} ", regex=False)]
+    assert list(row[" "]) == ["▶"]
+    assert any(f"#{ev['node_id']}" in s.value for s in at.subheader)
+
+def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
+    """Each [E1] marker of an answer links to its citation's anchor, the numbers are
+    contiguous in first-use order, and "Open a source" shows the passage with its page;
+    "documents I choose" starts empty; "the last filter" is the last saved run."""
+    from docmaster_core import cli
+    from docmaster_core.store import Workspace
+
+    if not Workspace(env["ws"], create=False).runs("filter"):  # run alone: save one filter run
+        assert cli.main(["filter", "The paper evaluates retrieval on question answering benchmarks.",
+                         "--workspace", str(env["ws"]), "--json"]) == 0
+    at = _open("pages/chat.py")
+    saved = Workspace(env["ws"], create=False).runs("filter")
+    scope = at.radio(key="w_chat_scope")
+    assert scope.value == "filter"
+    n_kept = len(saved[0]["result"]["matches"])
+    assert f"documents that passed the last filter ({n_kept})" in scope.options or \
+        any(f"({n_kept})" in o for o in scope.options)
+    texts = _texts(at)
+    assert not any("the this" in t for t in texts)
+    if n_kept:
+        assert any(t.startswith(f"Kept by the last saved filter run (#{saved[0]['run_id']}") for t in texts)
+    scope.set_value("chosen")
+    _run(at)
+    assert at.multiselect(key="w_chat_docs").value == []  # starts empty
+    assert any("No documents in scope" in c.value for c in at.caption)
+    at.radio(key="w_chat_scope").set_value("all")
+    _run(at)
+    at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval accuracy?")
+    _run(at)
+    hist = at.session_state["dm_chat_history"]
+    turn = len(hist) - 1
+    answer = next(m.value for m in at.chat_message[turn].markdown)
+    linked = re.findall(r"\[\\\[(E\d+)\\\]\]\(#(cite-\d+-e\d+)\)", answer)
+    assert linked, answer
+    first_use = list(dict.fromkeys(e for e, _ in linked))
+    assert first_use == [f"E{i}" for i in range(1, len(first_use) + 1)]  # contiguous, in first-use order
+    for e, anchor in linked:
+        assert anchor == f"cite-{turn}-{e.lower()}"
+    anchors = [h.proto.body for h in at.get("html")]
+    assert all(any(f'id="{a}"' in body for body in anchors) for _, a in linked)
+    lines = [c.value for c in at.chat_message[turn].caption if c.value.startswith("\\[E")]
+    assert [re.match(r"\\\[(E\d+)", x).group(1) for x in lines][: len(first_use)] == first_use
+    assert all(re.sub(r"\\(.)", r"\1", x).split(" · ")[0].split("] ", 1)[1] in {c["file"] for c in hist[turn]["citations"]}
+               for x in lines)  # whole file names, not cut
+    at.button_group(key=f"w_chat_source_{turn}").set_value("E1")
+    _run(at)
+    assert len(at.image) == 1  # the cited page with the passage's box
+    cited = {c["evidence_id"]: c for c in hist[turn]["citations"]}
+    from ui.citations import renumber
+
+    _, shown = renumber(hist[turn]["text"], hist[turn]["citations"])
+    e1 = shown[0]
+    assert " ".join(e1["text"].split())[:40] in " ".join(" ".join(_texts(at)).split())
+    assert cited[e1["source_id"]]["page"] == e1["page"]
+
+def test_renumber_citations_contiguous():
+    from ui.citations import linked_answer, renumber
+
+    cites = [{"evidence_id": i, "page": n} for n, i in enumerate(["E1", "E2", "E7", "E9"], 1)]
+    text, out = renumber("A [E7] and [E1], again [E7]; then [E2]. Unknown [E5].", cites)
+    assert text == "A [E1] and [E2], again [E1]; then [E3]. Unknown [E5]."
+    assert [(c["evidence_id"], c["source_id"], c["page"]) for c in out] == \
+        [("E1", "E7", 3), ("E2", "E1", 1), ("E3", "E2", 2), ("E4", "E9", 4)]
+    md = linked_answer(text, 2, {"E1", "E2", "E3"})
+    assert "[\\[E1\\]](#cite-2-e1)" in md and "\\[E5\\]" in md and "(#cite-2-e5)" not in md
+
+def test_example_collection_shows_something_on_every_page(env, monkeypatch):
+    """"Load an example collection" on an empty workspace writes the three generated
+    PDFs, ingests them with progress and every page then has something to show: a tree
+    with tables, figures and equations, hyper-edges, clusters, a filter with its
+    suggested condition that keeps the paper, and a cited chat answer."""
+    from docmaster_core.examples import EXAMPLE_CONDITION, EXAMPLE_FILES, EXAMPLE_QUESTION
+
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "examples_ws"))
+    at = _open("pages/upload.py")
+    at.button(key="w_upload_examples").click()
+    _run(at)
+    coll = _collection(at)
+    assert sorted(coll["file"]) == sorted(EXAMPLE_FILES) and set(coll["status"]) == {"indexed"}
+    assert (coll["tables"] >= 1).all() and (coll["images"] >= 1).all() and (coll["titles"] >= 4).all()
+    assert "Sparse Attention for Long Document Retrieval" in set(coll["title"])
+    assert any("Examples loaded" in s.value for s in at.success)
+    at.switch_page("pages/tree.py")
+    _run(at)
+    assert any(" of " in c.value and "nodes visible" in c.value for c in at.caption)
+    at.switch_page("pages/hyperedges.py")
+    _run(at)
+    assert any(m.label == "hyper-edges" and int(m.value) >= 1 for m in at.metric)
+    at.switch_page("pages/clusters.py")
+    _run(at)
+    assert any(m.label == "clusters" and int(m.value) >= 1 for m in at.metric)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert at.text_area(key="w_filter_condition").value == EXAMPLE_CONDITION
+    at.button(key="w_filter_run").click()
+    _run(at)
+    kept = {d["file"] for d in at.session_state["dm_filter_runs"]["A"]["documents"] if d["match"]}
+    assert "example_paper_sparse_attention.pdf" in kept and "example_report_regional_energy.pdf" not in kept
+    at.switch_page("pages/chat.py")
+    _run(at)
+    at.radio(key="w_chat_scope").set_value("all")
+    _run(at)
+    at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
+    _run(at)
+    answer = at.session_state["dm_chat_history"][-1]
+    assert answer["citations"] and answer["citations"][0]["file"] == "example_manual_water_filter.pdf"
+
+def test_cluster_colours_follow_their_group():
+    """After a re-clustering that renumbers the clusters, each group keeps its colour; a
+    new group gets a colour no kept group uses."""
+    from ui.cluster_colors import match_colors
+
+    keys = list(range(9))
+    first = match_colors(None, keys, [0, 0, 0, 1, 1, 1, 2, 2, 2], 5)
+    assert first == {0: 0, 1: 1, 2: 2}
+    prev = {k: first[lab] for k, lab in zip(keys, [0, 0, 0, 1, 1, 1, 2, 2, 2])}
+    # the same groups renumbered (2 -> 0, 0 -> 1, 1 -> 2), one node moved, and a new cluster 3
+    now = match_colors(prev, keys, [1, 1, 1, 2, 2, 3, 0, 0, 0], 5)
+    assert now[1] == 0 and now[2] == 1 and now[0] == 2
+    assert now[3] not in (0, 1, 2)
+    assert match_colors(prev, keys, [0] * 9, 5) == {0: 0}  # merged: the tie goes to one colour
