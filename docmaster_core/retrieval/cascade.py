@@ -34,10 +34,10 @@ The method (what is implemented here):
    * recall of "everything ranked before position k" is at least ``gamma`` iff
      ``E[m y ((1 - gamma) [r < k] - gamma [r >= k])] >= 0`` (a single mean, so no ratio
      bound is needed);
-   * precision of the top ``k`` is at least ``pi`` iff ``E[m y [r < k]] >= pi k / N``.
+   * precision of the top ``k`` is at least ``pi`` iff ``E[m [r < k] (y - pi)] >= 0``.
 
-   Candidates are tested in a fixed order (recall: from ``k = N`` down; precision: from
-   ``k = 1`` up) and the search stops at the first candidate that fails; this
+   Candidates are tested in a fixed order (recall: from ``k = N`` down; precision: up
+   from the first k with at least 5 expected draws, a rule that reads no label) and the search stops at the first candidate that fails; this
    fixed-sequence procedure needs no Bonferroni correction over the candidates (the
    device BARGAIN uses to avoid SUPG's union bound over thresholds: Zeighami, Shankar and
    Parameswaran 2025, "Cut Costs, Not Accuracy: LLM-Powered Data Processing with
@@ -256,36 +256,45 @@ def recall_cut(plan: CascadePlan, y_low: np.ndarray, y_high: np.ndarray, gamma: 
     return k_lo, lb
 
 
-def precision_cut(plan: CascadePlan, y_high: np.ndarray, pi: float, alpha: float) -> tuple[int, np.ndarray]:
-    """The largest k such that the top k have precision >= pi (fixed-sequence test from k = 1 up).
+def precision_cut(plan: CascadePlan, y_high: np.ndarray, pi: float, alpha: float, min_draws: float = 5.0
+                  ) -> tuple[int, np.ndarray]:
+    """The largest k such that the top k have precision >= pi (fixed-sequence test upward).
+
+    The test of k is ``E[m [r < k] (y - pi)] > 0`` (precision of the top k, without a
+    ratio). The sequence starts at the smallest k whose expected number of draws
+    ``n Q(k)`` reaches ``min_draws`` (the usual validity rule of the normal
+    approximation; it depends on the scores only, not on any label, so the procedure
+    stays a fixed sequence) and moves up one position at a time until a test fails.
 
     Args:
         plan: The sample.
         y_high: float (n,) label of each draw (unknown = 0).
         pi: Precision target (0 accepts nothing without a call).
         alpha: Level of the test (delta / 2).
+        min_draws: Expected draws in the first candidate set.
 
     Returns:
         ``(k_hi, lower_bounds float64 (N + 1,))``: positions ``< k_hi`` may be kept;
-        ``lower_bounds[k]`` bounds ``N E[m y [r < k]] / k``, the precision of the top k.
+        ``lower_bounds[k]`` bounds ``E[m [r < k] (y - pi)]`` (> 0: precision >= pi).
     """
     n_docs = plan.s.size
     n = plan.draws.size
     m = 1.0 / (n_docs * plan.q[plan.draws])
-    a = np.concatenate([[0.0], np.cumsum(np.bincount(plan.draws, weights=m * y_high, minlength=n_docs))])
-    a2 = np.concatenate([[0.0], np.cumsum(np.bincount(plan.draws, weights=(m * y_high) ** 2, minlength=n_docs))])
-    k = np.arange(n_docs + 1, dtype=np.float64)
-    lb_mean = _lower_bounds(a, a2, n, alpha)
-    prec_lb = np.where(k > 0, n_docs * lb_mean / np.maximum(k, 1.0), 1.0)
-    k_hi = 0
+    x = m * (y_high - pi)
+    a = np.concatenate([[0.0], np.cumsum(np.bincount(plan.draws, weights=x, minlength=n_docs))])
+    a2 = np.concatenate([[0.0], np.cumsum(np.bincount(plan.draws, weights=x ** 2, minlength=n_docs))])
+    lb = _lower_bounds(a, a2, n, alpha)
     if pi <= 0.0:
-        return 0, prec_lb
-    for kk in range(1, n_docs + 1):
-        if prec_lb[kk] >= pi:
+        return 0, lb
+    expected = n * np.cumsum(plan.q)  # expected draws among the top k, k = 1..N
+    start = int(np.searchsorted(expected, min_draws)) + 1
+    k_hi = 0
+    for kk in range(min(start, n_docs), n_docs + 1):
+        if lb[kk] > 0.0:
             k_hi = kk
         else:
             break
-    return k_hi, prec_lb
+    return k_hi, lb
 
 
 @dataclass
@@ -304,7 +313,7 @@ class CascadeResult:
         labelled: Documents decided by the LLM (sample and band, calls or cache hits).
         undecided: Documents the LLM was asked about but did not decide.
         recall_lb: Lower bound at the chosen cut of the recall test statistic (> 0 = met).
-        precision_lb: Lower confidence bound of the precision of the top ``k_hi`` (1 when k_hi = 0).
+        precision_lb: Lower bound at the chosen cut of the precision test statistic (> 0 = met; 0 when k_hi = 0).
     """
 
     decision: np.ndarray
@@ -340,7 +349,7 @@ class CascadeResult:
             "guarantee": (f"recall >= {t.recall:g} and precision >= {t.precision:g} of the LLM's decisions with "
                           f"probability >= {1 - t.delta:g} (importance sampling, normal approximation)"),
             "recall_bound": round(float(self.recall_lb), 6),
-            "precision_bound": round(float(self.precision_lb), 4),
+            "precision_bound": round(float(self.precision_lb), 6),
         }
 
 
@@ -407,5 +416,5 @@ def run_cascade(evidence_score: np.ndarray, rank: np.ndarray, center: float, tar
         decision=decision, provenance=provenance, sampled=sampled, k_hi=int(k_hi), k_lo=int(k_lo),
         s_hi=float(plan.s[k_hi - 1]) if k_hi > 0 else None, s_lo=float(plan.s[k_lo - 1]) if k_lo > 0 else None,
         draws=int(plan.draws.size), labelled=int((llm_mask & has).sum()), undecided=int((llm_mask & ~has).sum()),
-        recall_lb=float(rlb[k_lo]), precision_lb=float(plb[k_hi]) if k_hi > 0 else 1.0, targets=targets,
+        recall_lb=float(rlb[k_lo]), precision_lb=float(plb[k_hi]) if k_hi > 0 else 0.0, targets=targets,
     )
