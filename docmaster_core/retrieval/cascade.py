@@ -34,10 +34,11 @@ The method (what is implemented here):
    * recall of "everything ranked before position k" is at least ``gamma`` iff
      ``E[m y ((1 - gamma) [r < k] - gamma [r >= k])] >= 0`` (a single mean, so no ratio
      bound is needed);
-   * precision of the top ``k`` is at least ``pi`` iff ``E[m [r < k] (y - pi)] >= 0``.
+   * precision of the top ``k`` is at least ``pi`` iff ``N E[m y [r < k]] >= pi k``.
 
    Candidates are tested in a fixed order (recall: from ``k = N`` down; precision: up
-   from the first k with at least 5 expected draws, a rule that reads no label) and the search stops at the first candidate that fails; this
+   from the first k whose top-k set has at least ``min_draws`` = 5 expected draws, the
+   usual n p >= 5 rule of the normal approximation, which reads no label) and the search stops at the first candidate that fails; this
    fixed-sequence procedure needs no Bonferroni correction over the candidates (the
    device BARGAIN uses to avoid SUPG's union bound over thresholds: Zeighami, Shankar and
    Parameswaran 2025, "Cut Costs, Not Accuracy: LLM-Powered Data Processing with
@@ -95,6 +96,12 @@ class CascadeTargets:
         seed: Seed of the sample (the same seed draws the same sample, so a re-run is
             answered from the caches).
         mix: Share of uniform sampling in the proposal (defensive importance sampling).
+        min_draws: The precision test starts at the smallest top-k set with at least
+            this many expected draws (``n`` times its sampling mass): the usual n p >= 5
+            rule of the normal approximation; it reads the scores only, never a label.
+            (The recall test always starts at k = N, as in SUPG: a start rule there
+            would put the first test below the matches when the sampling mass is
+            concentrated on a few top documents, and then nothing could be dropped.)
 
     Raises:
         ValueError: a target or knob out of range.
@@ -106,6 +113,7 @@ class CascadeTargets:
     sample_budget: int | None = None
     seed: int = 0
     mix: float = 0.1
+    min_draws: float = 5.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.recall <= 1.0:
@@ -118,6 +126,8 @@ class CascadeTargets:
             raise ValueError(f"sample budget must be >= 1, got {self.sample_budget!r}")
         if not 0.0 < self.mix <= 1.0:
             raise ValueError(f"mix must be in (0, 1], got {self.mix!r}")
+        if self.min_draws < 0:
+            raise ValueError(f"min_draws must be >= 0, got {self.min_draws!r}")
 
     def draws(self, n_docs: int) -> int:
         """Sample draws for a collection of ``n_docs`` documents."""
@@ -127,7 +137,7 @@ class CascadeTargets:
 
     def to_dict(self) -> dict[str, Any]:
         return {"recall": self.recall, "precision": self.precision, "delta": self.delta,
-                "sample_budget": self.sample_budget, "seed": self.seed, "mix": self.mix}
+                "sample_budget": self.sample_budget, "seed": self.seed, "mix": self.mix, "min_draws": self.min_draws}
 
 
 def rank_order(evidence_score: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -220,9 +230,13 @@ def _lower_bounds(sum1: np.ndarray, sum2: np.ndarray, n: int, alpha: float) -> n
     return mean - _z(alpha) * np.sqrt(var / n)
 
 
-def recall_cut(plan: CascadePlan, y_low: np.ndarray, y_high: np.ndarray, gamma: float, alpha: float
-               ) -> tuple[int, np.ndarray]:
+def recall_cut(plan: CascadePlan, y_low: np.ndarray, y_high: np.ndarray, gamma: float, alpha: float,
+               min_draws: float = 0.0) -> tuple[int, np.ndarray]:
     """The smallest k such that "positions < k not dropped" has recall >= gamma (fixed-sequence test from k = N down).
+
+    Only candidates whose dropped set ``[k, N)`` has at least ``min_draws`` expected
+    draws are tested (the sequence starts at the largest such k; when that one fails,
+    nothing is dropped).
 
     Args:
         plan: The sample.
@@ -230,6 +244,7 @@ def recall_cut(plan: CascadePlan, y_low: np.ndarray, y_high: np.ndarray, gamma: 
         y_high: float (n,) label of each draw counted when it ranks above k (unknown = 0).
         gamma: Recall target.
         alpha: Level of the test (delta / 2).
+        min_draws: Expected draws the dropped set needs before it is tested.
 
     Returns:
         ``(k_lo, lower_bounds float64 (N + 1,))``: positions ``>= k_lo`` may be dropped;
@@ -248,7 +263,9 @@ def recall_cut(plan: CascadePlan, y_low: np.ndarray, y_high: np.ndarray, gamma: 
     b2 = lo2.sum() - np.concatenate([[0.0], np.cumsum(lo2)])
     lb = _lower_bounds((1 - gamma) * a - gamma * b, (1 - gamma) ** 2 * a2 + gamma ** 2 * b2, n, alpha)
     k_lo = n_docs
-    for k in range(n_docs - 1, -1, -1):  # fixed sequence: stop at the first failure
+    tail = n * (1.0 - np.concatenate([[0.0], np.cumsum(plan.q)]))  # expected draws at positions >= k
+    start = int(np.flatnonzero(tail[:n_docs] >= min_draws - 1e-9).max(initial=-1))
+    for k in range(start, -1, -1):  # fixed sequence: stop at the first failure
         if lb[k] > 0.0:
             k_lo = k
         else:
@@ -260,8 +277,9 @@ def precision_cut(plan: CascadePlan, y_high: np.ndarray, pi: float, alpha: float
                   ) -> tuple[int, np.ndarray]:
     """The largest k such that the top k have precision >= pi (fixed-sequence test upward).
 
-    The test of k is ``E[m [r < k] (y - pi)] > 0`` (precision of the top k, without a
-    ratio). The sequence starts at the smallest k whose expected number of draws
+    The test of k is ``N E[m y [r < k]] - pi k > 0``: the positives among the top k
+    (a Hansen-Hurwitz estimate) against the ``pi k`` needed; ``k`` is known exactly,
+    so only the positives are estimated. The sequence starts at the smallest k whose expected number of draws
     ``n Q(k)`` reaches ``min_draws`` (the usual validity rule of the normal
     approximation; it depends on the scores only, not on any label, so the procedure
     stays a fixed sequence) and moves up one position at a time until a test fails.
@@ -275,15 +293,15 @@ def precision_cut(plan: CascadePlan, y_high: np.ndarray, pi: float, alpha: float
 
     Returns:
         ``(k_hi, lower_bounds float64 (N + 1,))``: positions ``< k_hi`` may be kept;
-        ``lower_bounds[k]`` bounds ``E[m [r < k] (y - pi)]`` (> 0: precision >= pi).
+        ``lower_bounds[k]`` bounds ``(N E[m y [r < k]] - pi k) / N`` (> 0: precision >= pi).
     """
     n_docs = plan.s.size
     n = plan.draws.size
     m = 1.0 / (n_docs * plan.q[plan.draws])
-    x = m * (y_high - pi)
+    x = m * y_high
     a = np.concatenate([[0.0], np.cumsum(np.bincount(plan.draws, weights=x, minlength=n_docs))])
     a2 = np.concatenate([[0.0], np.cumsum(np.bincount(plan.draws, weights=x ** 2, minlength=n_docs))])
-    lb = _lower_bounds(a, a2, n, alpha)
+    lb = _lower_bounds(a, a2, n, alpha) - pi * np.arange(n_docs + 1) / n_docs
     if pi <= 0.0:
         return 0, lb
     expected = n * np.cumsum(plan.q)  # expected draws among the top k, k = 1..N
@@ -389,7 +407,7 @@ def run_cascade(evidence_score: np.ndarray, rank: np.ndarray, center: float, tar
     y_high = np.where(np.isnan(yd), 0.0, yd)
     alpha = targets.delta / 2.0
     k_lo, rlb = recall_cut(plan, y_low, y_high, targets.recall, alpha)
-    k_hi, plb = precision_cut(plan, y_high, targets.precision, alpha)
+    k_hi, plb = precision_cut(plan, y_high, targets.precision, alpha, targets.min_draws)
     k_hi = min(k_hi, k_lo)
     band = np.arange(k_hi, k_lo)
     band = band[~asked[band] & np.isnan(lab[band])]
