@@ -87,10 +87,10 @@ def test_upper_threshold_keeps_a_pure_top_without_calls():
     s = np.linspace(10, -10, n)
     rank = np.arange(1, n + 1)
     y = (np.arange(n) < 100).astype(float)
-    res = run_cascade(s, rank, 0.0, CascadeTargets(sample_budget=300, seed=1), lambda idx: y[idx])
+    res = run_cascade(s, rank, 0.0, CascadeTargets(precision=0.8, sample_budget=300, seed=1), lambda idx: y[idx])
     dec = np.array([bool(x) for x in res.decision])
     tp = (dec & (y == 1)).sum()
-    assert tp / y.sum() >= 0.9 and tp / dec.sum() >= 0.9
+    assert tp / y.sum() >= 0.9 and tp / dec.sum() >= 0.8
     assert 0 < res.k_hi <= res.k_lo < n
     assert (res.provenance == "score-above").sum() > 0 and (res.provenance == "score-below").sum() > 0
     rep = res.report()

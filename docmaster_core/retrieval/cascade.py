@@ -279,10 +279,12 @@ def precision_cut(plan: CascadePlan, y_high: np.ndarray, pi: float, alpha: float
 
     The test of k is ``N E[m y [r < k]] - pi k > 0``: the positives among the top k
     (a Hansen-Hurwitz estimate) against the ``pi k`` needed; ``k`` is known exactly,
-    so only the positives are estimated. The sequence starts at the smallest k whose expected number of draws
-    ``n Q(k)`` reaches ``min_draws`` (the usual validity rule of the normal
-    approximation; it depends on the scores only, not on any label, so the procedure
-    stays a fixed sequence) and moves up one position at a time until a test fails.
+    so only the positives are estimated. The sequence starts at the smallest k whose
+    expected number of draws ``n Q(k)`` reaches ``max(min_draws, (z / (1 - pi))^2)``:
+    below that the estimated count's relative error (about ``1 / sqrt(draws)``) cannot
+    fit in the slack ``1 - pi`` and the test could not pass; the rule reads the scores
+    only, never a label, so the procedure stays a fixed sequence. It then moves up one
+    position at a time until a test fails. A small sample keeps nothing without a call.
 
     Args:
         plan: The sample.
@@ -305,7 +307,10 @@ def precision_cut(plan: CascadePlan, y_high: np.ndarray, pi: float, alpha: float
     if pi <= 0.0:
         return 0, lb
     expected = n * np.cumsum(plan.q)  # expected draws among the top k, k = 1..N
-    start = int(np.searchsorted(expected, min_draws)) + 1
+    # the first candidate where the test can pass at all: a relative error of the estimated
+    # count of about 1 / sqrt(draws) must fit in the slack 1 - pi (reads no label)
+    need = max(min_draws, (_z(alpha) / (1.0 - pi)) ** 2) if pi < 1.0 else float("inf")
+    start = int(np.searchsorted(expected, need)) + 1
     k_hi = 0
     for kk in range(min(start, n_docs), n_docs + 1):
         if lb[kk] > 0.0:
