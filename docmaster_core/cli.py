@@ -259,10 +259,12 @@ def _cascade_options(args: argparse.Namespace) -> dict:
 
 def _cascade_line(strategy: str, rep: dict) -> str:
     """One line per cascaded strategy: calls, calls saved, thresholds, guarantee."""
-    lo, hi = rep["lower"], rep["upper"]
-    return (f"cascade {strategy}: LLM decided {rep['llm_decisions']} of {rep['documents']} documents "
-            f"(sample {rep['sampled']}, {rep['calls_saved']} saved, {rep['undecided']} undecided); "
-            f"kept without a call: ranks 1-{hi['rank']}, dropped: ranks > {lo['rank']}; {rep['guarantee']}")
+    lo, hi, n = rep["lower"]["rank"], rep["upper"]["rank"], rep["documents"]
+    kept = f"ranks 1-{hi}" if hi else "none"
+    dropped = f"ranks {lo + 1}-{n}" if lo < n else "none"
+    return (f"cascade {strategy}: LLM decided {rep['llm_decisions']} of {n} documents "
+            f"(sample {rep['sampled']}, {rep['calls_saved']} decided by score, {rep['undecided']} undecided); "
+            f"kept without a call: {kept}; dropped without a call: {dropped}; {rep['guarantee']}")
 
 
 def cmd_filter(args: argparse.Namespace) -> int:

@@ -243,7 +243,7 @@ def test_cli_cascade_reports_calls_and_thresholds(workspace, server, monkeypatch
     out = capsys.readouterr()
     assert rc == 0, out.err
     line = [ln for ln in out.out.splitlines() if ln.startswith("cascade combined:")]
-    assert line and "LLM decided" in line[0] and "saved" in line[0] and "probability >= 0.8" in line[0]
+    assert line and "LLM decided" in line[0] and "decided by score" in line[0] and "probability >= 0.8" in line[0]
     assert server.count < len(WORDS)
 
 
