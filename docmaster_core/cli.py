@@ -354,6 +354,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
         print(f"undecided (error or budget): {len(und)}")
     for s, rep in run.cascade.items():
         print(_cascade_line(s, rep))
+    if run.cascade and run.usage:
+        print(f"LLM requests sent: {run.usage.get('calls', 0)} (answered from the cache: {run.usage.get('cached', 0)})")
     t = run.timings
     print(f"time: retrieval {t['embed_retrieve']:.3f} s, decisions {t['decide']:.3f} s"
           + (f"; saved as run {run.run_id}" if run.run_id is not None else ""))

@@ -245,6 +245,7 @@ def test_cli_cascade_reports_calls_and_thresholds(workspace, server, monkeypatch
     line = [ln for ln in out.out.splitlines() if ln.startswith("cascade combined:")]
     assert line and "LLM decided" in line[0] and "decided by score" in line[0] and "probability >= 0.8" in line[0]
     assert server.count < len(WORDS)
+    assert f"LLM requests sent: {server.count} " in out.out
 
 
 # ----------------------------------------------------------------------------- the oracle
