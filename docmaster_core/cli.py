@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from .cli_cascade import add_cascade_arguments, cascade_line, cascade_options
 from .errors import DocMasterError, RetrievalError, WorkspaceLockedError
 
 __all__ = ["main", "build_parser"]
@@ -238,35 +239,6 @@ def _retrieval_overrides(args: argparse.Namespace, dm) -> None:
         dm.settings.retrieval = dm.settings.retrieval.model_copy(update=over)
 
 
-def _cascade_options(args: argparse.Namespace) -> dict:
-    """``dm.filter`` options of ``--cascade`` and ``--decide`` (issue 14)."""
-    out: dict = {}
-    if getattr(args, "decide", None):
-        out["decide"] = args.decide
-    if getattr(args, "cascade", False):
-        from .retrieval.cascade import CascadeTargets
-
-        if args.decider == "calibrated":
-            raise RetrievalError("--cascade needs an LLM decider (--llm openai)")
-        try:
-            out["cascade"] = CascadeTargets(recall=args.recall_target, precision=args.precision_target,
-                                            delta=args.delta, sample_budget=args.sample_budget,
-                                            seed=args.cascade_seed)
-        except ValueError as e:
-            raise RetrievalError(str(e)) from None
-    return out
-
-
-def _cascade_line(strategy: str, rep: dict) -> str:
-    """One line per cascaded strategy: calls, calls saved, thresholds, guarantee."""
-    lo, hi, n = rep["lower"]["rank"], rep["upper"]["rank"], rep["documents"]
-    kept = f"ranks 1-{hi}" if hi else "none"
-    dropped = f"ranks {lo + 1}-{n}" if lo < n else "none"
-    return (f"cascade {strategy}: LLM decided {rep['llm_decisions']} of {n} documents "
-            f"(sample {rep['sampled']}, {rep['calls_saved']} decided by score, {rep['undecided']} undecided); "
-            f"kept without a call: {kept}; dropped without a call: {dropped}; {rep['guarantee']}")
-
-
 def cmd_filter(args: argparse.Namespace) -> int:
     from .retrieval.filter import compare_runs
 
@@ -296,7 +268,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
     strategies = ["tree", "semantic", "hyperedge", "combined"]
     if args.with_flat or args.strategy == "flat":
         strategies.append("flat")
-    extra = _cascade_options(args)
+    extra = cascade_options(args)
     run = dm.filter(args.condition, strategy=args.strategy, strategies=strategies, top_k=args.top_k,
                     decider=args.decider, save=not args.no_save, **extra)
     warnings = list(getattr(run, "warnings", []) or [])
@@ -353,7 +325,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
     if und:
         print(f"undecided (error or budget): {len(und)}")
     for s, rep in run.cascade.items():
-        print(_cascade_line(s, rep))
+        print(cascade_line(s, rep))
     if run.cascade and run.usage:
         print(f"LLM requests sent: {run.usage.get('calls', 0)} (answered from the cache: {run.usage.get('cached', 0)})")
     t = run.timings
@@ -497,18 +469,7 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.add_argument("--full-text", dest="full_text", action="store_true", help="JSON: full evidence texts")
     sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
     sp.add_argument("--compare", nargs=2, type=int, metavar=("RUN_A", "RUN_B"), help="compare two saved filter runs")
-    sp.add_argument("--cascade", action="store_true",
-                    help="LLM decider: ask the LLM only about a sample and the uncertain band of the evidence-score "
-                         "ranking, decide the rest by score (recall/precision targets)")
-    sp.add_argument("--recall-target", dest="recall_target", type=float, default=0.9, help="cascade recall target")
-    sp.add_argument("--precision-target", dest="precision_target", type=float, default=0.9,
-                    help="cascade precision target")
-    sp.add_argument("--delta", type=float, default=0.1, help="cascade failure probability (targets hold w.p. 1 - delta)")
-    sp.add_argument("--sample-budget", dest="sample_budget", type=int,
-                    help="cascade sample draws (default clip(2 sqrt(N), 20, 1000))")
-    sp.add_argument("--cascade-seed", dest="cascade_seed", type=int, default=0, help="seed of the cascade sample")
-    sp.add_argument("--decide", choices=["per-strategy", "combined-only"],
-                    help="LLM decider: one call per strategy (default) or one per document on the combined evidence")
+    add_cascade_arguments(sp)
     sp.set_defaults(func=cmd_filter)
 
     sp = sub.add_parser("ask", help="answer a question over the filtered documents, with citations")
