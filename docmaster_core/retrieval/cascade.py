@@ -36,13 +36,14 @@ The method (what is implemented here):
      bound is needed);
    * precision of the top ``k`` is at least ``pi`` iff ``N E[m y [r < k]] >= pi k``.
 
-   Candidates are tested in a fixed order (recall: from ``k = N`` down; precision: up
-   from the first k whose top-k set has at least ``min_draws`` = 5 expected draws, the
-   usual n p >= 5 rule of the normal approximation, which reads no label) and the search stops at the first candidate that fails; this
-   fixed-sequence procedure needs no Bonferroni correction over the candidates (the
-   device BARGAIN uses to avoid SUPG's union bound over thresholds: Zeighami, Shankar and
-   Parameswaran 2025, "Cut Costs, Not Accuracy: LLM-Powered Data Processing with
-   Guarantees").
+   Candidates are tested in a fixed order and the search stops at the first candidate
+   that fails (recall: from ``k = N`` down; precision: up from the first k whose top-k
+   set has enough expected draws for the test to pass at all, ``max(5, (z / (1 - pi))^2)``,
+   a rule that reads no label). Fixed-sequence testing needs no Bonferroni correction
+   over the candidates. BARGAIN (Zeighami, Shankar and Parameswaran 2025, "Cut Costs,
+   Not Accuracy: LLM-Powered Data Processing with Guarantees") likewise avoids SUPG's
+   union bound by testing thresholds in order; this module uses the plain
+   fixed-sequence form with normal bounds, not BARGAIN's betting-based intervals.
 
 A sampled document whose decision failed (budget, transport) counts as *positive* when
 it ranks below a recall candidate and *negative* otherwise, the pessimistic choice for
@@ -97,8 +98,9 @@ class CascadeTargets:
             answered from the caches).
         mix: Share of uniform sampling in the proposal (defensive importance sampling).
         min_draws: The precision test starts at the smallest top-k set with at least
-            this many expected draws (``n`` times its sampling mass): the usual n p >= 5
-            rule of the normal approximation; it reads the scores only, never a label.
+            ``max(min_draws, (z / (1 - precision))^2)`` expected draws (``n`` times its
+            sampling mass; 5 is the usual n p >= 5 rule of the normal approximation);
+            the rule reads the scores only, never a label.
             (The recall test always starts at k = N, as in SUPG: a start rule there
             would put the first test below the matches when the sampling mass is
             concentrated on a few top documents, and then nothing could be dropped.)
