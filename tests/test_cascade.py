@@ -283,3 +283,15 @@ def test_label_oracle_from_public_labels():
         pytest.skip("public labels not available")
     rows = O.labels_from_eval(eval_dir / "filter_cases.tsv", eval_dir / "filter_conditions.tsv")
     assert rows and all(y in (0, 1) for _, _, y in rows)
+
+
+def test_per_strategy_cascade_asks_only_about_each_strategys_sample_and_band(workspace, server):
+    dm = _dm(workspace, server)
+    run = dm.filter(CONDITION, cascade=TARGETS, save=False)
+    assert set(run.cascade) == set(run.strategies)
+    asked = sum(1 for d in run.documents for s in run.strategies
+                if d.decisions[s].decided_by == "llm" and d.evidence[s])
+    assert server.count == asked < len(run.documents) * len(run.strategies)
+    for s, rep in run.cascade.items():
+        assert sum(rep["by"].values()) == len(run.documents)
+        assert [x[0] for x in rep["documents_by"]] == [d.doc_id for d in run.documents]
