@@ -295,3 +295,17 @@ def test_per_strategy_cascade_asks_only_about_each_strategys_sample_and_band(wor
     for s, rep in run.cascade.items():
         assert sum(rep["by"].values()) == len(run.documents)
         assert [x[0] for x in rep["documents_by"]] == [d.doc_id for d in run.documents]
+
+
+def test_app_configuration_runs_the_cascade(workspace, server):
+    """The app's filter form values (cascade, one call per document) reach the engine."""
+    filtering = pytest.importorskip("ui.filtering")
+    dm = _dm(workspace, server)
+    cfg = {**filtering.default_config("A"), "cascade": True, "combined_only": True, "recall_target": 0.8,
+           "precision_target": 0.8, "delta": 0.2, "sample_budget": 8}
+    run = filtering.run_filter(dm, CONDITION, cfg)
+    saved = max(dm.ws.runs("filter"), key=lambda r: r["run_id"])
+    assert saved["params"]["app_config"]["cascade"] is True
+    assert saved["params"]["cascade"]["sample_budget"] == 8 and saved["params"]["decide"] == "combined-only"
+    assert server.count < len(WORDS)
+    assert run["documents"]
