@@ -6,7 +6,8 @@ evidence score and rank computed once (``run_filter`` with the offline decider, 
 saved); then, for each seed and noise level, :func:`docmaster_core.retrieval.cascade.run_cascade`
 runs with the label oracle of ``scripts/oracle_llm.py`` as the LLM (in process: the
 same :class:`Oracle` the chat server answers from, optionally flipping a fraction of
-answers). The cascade is the one ``docmaster filter --cascade --decide combined-only``
+answers; here a flip is drawn per seed, condition and document, where the server draws
+it per request). The cascade is the one ``docmaster filter --cascade --decide combined-only``
 runs: one LLM decision per document at most, on the combined evidence.
 
 Reported per condition (means over seeds): recall and precision against the public
