@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from .cli_cascade import add_cascade_arguments, cascade_line, cascade_options
 from .errors import DocMasterError, RetrievalError, WorkspaceLockedError
 
 __all__ = ["main", "build_parser"]
@@ -280,8 +281,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     strategies = ["tree", "semantic", "hyperedge", "combined"]
     if args.with_flat or args.strategy == "flat":
         strategies.append("flat")
+    extra = cascade_options(args)
     run = dm.filter(args.condition, strategy=args.strategy, strategies=strategies, top_k=args.top_k,
-                    decider=args.decider, save=not args.no_save)
+                    decider=args.decider, save=not args.no_save, **extra)
     warnings = list(getattr(run, "warnings", []) or [])
     decisions = [dec for d in run.documents for dec in d.decisions.values()]
     nothing_decided = bool(decisions) and all(dec.decision is None for dec in decisions)
@@ -335,6 +337,10 @@ def cmd_filter(args: argparse.Namespace) -> int:
     und = run.undecided()
     if und:
         print(f"undecided (error or budget): {len(und)}")
+    for s, rep in run.cascade.items():
+        print(cascade_line(s, rep))
+    if run.cascade and run.usage:
+        print(f"LLM requests sent: {run.usage.get('calls', 0)} (answered from the cache: {run.usage.get('cached', 0)})")
     t = run.timings
     print(f"time: retrieval {t['embed_retrieve']:.3f} s, decisions {t['decide']:.3f} s"
           + (f"; saved as run {run.run_id}" if run.run_id is not None else ""))
@@ -515,6 +521,7 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.add_argument("--full-text", dest="full_text", action="store_true", help="JSON: full evidence texts")
     sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
     sp.add_argument("--compare", nargs=2, type=int, metavar=("RUN_A", "RUN_B"), help="compare two saved filter runs")
+    add_cascade_arguments(sp)
     sp.set_defaults(func=cmd_filter)
 
     sp = sub.add_parser("ask", help="answer a question over the filtered documents, with citations")

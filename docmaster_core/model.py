@@ -408,6 +408,10 @@ class Decision:
             computed for every filter run whatever the decider, so the collection can
             be ranked and the cut moved; None outside a filter run.
         rank: 1-based rank of the document by ``evidence_score`` in its run.
+        decided_by: How the decision was made in a filter run: ``"llm"``,
+            ``"score-above"`` / ``"score-below"`` (a cascade threshold, no call; see
+            :mod:`docmaster_core.retrieval.cascade`), ``"offline"`` (the calibrated rule),
+            or None when not recorded.
     """
 
     decision: bool | None
@@ -419,9 +423,10 @@ class Decision:
     error: str | None = None
     evidence_score: float | None = None
     rank: int | None = None
+    decided_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "decision": self.decision,
             "rationale": self.rationale,
             "evidence_ids": list(self.evidence_ids),
@@ -432,6 +437,9 @@ class Decision:
             "evidence_score": None if self.evidence_score is None else round(float(self.evidence_score), 4),
             "rank": self.rank,
         }
+        if self.decided_by is not None:
+            out["decided_by"] = self.decided_by
+        return out
 
 
 @dataclass

@@ -139,6 +139,27 @@ def render_filter_form(prefix: str, title: str) -> dict[str, Any]:
             with col:
                 state.seed_widget(_wkey(prefix, name), typ(cfg[name]))
                 out[name] = typ(st.number_input(name, lo, hi, step=step, key=_wkey(prefix, name)))
+    with st.expander("LLM cascade (OpenAI-compatible backend)"):
+        # issue 14: decide most documents by their evidence score, ask the LLM about a sample and the uncertain band
+        for name, default in (("cascade", False), ("combined_only", False), ("recall_target", 0.9),
+                              ("precision_target", 0.9), ("delta", 0.1), ("sample_budget", 0)):
+            state.seed_widget(_wkey(prefix, name), cfg.get(name, default))
+        out["cascade"] = bool(st.checkbox("Cascade: call the LLM only on a sample and the uncertain band",
+                                          key=_wkey(prefix, "cascade")))
+        out["combined_only"] = bool(st.checkbox("One LLM call per document (combined evidence only)",
+                                                key=_wkey(prefix, "combined_only")))
+        c = st.columns(4)
+        with c[0]:
+            out["recall_target"] = float(st.number_input("recall target", 0.05, 1.0, step=0.05,
+                                                         key=_wkey(prefix, "recall_target")))
+        with c[1]:
+            out["precision_target"] = float(st.number_input("precision target", 0.0, 1.0, step=0.05,
+                                                            key=_wkey(prefix, "precision_target")))
+        with c[2]:
+            out["delta"] = float(st.number_input("delta", 0.01, 0.5, step=0.01, key=_wkey(prefix, "delta")))
+        with c[3]:
+            out["sample_budget"] = int(st.number_input("sample budget (0 = auto)", 0, 10000, step=5,
+                                                       key=_wkey(prefix, "sample_budget")))
     configs[prefix] = out
     state.put(state.FILTER_CONFIGS, configs)
     return out
@@ -244,8 +265,20 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
     ip = {k: config[k] for k in ("alpha", "k", "K", "w")}
     strategies = [x for x in STRATEGIES if x in config["strategies"]] or ["combined"]
     decide_by = config.get("decide_by") if config.get("decide_by") in strategies else strategies[-1]
+    extra: dict[str, Any] = {}
+    if not dm.llm.is_offline:  # the cascade and combined-only decide with an LLM (issue 14)
+        if config.get("combined_only") and "combined" in strategies:
+            extra["decide"] = "combined-only"
+        if config.get("cascade"):
+            from docmaster_core.retrieval.cascade import CascadeTargets
+
+            extra["cascade"] = CascadeTargets(recall=float(config.get("recall_target", 0.9)),
+                                              precision=float(config.get("precision_target", 0.9)),
+                                              delta=float(config.get("delta", 0.1)),
+                                              sample_budget=int(config.get("sample_budget") or 0) or None)
     run = dm.filter(condition, strategy=decide_by, strategies=strategies, top_k=int(config["top_k"]), doc_ids=docs,
-                    params=ip, retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)})
+                    params=ip, retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)},
+                    **extra)
     return normalise_run(run.to_dict())
 
 

@@ -20,6 +20,13 @@ Deciders:
   strategy's evidence, flat chunks included.
 * ``auto`` (default) - ``calibrated`` when the LLM backend is offline, else ``llm``.
 
+With the ``llm`` decider, ``cascade=CascadeTargets(...)`` asks the LLM only about an
+importance sample and the uncertain band of the evidence-score ranking, deciding the
+rest by score with a recall and precision target (:mod:`.cascade`,
+:mod:`.cascade_filter`); ``decide="combined-only"`` has the LLM decide only the
+combined evidence (one call per document), the other strategies keep their offline
+decisions. Each decision records how it was made (``Decision.decided_by``).
+
 A run is saved in the workspace (``Workspace.save_run("filter", params, result)``)
 with the condition, every parameter and all decisions, so two runs can be compared
 (:func:`compare_runs`).
@@ -40,6 +47,8 @@ from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
 from ..config import RetrievalSettings
 from ..protocols import LLM, Embedder, RunStore
+from .cascade import CascadeTargets
+from .cascade_filter import decide_with_cascade, llm_strategies
 from .combine import STRATEGIES
 from .decider import DEFAULT_CALIBRATION, OfflineCalibration
 from .offline_filter import Cut, calibrated_document_decisions, offline_decisions
@@ -133,6 +142,8 @@ class FilterRun:
         cuts: ``{strategy: Cut}``: the suggested cut of each strategy's ranking by
             offline evidence score (the calibrated decider's decisions are exactly the
             documents at or above it).
+        cascade: ``{strategy: report}`` of a cascade run (LLM decisions, calls saved,
+            thresholds, guarantee; :meth:`.cascade.CascadeResult.report`), else empty.
     """
 
     condition: str
@@ -147,6 +158,7 @@ class FilterRun:
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cuts: dict[str, Cut] = field(default_factory=dict)
+    cascade: dict[str, dict] = field(default_factory=dict)
 
     def matches(self, strategy: str | None = None) -> list[str]:
         """doc_ids decided True by ``strategy`` (default: the run's strategy)."""
@@ -173,6 +185,7 @@ class FilterRun:
             "usage": self.usage,
             "warnings": list(self.warnings),
             "cuts": {s: c.to_dict() for s, c in self.cuts.items()},
+            **({"cascade": self.cascade} if self.cascade else {}),
             "documents": [d.to_dict(text_chars) for d in self.documents],
         }
 
@@ -186,6 +199,15 @@ _DECISION_CACHE_MAX = 20000
 def _decision_key(backend: str, condition: str, evidence: Sequence[Evidence]) -> str:
     payload = json.dumps([backend, condition, [[e.evidence_id, e.text] for e in evidence]], ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _cached_decision(backend: str, condition: str, evidence: Sequence[Evidence]) -> Decision | None:
+    """A decision the LLM already made in this process for exactly this evidence (no call), or None."""
+    with _DECISION_LOCK:
+        hit = _DECISION_CACHE.get(_decision_key(backend, condition, evidence))
+    if hit is None:
+        return None
+    return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error)
 
 
 def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str) -> Decision:
@@ -262,6 +284,8 @@ def run_filter(
     max_workers: int | None = None,
     save: bool = True,
     extra_params: dict[str, Any] | None = None,
+    cascade: CascadeTargets | None = None,
+    decide: str = "per-strategy",
 ) -> FilterRun:
     """Filter the documents of a workspace by ``condition`` (SPEC F6).
 
@@ -284,12 +308,17 @@ def run_filter(
         max_workers: Parallel LLM decisions (default ``llm.max_concurrency`` or 4).
         save: Save the run in the workspace.
         extra_params: Extra entries for the saved parameters.
+        cascade: With the ``llm`` decider: decide by the cascade of :mod:`.cascade`
+            (LLM calls on a sample and an uncertain band only); None: every document.
+        decide: ``per-strategy`` (the LLM decides every strategy) or ``combined-only``
+            (one call per document, on the combined evidence).
 
     Returns:
         The :class:`FilterRun`.
 
     Raises:
-        RetrievalError: empty condition, unknown strategy/decider/document, or no documents.
+        RetrievalError: empty condition, unknown strategy/decider/document/decide
+            mode, or no documents.
     """
     t_all = time.perf_counter()
     cond = condition_query(condition)
@@ -307,6 +336,12 @@ def run_filter(
         decider = "calibrated" if (llm is None or llm.is_offline) else "llm"
     if decider == "llm" and llm is None:
         raise RetrievalError("decider 'llm' needs an LLM")
+    if cascade is not None and decider != "llm":
+        raise RetrievalError("the cascade needs the LLM decider (an OpenAI-compatible backend, --llm openai)")
+    try:
+        llm_strats = llm_strategies(strats, decide)
+    except ValueError as e:
+        raise RetrievalError(str(e)) from None
     calib = calibration or DEFAULT_CALIBRATION
     check_top_k(top_k)
     k = top_k if top_k is not None else settings.top_k
@@ -321,6 +356,7 @@ def run_filter(
 
     t0 = time.perf_counter()
     usage_before = None
+    cascade_reports: dict[str, dict] = {}
     # the offline evidence scores rank every strategy's collection (and decide it, for the
     # calibrated decider): computed for every run, an LLM run shows its decisions beside them
     offline, cuts = offline_decisions(retr, view, cond, docs, cos_by, strats, calib, doc_ids)
@@ -333,15 +369,25 @@ def run_filter(
         backend = llm.backend_name
         usage_before = _usage(llm)
         workers = max_workers or llm.max_concurrency
-        jobs = [(r, s) for r in docs for s in strats]
-        with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:
-            futs = {pool.submit(_llm_decide, llm, cond, r.evidence[s], r.doc_id): (r, s) for r, s in jobs}
-            for fut in cf.as_completed(futs):
-                r, s = futs[fut]
-                r.decisions[s] = fut.result()
+        if cascade is not None:
+            cascade_reports = decide_with_cascade(llm, cond, docs, offline, cuts, llm_strats, cascade, workers,
+                                                  _llm_decide, _cached_decision)
+        else:
+            jobs = [(r, s) for r in docs for s in llm_strats]
+            with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:
+                futs = {pool.submit(_llm_decide, llm, cond, r.evidence[s], r.doc_id): (r, s) for r, s in jobs}
+                for fut in cf.as_completed(futs):
+                    r, s = futs[fut]
+                    r.decisions[s] = fut.result()
         for s in strats:
             for r, od in zip(docs, offline[s]):
+                if s not in llm_strats:  # combined-only: the other strategies keep the offline rule
+                    r.decisions[s] = od
+                    od.decided_by = "offline"
+                    continue
                 r.decisions[s].evidence_score, r.decisions[s].rank = od.evidence_score, od.rank
+                if r.decisions[s].decided_by is None:
+                    r.decisions[s].decided_by = "llm"
     t_decide = time.perf_counter() - t0
     tokens = {s: int(sum(r.decisions[s].tokens for r in docs)) for s in strats}
     run = FilterRun(
@@ -358,6 +404,8 @@ def run_filter(
             "calibration": calib.to_dict(),
             "index": index_key if isinstance(index_key, (dict, str, int, float, type(None))) else str(index_key),
             "doc_ids": list(doc_ids) if doc_ids is not None else None,
+            **({"decide": decide} if decide != "per-strategy" else {}),
+            **({"cascade": cascade.to_dict()} if cascade is not None and decider == "llm" else {}),
             **(extra_params or {}),
         },
         documents=docs,
@@ -366,6 +414,7 @@ def run_filter(
         backend=backend,
         usage=_usage_delta(usage_before, _usage(llm)) if usage_before is not None else {},
         cuts=cuts,
+        cascade=cascade_reports,
     )
     run.timings["total"] = time.perf_counter() - t_all
     if save:
