@@ -197,6 +197,28 @@ class DocMaster(IngestStage, IndexStage):
         return ask(self.ws, self.embedder, self.llm, r.settings, question, docs=docs, top_k=top_k,
                    deep=deep, retriever=r, save=save, **options)
 
+    def ask_stream(self, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
+                   deep: bool = False, save: bool = True, params: Mapping[str, Any] | None = None,
+                   retrieval: RetrievalSettings | None = None, **options):
+        """:meth:`ask`, streamed: iterate the returned
+        :class:`~docmaster_core.retrieval.answer_stream.AnswerStream` for the answer's
+        text pieces (a chat model's tokens as they come), then read its ``result``:
+        the same :class:`~docmaster_core.retrieval.qa.QAResult` :meth:`ask` returns.
+
+        Raises:
+            RetrievalError, ConfigError: as :meth:`ask`, at once (before any piece).
+        """
+        from .retrieval.answer_stream import AnswerStream
+        from .retrieval.retriever import check_top_k
+
+        if not " ".join((question or "").split()):
+            raise RetrievalError("the question is empty")
+        check_top_k(top_k)
+        self.check_llm()
+        return AnswerStream(lambda on_piece: self.ask(question, docs=docs, top_k=top_k, deep=deep, save=save,
+                                                      params=params, retrieval=retrieval, on_piece=on_piece,
+                                                      **options))
+
     # ------------------------------------------------------------------ evaluation
     def eval_filter(self, cases, texts: dict[str, str], *, decider: str = "auto", **options):
         """P/R/F1, AP and leave-one-condition-out F1 of the filter on labelled cases, with

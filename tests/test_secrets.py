@@ -103,7 +103,8 @@ def test_api_key_never_leaks(tmp_path, monkeypatch, capsys, caplog):
         with pytest.raises(LLMError) as info:
             llm.summarize("some passage to summarise")
     assert n_requests > 10
-    assert outputs[0][1] == 0 and all(rc in (0, 1) for _, rc, _ in outputs)
+    # 4 = stored, but some LLM steps failed (the responder answers some requests with HTTP 500)
+    assert outputs[0][1] in (0, 4) and all(rc in (0, 1, 4) for _, rc, _ in outputs)
     for cmd, _, text in outputs:
         assert KEY not in text, cmd
         assert "Traceback" not in text, cmd

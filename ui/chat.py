@@ -84,7 +84,9 @@ def citation_dicts(dm: Any, citations: list[Any], evidence: list[Any] | None = N
 
 def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[Any], Any] | None = None,
         top_k: int | None = None) -> dict[str, Any]:
-    """Answer ``question`` over ``docs`` (None = all documents) with cited passages.
+    """Answer ``question`` over ``docs`` (None = all documents) with cited passages,
+    through the engine's one answering path (``DocMaster.ask_stream`` when streaming,
+    else ``DocMaster.ask``), so the app answers exactly as ``docmaster ask`` does.
 
     Args:
         dm: The DocMaster facade.
@@ -95,59 +97,24 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
         top_k: Passages given to the model (default ``settings.retrieval.top_k``).
 
     Returns:
-        ``{"text", "citations": citation_dicts(...), "backend", "error", "streamed": bool,
+        ``{"text", "citations": citation_dicts(...), "closest": citation_dicts(...),
+        "outcome": "answered" | "not_found", "backend", "error", "streamed": bool,
         "passages": int}``.
 
     Raises:
         RetrievalError: empty question or unknown documents.
     """
-    from docmaster_core.errors import LLMError, RetrievalError
-    from docmaster_core.model import Answer, Citation
-    from docmaster_core.retrieval.qa import ask as core_ask
-    from docmaster_core.retrieval.qa import gather_evidence, validate_citations
-
     from .indexing import index_params
+    from .text import md_escape
 
-    q = " ".join((question or "").split())
-    if not q:
-        raise RetrievalError("the question is empty")
-    ip = index_params()
-    settings = dm.settings.retrieval
-    k = top_k or settings.top_k
-    doc_ids = list(docs) if docs else [d.doc_id for d in dm.ws.documents()]
-    llm = dm.llm
-    retr = dm.retriever(ip)
-    files = {d.doc_id: d.file_name for d in dm.ws.documents()}
-    if write_stream is not None and hasattr(llm, "answer_stream"):
-        from .text import md_escape
-
-        evidence = gather_evidence(retr, q, doc_ids, k)
-        if not evidence:
-            return {"text": "No passage was retrieved from the chosen documents.", "citations": [],
-                    "backend": llm.backend_name, "error": None, "streamed": False, "passages": 0}
-        raw: list[str] = []
-
-        def _escaped():
-            for piece in llm.answer_stream(q, evidence):
-                raw.append(str(piece))
-                yield md_escape(piece)
-
-        error = None
-        try:
-            write_stream(_escaped())
-        except LLMError as e:
-            error = str(e)
-        text = "".join(raw)
-        by_id = {e.evidence_id: e for e in evidence}
-        cites = [Citation(i, by_id[i].doc_id, by_id[i].node_id, by_id[i].page, list(by_id[i].section_path), "")
-                 for i in cited_ids(text) if i in by_id]
-        ans, _ = validate_citations(Answer(text, cites, 0, llm.backend_name, error=error), evidence, files)
-        dm.ws.save_run("ask", {"question": q, "docs": doc_ids, "doc_source": "given", "top_k": k, "deep": False,
-                               "backend": llm.backend_name, "streamed": True},
-                       {"question": q, "answer": ans.to_dict(), "evidence": [e.to_dict() for e in evidence]})
-        return {"text": text, "citations": citation_dicts(dm, ans.citations, evidence), "backend": llm.backend_name,
-                "error": error, "streamed": True, "passages": len(evidence)}
-    res = core_ask(dm.ws, dm.embedder, llm, settings, q, docs=doc_ids, top_k=k, retriever=retr)
+    doc_ids = list(docs) if docs else [d.doc_id for d in dm.documents()]
+    if write_stream is not None:
+        stream = dm.ask_stream(question, docs=doc_ids, top_k=top_k, params=index_params())
+        write_stream(md_escape(piece) for piece in stream)
+        res = stream.result
+    else:
+        res = dm.ask(question, docs=doc_ids, top_k=top_k, params=index_params())
     a = res.answer
-    return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence), "backend": a.backend,
-            "error": a.error, "streamed": False, "passages": len(res.evidence)}
+    return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence),
+            "closest": citation_dicts(dm, a.closest, res.evidence), "outcome": a.outcome, "backend": a.backend,
+            "error": a.error, "streamed": write_stream is not None, "passages": len(res.evidence)}

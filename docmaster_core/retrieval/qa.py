@@ -35,12 +35,14 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..config import RetrievalSettings
 from ..errors import LLMError, RetrievalError
-from ..model import Answer, Evidence
+from ..model import Answer, Citation, Evidence
+from ..protocols import LLM, Embedder, RunStore
 from .qa_answering import not_found_answer, select_passages
 from .qa_support import NOT_FOUND_PREFIX
 from .retriever import Retriever, check_top_k
@@ -300,35 +302,27 @@ _COMPARE_RE = re.compile(r"\b(?:compare|difference between|differences between|c
 def decompose_question(question: str, llm=None, max_sub: int = 4) -> list[str]:
     """Sub-queries of a question (Doc-Researcher query decomposition), the question first.
 
-    Uses ``llm.decompose(question)`` when the backend provides it; otherwise splits at
-    semicolons, sentence ends, and "and" before a new wh-/auxiliary clause, and turns
+    Splits at semicolons, sentence ends, and "and" before a new wh-/auxiliary clause, and turns
     "compare A and B (in terms of C)" into one sub-query per side.
 
     Returns:
         1 to ``max_sub + 1`` distinct strings.
     """
     q = " ".join(question.split())
-    subs: list[str] = []
-    fn = getattr(llm, "decompose", None) if llm is not None else None
-    if callable(fn):
-        try:
-            subs = [s for s in fn(q) if isinstance(s, str) and s.strip()]
-        except LLMError:
-            subs = []
-    if not subs:
-        m = _COMPARE_RE.search(q)
-        if m:
-            aspect = f" {m.group(3).rstrip('?')}" if m.group(3) else ""
-            a, b = m.group(1), m.group(2).rstrip("?")
-            bw = b.split()
-            if not aspect and len(a.split()) <= 3 and len(bw) > 2:
-                # "compare how A and B <predicate>": the predicate belongs to both sides
-                subs = [f"{a} {' '.join(bw[1:])}", b]
-            else:
-                subs = [f"{a}{aspect}", f"{b}{aspect}"]
+    subs: list[str] = []  # rule-based: no backend offers a decomposition task
+    m = _COMPARE_RE.search(q)
+    if m:
+        aspect = f" {m.group(3).rstrip('?')}" if m.group(3) else ""
+        a, b = m.group(1), m.group(2).rstrip("?")
+        bw = b.split()
+        if not aspect and len(a.split()) <= 3 and len(bw) > 2:
+            # "compare how A and B <predicate>": the predicate belongs to both sides
+            subs = [f"{a} {' '.join(bw[1:])}", b]
         else:
-            parts = [p.strip(" ,?") for p in _SPLIT_RE.split(q) if p and p.strip(" ,?")]
-            subs = [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
+            subs = [f"{a}{aspect}", f"{b}{aspect}"]
+    else:
+        parts = [p.strip(" ,?") for p in _SPLIT_RE.split(q) if p and p.strip(" ,?")]
+        subs = [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
     out = [q]
     for s in subs[:max_sub]:
         if s.lower() != q.lower() and s not in out:
@@ -422,9 +416,10 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
     return answer, dropped
 
 
-def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
-        deep: bool = False, rounds: int = 3, retriever: Retriever | None = None, load_index=None,
-        index_key: object = None, save: bool = True) -> QAResult:
+def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings, question: str, *,
+        docs: Sequence[str] | None = None, top_k: int | None = None, deep: bool = False, rounds: int = 3,
+        retriever: Retriever | None = None, load_index=None, index_key: object = None, save: bool = True,
+        on_piece: Callable[[str], None] | None = None) -> QAResult:
     """Answer ``question`` over chosen documents with cited passages (SPEC F7).
 
     Args:
@@ -440,6 +435,9 @@ def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | Non
         rounds: Retrieval rounds in deep mode.
         retriever, load_index, index_key: As in :func:`~docmaster_core.retrieval.filter.run_filter`.
         save: Save the run (kind ``"ask"``) in the workspace.
+        on_piece: Called with each piece of the answer's text as it comes (a chat
+            model's tokens; an offline or not-found answer in word groups); the result
+            is the same as without it (see :func:`answer_pieces`).
 
     Documents that cannot be searched (vector file missing or damaged) are skipped and
     named in ``QAResult.warnings``.
@@ -468,18 +466,19 @@ def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | Non
     evidence = sel.evidence
     t_ret = time.perf_counter() - t0
     t0 = time.perf_counter()
-    backend = getattr(llm, "backend_name", "llm")
+    backend = llm.backend_name
     files = {d.doc_id: d.file_name for d in ws.documents()}
     if not evidence:
         ans = Answer(f"{NOT_FOUND_PREFIX} anything about this: no passage was retrieved from the chosen documents.",
                      [], 0, backend, outcome="not_found", reason="no passage was retrieved")
-    elif not sel.verdict.found and getattr(llm, "is_offline", False):
+    elif not sel.verdict.found and llm.is_offline:
         ans = not_found_answer(q, sel, files, backend)
     else:
-        try:
-            ans = llm.answer(q, evidence, doc_id=doc_ids[0] if len(doc_ids) == 1 else None)
-        except LLMError as e:
-            ans = Answer("", [], 0, backend, error=str(e))
+        ans = _llm_answer(llm, q, evidence, doc_ids[0] if len(doc_ids) == 1 else None, on_piece)
+    streamed = bool(evidence) and not llm.is_offline  # a chat model's answer came as tokens
+    if on_piece is not None and not streamed:
+        for piece in answer_pieces(ans.text):
+            on_piece(piece)
     ans, dropped = validate_citations(ans, evidence, files, q)
     t_ans = time.perf_counter() - t0
     out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
@@ -491,3 +490,40 @@ def ask(ws, embedder, llm, settings, question: str, *, docs: Sequence[str] | Non
                   "rounds": rounds if deep else 1, "backend": backend}
         out.run_id = ws.save_run("ask", params, out.to_dict())
     return out
+
+
+def answer_pieces(text: str, words: int = 4) -> Iterator[str]:
+    """``text`` in groups of ``words`` words (with their spaces), for display as a stream."""
+    toks = (text or "").split(" ")
+    for i in range(0, len(toks), words):
+        chunk = " ".join(toks[i:i + words])
+        yield chunk if i + words >= len(toks) else chunk + " "
+
+
+def _llm_answer(llm: LLM, question: str, evidence: list[Evidence], doc_id: str | None,
+                on_piece: Callable[[str], None] | None) -> Answer:
+    """The backend's answer; with ``on_piece`` and a chat model, streamed token by token
+    (citations from its ``[E3]`` markers, validated afterwards like any answer). A
+    failure gives an answer with empty text and ``error`` set."""
+    if on_piece is None or llm.is_offline:
+        try:
+            return llm.answer(question, evidence, doc_id=doc_id)
+        except LLMError as e:
+            return Answer("", [], 0, llm.backend_name, error=str(e))
+    parts: list[str] = []
+    error = None
+    try:
+        for piece in llm.answer_stream(question, evidence, doc_id=doc_id):
+            parts.append(str(piece))
+            on_piece(str(piece))
+    except LLMError as e:
+        error = str(e)
+    text = "".join(parts)
+    by_id = {e.evidence_id: e for e in evidence}
+    cited = list(dict.fromkeys(m for m in _MARK.findall(text) if m in by_id))
+    cites = [Citation(i, by_id[i].doc_id, by_id[i].node_id, by_id[i].page, list(by_id[i].section_path), "")
+             for i in cited]
+    return Answer(text, cites, 0, llm.backend_name, error=error)
+
+
+_MARK = re.compile(r"\[(E\d+)\]")
