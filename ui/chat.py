@@ -1,40 +1,15 @@
-"""Question answering for the chat page (SPEC F7): retrieve passages from the chosen
-documents, answer with citations, stream the text when the backend can.
-
-Retrieval is the engine's (:func:`docmaster_core.retrieval.qa.gather_evidence`: the
-combined tree / semantic / hyper-edge lists, best ``top_k`` passages by cosine across
-the documents, numbered ``E1..En``). With ``st.write_stream`` and an LLM that has
-``answer_stream`` the answer is streamed and its ``[E3]`` markers become citations;
-otherwise :func:`docmaster_core.retrieval.qa.ask` answers in one piece. Either way the
-citations are validated against the passages given (``validate_citations``), so every
-citation points at a passage the model saw.
+"""Question answering for the chat page (SPEC F7), through the engine's one path:
+``DocMaster.ask_stream`` (the answer's text as it comes, for ``st.write_stream``) or
+``DocMaster.ask``; both give the same result as ``docmaster ask``: passages chosen by
+answer support, a plain "not found" when the documents do not answer, and citations
+validated against the passages given. This module only turns the result into dicts
+for display (:func:`citation_dicts`).
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
-__all__ = ["docs_from_filter", "cited_ids", "citation_dicts", "ask"]
-
-_MARK = re.compile(r"\[(E\d+)\]")
-
-
-def docs_from_filter(runs: dict[str, dict[str, Any]], which: str = "A") -> list[str]:
-    """doc ids kept (``match`` True) by run ``which`` (or the first run)."""
-    run = runs.get(which) or (next(iter(runs.values())) if runs else None)
-    if not run:
-        return []
-    return [d["doc_id"] for d in run.get("documents", []) if d.get("match") is True]
-
-
-def cited_ids(text: str) -> list[str]:
-    """Evidence ids cited in ``text`` as ``[E3]`` markers, in first-use order."""
-    seen: list[str] = []
-    for m in _MARK.findall(text or ""):
-        if m not in seen:
-            seen.append(m)
-    return seen
-
+__all__ = ["citation_dicts", "ask"]
 
 def _ev_dict(e: Any) -> dict[str, Any]:
     return e.to_dict() if hasattr(e, "to_dict") else dict(e)
