@@ -202,21 +202,7 @@ def backend_label(backend: str | None = None, model: str | None = None, base_url
 
     model = model or state.get(state.LLM_MODEL, "") or default_model()
     base_url = base_url if base_url is not None else (state.get(state.LLM_BASE_URL, "") or "")
-    where = _display_url(base_url or get_settings().llm.resolved_base_url() or "") or "api.openai.com"
+    from docmaster_core.llm.transport import display_url
+
+    where = display_url(base_url or get_settings().llm.resolved_base_url() or "") or "api.openai.com"
     return f"LLM: {model} (OpenAI-compatible, {where})"
-
-
-def _display_url(url: str) -> str:
-    """Scheme, host, port and path of a URL: user info, query and fragment dropped
-    (they may carry credentials)."""
-    from urllib.parse import urlsplit
-
-    try:
-        u = urlsplit(url.strip())
-        host = u.hostname or ""
-        port = f":{u.port}" if u.port else ""
-    except ValueError:
-        return "invalid URL"
-    if not host:
-        return ""
-    return f"{u.scheme + '://' if u.scheme else ''}{host}{port}{u.path}"
