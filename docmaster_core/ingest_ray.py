@@ -37,6 +37,9 @@ from .ingest import IngestEvent, IngestResult, PreparedDocument, failure_reason,
 
 __all__ = ["check_ray_ready", "ingest_on_ray", "ray_session", "parse_task", "EmbedActor"]
 
+#: Environment variables that hold LLM credentials: hidden from a local Ray instance.
+SECRET_ENV = ("OPENAI_API_KEY", "DOCMASTER_LLM__API_KEY")
+
 #: Seconds to wait for a TCP connection to a HOST:PORT Ray address before giving up.
 CONNECT_TIMEOUT = 5.0
 
@@ -93,7 +96,8 @@ def ray_session(address: str | None):
 
     If this process is already connected (``ray.is_initialized()``), that connection is
     used and left open. Otherwise ``address=None`` starts a local Ray instance with
-    ``os.cpu_count()`` CPUs (no dashboard, usage stats off) and shuts it down on exit;
+    ``os.cpu_count()`` CPUs (no dashboard, usage stats off, the :data:`SECRET_ENV`
+    variables hidden from its processes) and shuts it down on exit;
     ``"auto"`` / ``"HOST:PORT"`` connects to a running cluster and disconnects on exit
     (the cluster keeps running).
 
@@ -111,10 +115,14 @@ def ray_session(address: str | None):
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     quiet = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     if address is None:
+        # the local raylet and its workers inherit this environment: keep API keys out
+        hidden = {k: os.environ.pop(k) for k in list(os.environ) if k in SECRET_ENV}
         try:
             ray.init(address="local", num_cpus=os.cpu_count(), **quiet)
         except Exception as e:  # noqa: BLE001 - ray raises many types
             raise ConfigError(f"could not start a local Ray instance: {_one_line(e)}") from None
+        finally:
+            os.environ.update(hidden)
     else:
         if address != "auto":
             host, _, port = address.rpartition(":")
