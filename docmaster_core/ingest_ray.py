@@ -57,6 +57,17 @@ def _one_line(text: Any, limit: int = 300) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+def _auth_failure(err: BaseException) -> bool:
+    """Whether ``err`` or an exception in its chain is Ray's token authentication refusal."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if type(err).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def check_ray_ready(address: str | None, stage: Any = None) -> str | None:
     """Check, before any file is touched, that the ray executor can run.
 
@@ -133,6 +144,10 @@ def ray_session(address: str | None):
         try:
             ray.init(address=address, **quiet)
         except Exception as e:  # noqa: BLE001
+            if _auth_failure(e):
+                raise ConfigError(f"the Ray cluster at {address} refused this client's authentication token: set "
+                                  "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's "
+                                  "token") from None
             raise ConfigError(f"cannot connect to the Ray cluster at {address}: {_one_line(e)}") from None
     try:
         yield ray

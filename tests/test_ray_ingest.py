@@ -222,7 +222,7 @@ def test_no_llm_settings_or_key_reach_ray(ray_run):
     assert SECRET.encode() not in blob and b"api_key" not in blob and b"base_url" not in blob
 
 
-def test_resume_after_an_interrupted_ray_ingest(pdfs, tmp_path, embedder, ray_cluster):
+def test_resume_after_an_interrupted_ray_ingest_with_the_cli(pdfs, tmp_path, embedder, ray_cluster, capsys):
     ws = tmp_path / "ws"
     files = [pdfs / n for n in GOOD]
 
@@ -237,25 +237,20 @@ def test_resume_after_an_interrupted_ray_ingest(pdfs, tmp_path, embedder, ray_cl
     assert len(stored) == 1
     assert Workspace(ws, create=False).check() == []
 
-    dm = DocMaster(ws, _settings(), embedder=embedder)  # a new run: the lock was released
-    res = dm.ingest(files, build_index=True, executor="ray", ray_address=RAY_ADDRESS)
-    by_name = {Path(r.file).name: r for r in res}
-    assert by_name[stored[0].file_name].status == "skipped"
-    assert by_name[stored[0].file_name].reason.startswith("already in workspace")
-    assert sorted(r.status for r in res) == ["ingested", "ingested", "skipped"]
-    assert sorted(d.file_name for d in dm.ws.documents()) == sorted(GOOD)
-    assert dm.ws.document(stored[0].doc_id).added_at == stored[0].added_at  # not stored twice
-    params = dm.index_params()
-    assert all(dm.ws.load_index(d.doc_id, params) is not None for d in dm.ws.documents())
-    assert all(r.llm_gaps == [] for r in res)
-
-
-def test_cli_executor_ray(pdfs, tmp_path, ray_cluster, capsys):
-    cmd = ["ingest", str(pdfs / "rivers.pdf"), str(pdfs / "broken.pdf"), "-w", str(tmp_path / "ws"),
-           "--executor", "ray", "--no-index", "--quiet"]
+    # run it again with the CLI (the lock was released): the stored one is skipped, the
+    # other two are stored and indexed (LLM steps on the driver), the broken file fails
+    cmd = ["ingest", *map(str, files), str(pdfs / "broken.pdf"), "-w", str(ws), "--executor", "ray", "--llm", "offline",
+           "--parser", "pymupdf"]
     rc = cli.main(cmd + (["--ray-address", RAY_ADDRESS] if RAY_ADDRESS else []))
     out = capsys.readouterr().out.strip().splitlines()
-    assert rc == 0
-    assert out[0].startswith("failed   broken.pdf: ")
-    assert out[-1] == "1 ingested, 0 already present, 1 failed"
-    assert [d.file_name for d in Workspace(tmp_path / "ws", create=False).documents()] == ["rivers.pdf"]
+    assert rc == 0, out
+    assert out[-1] == "2 ingested, 1 already present, 1 failed"
+    assert f"skipped  {stored[0].file_name}  " in "\n".join(out) and "(already in workspace; its semantic index was completed)" in "\n".join(out)
+    assert sum(line.startswith("ingested ") for line in out) == 2
+    assert [line for line in out if line.startswith("failed ")][0].startswith("failed   broken.pdf: ")
+    w = Workspace(ws, create=False)
+    assert sorted(d.file_name for d in w.documents()) == sorted(GOOD)
+    assert w.document(stored[0].doc_id).added_at == stored[0].added_at  # not stored twice
+    params = DocMaster(w, _settings(), embedder=embedder).index_params()
+    assert all(w.load_index(d.doc_id, params) is not None for d in w.documents())
+    assert w.check() == []
