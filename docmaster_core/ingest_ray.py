@@ -115,9 +115,13 @@ def ray_session(address: str | None):
     Yields:
         The ``ray`` module.
 
+    A local start with Ray 2.60 turns on Ray's token authentication and creates
+    ``~/.ray/auth_token`` if missing (Ray's own default for new local clusters).
+
     Raises:
-        ConfigError: the address is unreachable or no Ray cluster answers there (one
-            line naming the address).
+        ConfigError: a local instance cannot start; the address is unreachable, no Ray
+            cluster answers there, or it refuses this client's authentication token
+            (one line naming the address).
     """
     ray = _import_ray()
     if ray.is_initialized():
