@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pydantic import SecretStr
 
 from docmaster_core import cli
 from docmaster_core.config import get_settings
