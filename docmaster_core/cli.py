@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .cli_cascade import add_cascade_arguments, cascade_line, cascade_options
-from .errors import DocMasterError, WorkspaceLockedError
+from .errors import ConfigError, DocMasterError, WorkspaceLockedError
 
 __all__ = ["main", "build_parser"]
 
@@ -33,7 +33,15 @@ def _settings(args: argparse.Namespace):
         over.setdefault("llm", {})["base_url"] = args.base_url
     if getattr(args, "max_calls", None) is not None:
         over.setdefault("llm", {})["max_calls"] = args.max_calls
-    return get_settings(**over)
+    from pydantic import ValidationError
+
+    try:
+        return get_settings(**over)
+    except ValidationError as e:  # e.g. DOCMASTER_INGEST__EXECUTOR=spark: one line, no traceback
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        env = "DOCMASTER_" + "__".join(str(x) for x in err.get("loc", ())).upper()
+        raise ConfigError(f"invalid setting {loc} ({env}): {err.get('msg', 'invalid value')}") from None
 
 
 def _positive_int(v: str) -> int:
@@ -89,7 +97,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 bar.write(f"FAILED  {_clean(ev.message)}", file=sys.stderr)
 
     results = dm.ingest(args.paths, on_progress=progress, build_index=not args.no_index,
-                        summaries=not args.no_summaries)
+                        summaries=not args.no_summaries, executor=args.executor, ray_address=args.ray_address)
     if bar is not None:
         bar.close()
     n_ok = sum(r.status == "ingested" for r in results)
@@ -466,6 +474,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-index", action="store_true", help="skip the semantic index step")
     sp.add_argument("--no-summaries", action="store_true", help="skip node summaries")
     sp.add_argument("--quiet", "-q", action="store_true", help="only print failures and the total")
+    sp.add_argument("--executor", choices=["local", "ray"],
+                    help="where parsing and embedding run: local (default) or ray (tasks and actors on a Ray "
+                         "cluster; env DOCMASTER_INGEST__EXECUTOR)")
+    sp.add_argument("--ray-address", dest="ray_address", metavar="auto|HOST:PORT",
+                    help="ray: connect to a running cluster (default: start a local Ray instance for the run; "
+                         "env DOCMASTER_INGEST__RAY_ADDRESS)")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("docs", help="list the documents of a workspace")

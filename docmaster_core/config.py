@@ -21,6 +21,7 @@ __all__ = [
     "IndexSettings",
     "RetrievalSettings",
     "FilterSettings",
+    "IngestSettings",
     "Settings",
     "get_settings",
 ]
@@ -127,6 +128,20 @@ class FilterSettings(BaseModel):
     z_threshold: float = Field(3.75, description="Minimum robust z-score of the zscore cut.")
 
 
+class IngestSettings(BaseModel):
+    """Where ingest runs (issue 18): ``local`` (this process) or ``ray`` (parse tasks
+    and embedding actors on a Ray cluster; the LLM steps and every workspace write stay
+    in this process). Env: ``DOCMASTER_INGEST__EXECUTOR``, ``DOCMASTER_INGEST__RAY_ADDRESS``,
+    ``DOCMASTER_INGEST__RAY_ACTORS``, ``DOCMASTER_INGEST__RAY_BATCH_DOCS``."""
+
+    executor: Literal["local", "ray"] = Field("local", description="local = this process; ray = Ray tasks and actors.")
+    ray_address: str | None = Field(
+        None, description="None = start a local Ray instance for the run; 'auto' or HOST:PORT = an existing cluster.")
+    ray_actors: int | None = Field(
+        None, ge=1, description="Embedding actors, one model each (None = max(1, cluster CPUs // 4)).")
+    ray_batch_docs: int = Field(4, ge=1, description="At most this many documents per embedding call of an actor.")
+
+
 class Settings(BaseSettings):
     """The whole DocMaster settings tree.
 
@@ -145,6 +160,7 @@ class Settings(BaseSettings):
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     filter: FilterSettings = Field(default_factory=FilterSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
     workspace: str | None = Field(None, description="The app's first workspace folder (default ROOT/workspace).")
     workspace_root: str | None = Field(None, description="The app opens workspaces only under this folder (default: cwd).")
     ui_umap: bool = Field(True, description="UMAP projections on the cluster page (False: PCA only).")

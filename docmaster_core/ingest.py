@@ -6,6 +6,12 @@ bottom-up summaries -> node embeddings -> one atomic store -> per-document seman
 index. A file that fails at any stage is reported with a one-line reason and skipped;
 the batch goes on. :class:`IngestStage` is mixed into the
 :class:`~docmaster_core.pipeline.DocMaster` facade, the only way in.
+
+The per-document work that touches no workspace (parse -> tree -> embedding texts ->
+vectors) is :func:`prepare_document` / :func:`embed_prepared`; both executors call it:
+``local`` (this process, a parse thread overlapping the embedding) and ``ray``
+(:mod:`docmaster_core.ingest_ray`: parse tasks and embedding actors on a Ray cluster).
+The LLM steps and every workspace write stay in the calling process either way.
 """
 from __future__ import annotations
 
@@ -18,13 +24,27 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .errors import DocMasterError, ParseError
-from .model import DocumentTree, NodeType
+from .errors import ConfigError, DocMasterError, ParseError
+from .model import DocumentTree, NodeType, ParsedDocument
 from .store import file_sha256, storable_text
 
-__all__ = ["IngestEvent", "IngestResult", "IngestStage", "collect_inputs", "node_embedding_text"]
+__all__ = [
+    "EXECUTORS",
+    "IngestEvent",
+    "IngestResult",
+    "IngestStage",
+    "PreparedDocument",
+    "collect_inputs",
+    "embed_prepared",
+    "failure_reason",
+    "node_embedding_text",
+    "parse_file",
+    "prepare_document",
+]
 
 INPUT_SUFFIXES = (".pdf",)
+#: The ingest executors (``settings.ingest.executor``).
+EXECUTORS = ("local", "ray")
 MINERU_SUFFIX = "_content_list.json"
 
 
@@ -116,17 +136,121 @@ def node_embedding_text(tree: DocumentTree, node_id: int) -> str:
     return text
 
 
+@dataclass
+class PreparedDocument:
+    """One document ready to store: everything ingest computes before the LLM steps
+    and the workspace write, with no workspace access (so it can run on a Ray worker).
+
+    Attributes:
+        tree: The document tree (``doc_id`` = first 16 hex digits of the SHA-256;
+            pages 1-based, boxes in PDF points; summaries not yet filled).
+        texts: The embedded text of each node (:func:`node_embedding_text`), len |V|.
+        parser: The parser backend that produced it.
+        page_sizes: ``[(width, height)]`` per page in PDF points.
+        timings: Seconds per stage so far: ``parse``, ``tree`` and, once embedded, ``embed``.
+        embeddings: float32 array (|V|, d) of unit rows, row i = node i; ``None`` until
+            :func:`embed_prepared`.
+        embedding_model: Name of the embedder that made ``embeddings``.
+    """
+
+    tree: DocumentTree
+    texts: list[str]
+    parser: str
+    page_sizes: list[tuple[float, float]]
+    timings: dict[str, float]
+    embeddings: np.ndarray | None = None
+    embedding_model: str = ""
+
+
+def parse_file(path: Path, parsing) -> tuple[ParsedDocument, float]:
+    """Parse one file with the backend ``parsing.parser``.
+
+    Args:
+        path: A PDF or a MinerU ``*_content_list.json``.
+        parsing: :class:`~docmaster_core.config.ParsingSettings`.
+
+    Returns:
+        The parsed document and the parse time in seconds.
+
+    Raises:
+        ParseError: the file cannot be parsed (one-line reason naming the file).
+        ConfigError: unknown parser backend.
+    """
+    from .parsing import parse_document
+
+    t0 = time.perf_counter()
+    parsed = parse_document(path, settings=parsing, parser=parsing.parser)
+    return parsed, time.perf_counter() - t0
+
+
+def build_prepared(parsed: ParsedDocument, path: Path, sha: str, parsing, t_parse: float = 0.0) -> PreparedDocument:
+    """Document tree and embedding texts of a parsed file (no vectors yet).
+
+    Args:
+        parsed: The parser's output for ``path``.
+        path: The input file (its name becomes the tree's ``source``).
+        sha: The file's SHA-256 (hex); ``doc_id`` is its first 16 digits.
+        parsing: :class:`~docmaster_core.config.ParsingSettings`.
+        t_parse: Seconds the parse took (recorded in ``timings``).
+
+    Raises:
+        ParseError: the tree has no content node (``<name>: no content found``).
+    """
+    from .tree import build_tree
+
+    t0 = time.perf_counter()
+    tree = build_tree(parsed, sha[:16], parsing)
+    tree.source = tree.source or (path.name if path.suffix.lower() == ".pdf" else Path(parsed.path).name)
+    t_tree = time.perf_counter() - t0
+    if not any(n.type.is_content for n in tree.nodes):
+        raise ParseError(f"{path.name}: no content found")
+    texts = [node_embedding_text(tree, n.id) for n in tree.nodes]
+    return PreparedDocument(tree, texts, parsed.parser, list(parsed.page_sizes), {"parse": t_parse, "tree": t_tree})
+
+
+def embed_prepared(prep: PreparedDocument, embedder) -> PreparedDocument:
+    """Fill ``prep.embeddings`` (float32 (|V|, d)) from ``prep.texts`` with ``embedder``
+    and record ``timings["embed"]`` (seconds); returns ``prep``.
+
+    Raises:
+        EmbeddingError: the embedder failed.
+    """
+    t0 = time.perf_counter()
+    prep.embeddings = np.asarray(embedder.encode(prep.texts), dtype=np.float32)
+    prep.embedding_model = getattr(embedder, "name", "")
+    prep.timings["embed"] = time.perf_counter() - t0
+    return prep
+
+
+def prepare_document(path: Path, sha: str, parsing, embedder=None) -> PreparedDocument:
+    """Parse -> tree -> embedding texts (-> vectors when ``embedder`` is given) of one
+    file: the pure per-document work of ingest, shared by every executor.
+
+    Raises:
+        ParseError, ConfigError: as :func:`parse_file` and :func:`build_prepared`.
+        EmbeddingError: the embedder failed.
+    """
+    parsed, t_parse = parse_file(path, parsing)
+    prep = build_prepared(parsed, path, sha, parsing, t_parse)
+    return embed_prepared(prep, embedder) if embedder is not None else prep
+
+
+def failure_reason(path: Path, err: BaseException) -> str:
+    """The reason recorded for a file whose ingest raised ``err`` (before the file
+    name prefix and one-line clean-up of :meth:`IngestStage._fail`): ``str(err)`` for a
+    DocMaster error, else ``<name>: unexpected <Type>: <message>``."""
+    if isinstance(err, DocMasterError):
+        return str(err)
+    return f"{path.name}: unexpected {type(err).__name__}: {err}"
+
+
 class IngestStage:
     """The ingest and repair half of the :class:`~docmaster_core.pipeline.DocMaster`
     facade (a mixin: it uses the facade's ``settings``, ``ws``, ``embedder``, ``llm``,
     ``check_llm``, ``index_params`` and ``index_document``)."""
 
     def _parse(self, path: Path):
-        from .parsing import parse_document
-
-        t0 = time.perf_counter()
-        parsed = parse_document(path, settings=self.settings.parsing, parser=self.settings.parsing.parser)
-        return parsed, time.perf_counter() - t0
+        return parse_file(path, self.settings.parsing)
 
     def ingest(
         self,
@@ -135,12 +259,24 @@ class IngestStage:
         on_progress: Callable[[IngestEvent], None] | None = None,
         build_index: bool = True,
         summaries: bool = True,
+        executor: str | None = None,
+        ray_address: str | None = None,
     ) -> list[IngestResult]:
         """Ingest files/folders into the workspace; returns one result per input.
 
         Holds the workspace write lock for the whole batch. Already-stored documents
-        (same SHA-256) are skipped without parsing. Parsing of the next file overlaps
-        the embedding of the current one (one background thread).
+        (same SHA-256) are skipped without parsing. With the ``local`` executor, parsing
+        of the next file overlaps the embedding of the current one (one background
+        thread). With ``ray`` (:func:`docmaster_core.ingest_ray.ingest_on_ray`), parsing
+        and tree building run as Ray tasks and embedding in Ray actors; the LLM steps
+        and the stores stay in this process, one ``add_document`` transaction per
+        document in completion order. Results are in the same order either way.
+
+        Args:
+            executor: ``"local"`` or ``"ray"`` (default ``settings.ingest.executor``).
+            ray_address: For ``ray``: ``None`` starts a local Ray instance for this call
+                (default ``settings.ingest.ray_address``); ``"auto"`` or ``HOST:PORT``
+                connects to a running cluster, which is left running.
 
         A file whose content is already stored under another name is skipped with the
         reason ``same content as <stored file>, already in workspace``. A stored
@@ -149,8 +285,19 @@ class IngestStage:
         Raises:
             WorkspaceLockedError: another process is writing to the workspace.
             ConfigError: the LLM backend is unusable (e.g. no API key) and summaries or
-                the index were asked for; raised before any file is touched.
+                the index were asked for; an unknown executor; ``ray`` without the ray
+                package, with a malformed or unreachable address, or with an embedder
+                other than the settings' one. Raised before any file is stored.
         """
+        executor = executor or self.settings.ingest.executor
+        if executor not in EXECUTORS:
+            raise ConfigError(f"unknown ingest executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+        if ray_address is not None and executor != "ray":
+            raise ConfigError(f"a Ray address ({ray_address}) is only used by the ray executor, not {executor}")
+        if executor == "ray":
+            from .ingest_ray import check_ray_ready
+
+            ray_address = check_ray_ready(ray_address or self.settings.ingest.ray_address, self)
         inputs, results = collect_inputs(paths)
         if inputs and (summaries or build_index):
             self.check_llm()  # e.g. no API key: fail once, not once per file
@@ -201,26 +348,52 @@ class IngestStage:
                     continue
                 in_batch[sha] = p
                 todo.append((i, p, sha))
-            with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="docmaster-parse") as pool:
-                futures = {}
-                if todo:
-                    futures[0] = pool.submit(self._parse, todo[0][1])
-                for j, (i, p, sha) in enumerate(todo):
-                    t_start = time.perf_counter()
-                    emit(IngestEvent(str(p), i, total, "parsing", 0.0))
-                    if j + 1 < len(todo):
-                        futures[j + 1] = pool.submit(self._parse, todo[j + 1][1])
-                    try:
-                        parsed, t_parse = futures.pop(j).result()
-                        res = self._ingest_parsed(parsed, p, sha, i, total, t_start, t_parse, emit, build_index, summaries)
-                    except DocMasterError as e:
-                        res = self._fail(p, sha, str(e))
-                    except Exception as e:  # noqa: BLE001 - one bad file must not stop the batch
-                        res = self._fail(p, sha, f"{p.name}: unexpected {type(e).__name__}: {e}")
-                    results.append(res)
-                    emit(IngestEvent(str(p), i, total, res.status if res.status != "ingested" else "done",
-                                     time.perf_counter() - t_start, res.reason))
+            if executor == "ray" and todo:
+                from .ingest_ray import ingest_on_ray
+
+                results.extend(ingest_on_ray(self, todo, total, emit, build_index, summaries, ray_address))
+            else:
+                results.extend(self._ingest_local(todo, total, emit, build_index, summaries))
         return results
+
+    def _ingest_local(self, todo: list[tuple[int, Path, str]], total: int, emit, build_index: bool,
+                      summaries: bool) -> list[IngestResult]:
+        """The local executor: ``todo`` = ``[(input index, path, sha256)]``, parsed in one
+        background thread while the current file is embedded and stored."""
+        out = []
+        with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="docmaster-parse") as pool:
+            futures = {}
+            if todo:
+                futures[0] = pool.submit(self._parse, todo[0][1])
+            for j, (i, p, sha) in enumerate(todo):
+                t_start = time.perf_counter()
+                emit(IngestEvent(str(p), i, total, "parsing", 0.0))
+                if j + 1 < len(todo):
+                    futures[j + 1] = pool.submit(self._parse, todo[j + 1][1])
+                try:
+                    parsed, t_parse = futures.pop(j).result()
+                    prep = build_prepared(parsed, p, sha, self.settings.parsing, t_parse)
+                    emit(IngestEvent(str(p), i, total, "embedding", time.perf_counter() - t_start))
+                    embed_prepared(prep, self.embedder)
+                except Exception as e:  # noqa: BLE001 - one bad file must not stop the batch
+                    prep = failure_reason(p, e)
+                out.append(self._complete(prep, p, sha, i, total, t_start, emit, build_index, summaries))
+        return out
+
+    def _complete(self, prep: PreparedDocument | str, p: Path, sha: str, i: int, total: int, t_start: float,
+                  emit, build_index: bool, summaries: bool) -> IngestResult:
+        """Finish one file on the writer: a failure reason (str) is recorded; a prepared
+        document gets its LLM steps, its store and its index. Emits the final event."""
+        if isinstance(prep, str):
+            res = self._fail(p, sha, prep)
+        else:
+            try:
+                res = self._store_prepared(prep, p, sha, i, total, t_start, emit, build_index, summaries)
+            except Exception as e:  # noqa: BLE001 - one bad file must not stop the batch
+                res = self._fail(p, sha, failure_reason(p, e))
+        emit(IngestEvent(str(p), i, total, res.status if res.status != "ingested" else "done",
+                         time.perf_counter() - t_start, res.reason))
+        return res
 
     def _fail(self, p: Path, sha: str, reason: str) -> IngestResult:
         reason = " ".join(reason.split())
@@ -234,26 +407,13 @@ class IngestStage:
             pass
         return IngestResult(str(p), "failed", reason=reason)
 
-    def _ingest_parsed(self, parsed, p: Path, sha: str, i: int, total: int, t_start: float, t_parse: float,
-                       emit, build_index: bool, summaries: bool) -> IngestResult:
-        from .tree import build_tree
-
-        timings = {"parse": t_parse}
+    def _store_prepared(self, prep: PreparedDocument, p: Path, sha: str, i: int, total: int, t_start: float,
+                        emit, build_index: bool, summaries: bool) -> IngestResult:
+        """Summaries (LLM), the atomic store and the semantic index of one prepared,
+        embedded document; runs in the process holding the write lock."""
+        tree, emb = prep.tree, prep.embeddings
+        timings = dict(prep.timings)
         gaps: list[str] = []
-        doc_id = sha[:16]
-        t0 = time.perf_counter()
-        tree = build_tree(parsed, doc_id, self.settings.parsing)
-        tree.source = tree.source or (p.name if p.suffix.lower() == ".pdf" else Path(parsed.path).name)
-        timings["tree"] = time.perf_counter() - t0
-        if not any(n.type.is_content for n in tree.nodes):
-            raise ParseError(f"{p.name}: no content found")
-
-        emit(IngestEvent(str(p), i, total, "embedding", time.perf_counter() - t_start))
-        t0 = time.perf_counter()
-        texts = [node_embedding_text(tree, n.id) for n in tree.nodes]
-        emb = self.embedder.encode(texts)
-        timings["embed"] = time.perf_counter() - t0
-
         if summaries:
             emit(IngestEvent(str(p), i, total, "summarising", time.perf_counter() - t_start))
             t0 = time.perf_counter()
@@ -266,8 +426,8 @@ class IngestStage:
         emit(IngestEvent(str(p), i, total, "storing", time.perf_counter() - t_start))
         t0 = time.perf_counter()
         rec = self.ws.add_document(
-            tree, emb, sha256=sha, source_path=str(p), parser=parsed.parser, page_sizes=parsed.page_sizes,
-            embedding_model=self.embedder.name, timings=timings,
+            tree, emb, sha256=sha, source_path=str(p), parser=prep.parser, page_sizes=prep.page_sizes,
+            embedding_model=prep.embedding_model or self.embedder.name, timings=timings,
         )
         timings["store"] = time.perf_counter() - t0
         if build_index:
