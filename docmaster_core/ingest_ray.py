@@ -200,30 +200,22 @@ class EmbedActor:
         self.name = getattr(self.embedder, "name", "")
 
     def embed(self, batch: list[list[str]]) -> tuple[str, list[tuple[np.ndarray | None, float, str]]]:
-        """Embed the texts of several documents in one encode call.
+        """Embed the texts of several documents, one encode call per document.
+
+        One call per document, as a local ingest makes: batches (and their padding) then
+        hold the same texts, so the vectors equal a local ingest's for every backend (in
+        bfloat16 or int8 the result of a text depends on the batch it is padded with).
 
         Args:
             batch: Per document, its node texts.
 
         Returns:
             The embedder's name and, per document, ``(vectors, seconds, error)``: vectors
-            float32 (n_texts, d) with unit rows and the document's share of the encode
-            time in seconds (split by text count), or ``(None, 0.0, reason)`` when encoding
-            failed (the documents of a failed batch are retried one by one, so a reason is
-            the document's own, as a local ingest would record it).
+            float32 (n_texts, d) with unit rows and the encode time in seconds, or
+            ``(None, 0.0, reason)`` when encoding failed (the document's own reason, as a
+            local ingest would record it).
         """
-        t0 = time.perf_counter()
-        try:
-            vecs = np.asarray(self.embedder.encode([t for texts in batch for t in texts]), dtype=np.float32)
-        except Exception:  # noqa: BLE001 - find the failing document(s) below
-            return self.name, [self._one(texts) for texts in batch]
-        dt = time.perf_counter() - t0
-        n = max(1, sum(len(t) for t in batch))
-        out, k = [], 0
-        for texts in batch:
-            out.append((vecs[k:k + len(texts)], dt * len(texts) / n, ""))
-            k += len(texts)
-        return self.name, out
+        return self.name, [self._one(texts) for texts in batch]
 
     def _one(self, texts: list[str]) -> tuple[np.ndarray | None, float, str]:
         t0 = time.perf_counter()

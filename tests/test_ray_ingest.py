@@ -175,7 +175,11 @@ def test_ray_ingest_equals_local_node_for_node(local_run, ray_run):
         assert any(n.summary.strip() for n in tb.nodes)
         va, vb = ldm.ws.load_embeddings(lr.doc_id), rdm.ws.load_embeddings(rr.doc_id)
         assert vb.dtype == np.float32 and vb.shape == va.shape == (len(ta.nodes), 384)
-        np.testing.assert_allclose(vb, va, atol=1e-5)
+        if getattr(ldm.embedder, "backend", "torch") in ("torch", "onnx"):  # float32: equal to rounding
+            np.testing.assert_allclose(vb, va, atol=1e-5)
+        else:  # bfloat16 / int8 kernels round differently with the worker's thread count
+            cos = (np.asarray(va) * np.asarray(vb)).sum(1)
+            assert cos.min() >= 0.9999, cos.min()
     assert rdm.ws.check() == []
 
 
