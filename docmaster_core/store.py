@@ -474,6 +474,22 @@ class Workspace:
                 nodes[n.parent].children.append(n.id)
         return DocumentTree(doc_id=rec.doc_id, title=rec.title, nodes=nodes, n_pages=rec.n_pages, source=rec.file_name)
 
+    _NODE_COLUMNS = frozenset({"node_id", "type", "depth", "parent", "level", "ord", "page_start", "page_end",
+                               "bboxes_json", "section_path_json", "content", "summary", "extra_json"})
+
+    def node_columns(self, doc_id: str, columns: tuple[str, ...]) -> list[tuple]:
+        """Some columns of a document's stored nodes, one tuple per node in node id order
+        (no tree is built; for bulk readers such as the collection store).
+
+        Raises:
+            ValueError: an unknown column name.
+        """
+        bad = [c for c in columns if c not in self._NODE_COLUMNS]
+        if bad or not columns:
+            raise ValueError(f"unknown node column {bad[0] if bad else None!r}")
+        q = f"SELECT {', '.join(columns)} FROM nodes WHERE doc_id=? ORDER BY node_id"
+        return [tuple(r) for r in self._con().execute(q, (doc_id,)).fetchall()]
+
     def _write_vectors(self, doc_id: str, arr: np.ndarray) -> None:
         final = self.vectors_dir / f"{doc_id}.npy"
         tmp = self.vectors_dir / f".{doc_id}.{os.getpid()}.tmp.npy"

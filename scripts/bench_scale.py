@@ -145,6 +145,18 @@ def _rss_mb() -> float:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _rss_split_mb() -> dict:
+    """Resident memory split into anonymous (heap) and file-backed (memory-mapped files,
+    reclaimable by the kernel) parts, MiB, from ``/proc/self/status``."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
+                k, v = line.split(":")
+                out[k] = int(v.split()[0]) / 1024
+    return out
+
+
 def _peak_rss_mb() -> float:
     import resource
 
@@ -179,6 +191,8 @@ def measure_one(ws_path: Path, conditions: list[str]) -> dict:
     view = dm.retriever().view
     out["open_s"] = time.perf_counter() - t0
     out["rss_open_mb"] = _rss_mb()
+    out["rss_open_split_mb"] = _rss_split_mb()
+    print(f"open: {out['open_s']:.1f} s, RSS {out['rss_open_mb']:.0f} MiB", file=sys.stderr, flush=True)
     out["n_docs"] = len(view.docs)
     out["n_nodes"] = int(view.doc_of.shape[0])
     times, matches = [], []
@@ -186,7 +200,9 @@ def measure_one(ws_path: Path, conditions: list[str]) -> dict:
         t0 = time.perf_counter()
         run = dm.filter(cond, decider="calibrated", save=False)
         dt = time.perf_counter() - t0
-        matches.append(len(run.matches))
+        m = sorted(run.matches())
+        matches.append([len(m), hashlib.sha256(json.dumps(m).encode()).hexdigest()[:12]])
+        print(f"filter {i}: {dt:.2f} s, {len(m)} matches", file=sys.stderr, flush=True)
         if i == 0:
             out["first_filter_s"] = dt
             t0 = time.perf_counter()
@@ -206,6 +222,7 @@ def measure_one(ws_path: Path, conditions: list[str]) -> dict:
     out["ask_s"] = ask_t[-1]
     out["peak_rss_mb"] = _peak_rss_mb()
     out["rss_end_mb"] = _rss_mb()
+    out["rss_end_split_mb"] = _rss_split_mb()
     out["disk_mb"] = _dir_mb(ws_path)
     return out
 
