@@ -39,7 +39,8 @@ import numpy as np
 
 from .errors import WorkspaceError
 
-__all__ = ["META_DTYPE", "FORMAT", "Collection", "sync_collection", "vectors_dtype", "collection_dir"]
+__all__ = ["META_DTYPE", "FORMAT", "Collection", "sync_collection", "clean_collection", "vectors_dtype",
+           "collection_dir"]
 
 #: Version of the store's layout and of the metadata rules; a store of another version is rebuilt.
 FORMAT = 1
@@ -248,3 +249,26 @@ def _file_name(ws, doc_id: str) -> str:
         return ws.document(doc_id).file_name
     except WorkspaceError:
         return doc_id
+
+
+def clean_collection(ws) -> list[str]:
+    """Remove leftovers of interrupted collection writes (temporary files) and a store
+    whose manifest is unreadable (it is rebuilt from the ``.npy`` files on next use).
+
+    Takes the store's lock, so a concurrent writer finishes first. Returns what was
+    removed (paths relative to the workspace).
+    """
+    d = collection_dir(ws)
+    if not d.is_dir():
+        return []
+    removed = []
+    with _locked(d):
+        for p in d.glob(".*.tmp"):
+            p.unlink(missing_ok=True)
+            removed.append(f"collection/{p.name}")
+        if (d / "manifest.json").exists() and _read_manifest(d) is None:
+            for name in ("manifest.json", "vectors.bin", "nodes.bin", "faiss.index", "faiss.json"):
+                if (d / name).exists():
+                    (d / name).unlink()
+                    removed.append(f"collection/{name}")
+    return removed

@@ -4,6 +4,8 @@ Layout of a workspace directory::
 
     workspace.sqlite      documents, nodes, edges, failures, indexes, runs, meta
     vectors/<doc_id>.npy  float32 (|V|, 384) node embeddings, row i = node id i
+    collection/           derived: all node vectors in one memory-mapped float16 file,
+                          per-row metadata and a FAISS index (docmaster_core.collection)
     llm_cache.sqlite      LLM response cache and usage log (docmaster_core.llm.cache)
     .write.lock           advisory lock held by the one writer (ingest, index)
 
@@ -665,9 +667,12 @@ class Workspace:
         return self._leftovers({d.doc_id for d in self.documents()})
 
     def repair(self) -> list[str]:
-        """Remove leftovers of interrupted writes (temp and orphan vector files); returns what was removed."""
+        """Remove leftovers of interrupted writes (temp and orphan vector files, temporary
+        files and an unreadable manifest of the collection store); returns what was removed."""
+        from .collection import clean_collection
+
         known = {d.doc_id for d in self.documents()}
-        removed = []
+        removed = clean_collection(self)
         for p in self.vectors_dir.glob("*.npy"):
             if p.name.startswith(".") or p.stem not in known:
                 p.unlink(missing_ok=True)

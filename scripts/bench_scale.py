@@ -20,6 +20,8 @@ loaded first and reported apart (it does not grow with N), then
 * ``open_s``: ``DocMaster(workspace)`` and its first corpus view (everything the view
   builds or loads on first use, e.g. a one-time migration is included; see
   ``first_filter_s`` for the structures the filter builds on its first call);
+* ``reopen_s``: the corpus view opened again after dropping the process's cache (what
+  a later process pays once a one-time migration is done);
 * ``first_filter_s``: the first offline filter (cold caches: lexical statistics, section
   index, hyper-edges, document terms);
 * ``filter_s``: median seconds per condition of the following offline filters
@@ -66,7 +68,7 @@ BUILTIN_CONDITIONS = [
 ]
 QUESTION = "Which datasets are used to evaluate open-domain question answering?"
 SIGMA = 0.0168
-METRICS = ("open_s", "first_filter_s", "filter_s", "ask_s", "rss_open_mb", "peak_rss_mb", "disk_mb")
+METRICS = ("open_s", "reopen_s", "first_filter_s", "filter_s", "ask_s", "rss_open_mb", "peak_rss_mb", "disk_mb")
 
 
 # ---------------------------------------------------------------------------- build
@@ -172,11 +174,25 @@ def _conditions(path: str | None, n: int) -> list[str]:
     return BUILTIN_CONDITIONS[:n]
 
 
-def measure_one(ws_path: Path, conditions: list[str]) -> dict:
+class _Figures(dict):
+    """The figures of one size, saved to ``path`` (JSON) whenever one is set, so that a
+    measurement stopped by ``--timeout`` still reports what it got."""
+
+    def __init__(self, path: str | None, **kw):
+        super().__init__(**kw)
+        self.path = path
+
+    def __setitem__(self, k, v):
+        super().__setitem__(k, v)
+        if self.path:
+            Path(self.path).write_text(json.dumps(self))
+
+
+def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None) -> dict:
     """Measure one workspace in this process (see module doc); returns the figures."""
     from docmaster_core.pipeline import DocMaster
 
-    out: dict = {"workspace": str(ws_path), "rss_start_mb": _rss_mb()}
+    out: dict = _Figures(partial, workspace=str(ws_path), rss_start_mb=_rss_mb())
     t0 = time.perf_counter()
     from docmaster_core.config import get_settings
 
@@ -190,6 +206,12 @@ def measure_one(ws_path: Path, conditions: list[str]) -> dict:
     dm = DocMaster(ws_path, settings, embedder=emb)
     view = dm.retriever().view
     out["open_s"] = time.perf_counter() - t0
+    from docmaster_core.retrieval.corpus import clear_corpus_cache
+
+    clear_corpus_cache()  # a second open: what every later process pays (no one-time migration)
+    t0 = time.perf_counter()
+    view = dm.retriever().view
+    out["reopen_s"] = time.perf_counter() - t0
     out["rss_open_mb"] = _rss_mb()
     out["rss_open_split_mb"] = _rss_split_mb()
     print(f"open: {out['open_s']:.1f} s, RSS {out['rss_open_mb']:.0f} MiB", file=sys.stderr, flush=True)
@@ -241,23 +263,27 @@ def slope(ns: list[float], ys: list[float]) -> float | None:
 
 def report(results: list[dict], target: int = 100_000) -> str:
     """Markdown table, growth exponents and the extrapolation to ``target`` documents."""
-    rows = sorted(results, key=lambda r: r["n_docs"])
-    lines = ["| documents | nodes | open (s) | first filter (s) | filter / condition (s) | ask (s) | RSS after open (MiB) "
-             "| peak RSS (MiB) | disk (MiB) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = sorted(results, key=lambda r: r.get("n_docs", r.get("size", 0)))
+    lines = ["| documents | nodes | open (s) | reopen (s) | first filter (s) | filter / condition (s) | ask (s) "
+             "| RSS after open (MiB) | peak RSS (MiB) | disk (MiB) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    def f(r, k, fmt):
+        return format(r[k], fmt) if r.get(k) is not None else "not reached"
+
     for r in rows:
-        lines.append(f"| {r['n_docs']:,} | {r['n_nodes']:,} | {r['open_s']:.1f} | {r['first_filter_s']:.1f} | "
-                     f"{r['filter_s']:.2f} | {r['ask_s']:.2f} | {r['rss_open_mb']:,.0f} | {r['peak_rss_mb']:,.0f} | "
-                     f"{r['disk_mb']:,.0f} |")
-    ns = [r["n_docs"] for r in rows]
+        lines.append(f"| {r.get('n_docs', r.get('size', 0)):,} | {r.get('n_nodes', 0):,} | {f(r, 'open_s', '.1f')} | "
+                     f"{f(r, 'reopen_s', '.1f')} | {f(r, 'first_filter_s', '.1f')} | {f(r, 'filter_s', '.2f')} | "
+                     f"{f(r, 'ask_s', '.2f')} | {f(r, 'rss_open_mb', ',.0f')} | {f(r, 'peak_rss_mb', ',.0f')} | "
+                     f"{f(r, 'disk_mb', ',.0f')} |")
+    ns = [r.get("n_docs", r.get("size", 0)) for r in rows]
     lines += ["", f"| metric | growth exponent | extrapolated to {target:,} documents |", "|---|---:|---:|"]
     for m in METRICS:
-        ys = [r.get(m) for r in rows]
-        b = slope(ns, ys)
+        pts = [(n, r[m]) for n, r in zip(ns, rows) if r.get(m)]
+        b = slope([p[0] for p in pts], [p[1] for p in pts])
         if b is None:
             lines.append(f"| {m} | n/a | n/a |")
             continue
-        last = rows[-1]
-        est = last[m] * (target / last["n_docs"]) ** max(b, 0.0)
+        n_last, y_last = pts[-1]
+        est = y_last * (target / n_last) ** max(b, 0.0)
         lines.append(f"| {m} | {b:.2f} | {est:,.1f} |")
     return "\n".join(lines)
 
@@ -276,7 +302,10 @@ def main(argv=None) -> int:
     m.add_argument("--conditions", default=None, help="TSV condition<TAB>text (default the shared eval set)")
     m.add_argument("--n-conditions", type=int, default=3)
     m.add_argument("--json", help="append the figures to this file")
+    m.add_argument("--timeout", type=float, default=None, help="seconds per size; a size stopped by it reports "
+                   "the figures it got (the others are missing)")
     m.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure this workspace in this process
+    m.add_argument("--partial", help=argparse.SUPPRESS)
     r = sub.add_parser("report")
     r.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
@@ -296,19 +325,27 @@ def main(argv=None) -> int:
         return 0
     conds = _conditions(args.conditions, args.n_conditions)
     if args.one:
-        print(json.dumps(measure_one(Path(args.one), conds)))
+        print(json.dumps(measure_one(Path(args.one), conds, args.partial)))
         return 0
     results = json.loads(Path(args.json).read_text()) if args.json and Path(args.json).exists() else []
     for n in sizes:
         ws = out / f"ws_{n}"
+        partial = out / f".partial_{n}.json"
+        partial.unlink(missing_ok=True)
         cmd = [sys.executable, str(Path(__file__).resolve()), "measure", "--one", str(ws), "--n-conditions",
-               str(args.n_conditions)] + (["--conditions", args.conditions] if args.conditions else [])
+               str(args.n_conditions), "--partial", str(partial)] + (["--conditions", args.conditions] if args.conditions else [])
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            print(f"{n}: measurement failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", file=sys.stderr)
-            continue
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{n}: stopped after {args.timeout:.0f} s; partial figures kept", file=sys.stderr)
+            res = json.loads(partial.read_text()) if partial.exists() else {}
+            res["stopped_after_s"] = args.timeout
+        else:
+            if proc.returncode != 0:
+                print(f"{n}: measurement failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}", file=sys.stderr)
+                continue
+            res = json.loads(proc.stdout.strip().splitlines()[-1])
         res["size"] = n
         print(json.dumps(res), flush=True)
         results = [x for x in results if x.get("size") != n] + [res]

@@ -129,3 +129,15 @@ def test_bad_vectors_dtype_is_refused_and_float32_store_works(tmp_path, embedder
     coll = sync_collection(ws, corpus.node_meta)
     assert coll.emb.dtype == np.float32
     np.testing.assert_array_equal(coll.emb[: ws.documents()[0].n_nodes], ws.load_embeddings(coll.doc_ids[0]))
+
+
+def test_repair_removes_collection_leftovers_and_an_unreadable_store(tmp_path, embedder):
+    ws = build_toy_workspace(tmp_path / "ws", embedder, TOY_DOCS[:2])
+    coll = sync_collection(ws, corpus.node_meta)
+    d = collection_dir(ws)
+    (d / ".manifest.json.123.tmp").write_text("{")
+    assert ws.repair() == ["collection/.manifest.json.123.tmp"]
+    (d / "manifest.json").write_text("not json")
+    assert "collection/manifest.json" in ws.repair()
+    again = sync_collection(ws, corpus.node_meta)  # rebuilt from the .npy files
+    assert again.rows == coll.rows and again.generation != coll.generation
