@@ -194,6 +194,26 @@ def _row_to_record(r: sqlite3.Row) -> DocumentRecord:
     )
 
 
+def _row_to_node(r: sqlite3.Row) -> Node:
+    """A :class:`Node` from a ``nodes`` row (``children`` left empty)."""
+    return Node(
+        id=r["node_id"],
+        type=NodeType(r["type"]),
+        depth=r["depth"],
+        parent=r["parent"],
+        children=[],
+        content=r["content"],
+        page_start=r["page_start"],
+        page_end=r["page_end"],
+        bboxes=[tuple(b) for b in json.loads(r["bboxes_json"])],
+        section_path=json.loads(r["section_path_json"]),
+        order=r["ord"],
+        level=r["level"],
+        summary=r["summary"],
+        extra=json.loads(r["extra_json"]),
+    )
+
+
 class Workspace:
     """A DocMaster workspace directory.
 
@@ -452,29 +472,27 @@ class Workspace:
         """
         rec = self.document(doc_id)
         rows = self._con().execute("SELECT * FROM nodes WHERE doc_id=? ORDER BY node_id", (rec.doc_id,)).fetchall()
-        nodes = [
-            Node(
-                id=r["node_id"],
-                type=NodeType(r["type"]),
-                depth=r["depth"],
-                parent=r["parent"],
-                children=[],
-                content=r["content"],
-                page_start=r["page_start"],
-                page_end=r["page_end"],
-                bboxes=[tuple(b) for b in json.loads(r["bboxes_json"])],
-                section_path=json.loads(r["section_path_json"]),
-                order=r["ord"],
-                level=r["level"],
-                summary=r["summary"],
-                extra=json.loads(r["extra_json"]),
-            )
-            for r in rows
-        ]
+        nodes = [_row_to_node(r) for r in rows]
         for n in nodes:
             if n.parent is not None:
                 nodes[n.parent].children.append(n.id)
         return DocumentTree(doc_id=rec.doc_id, title=rec.title, nodes=nodes, n_pages=rec.n_pages, source=rec.file_name)
+
+    def load_nodes(self, doc_id: str, node_ids: list[int]) -> dict[int, Node]:
+        """Some nodes of a stored document, without building its tree (``children`` empty).
+
+        Returns:
+            ``{node_id: Node}`` for the ids that exist (unknown ids are absent).
+        """
+        ids = sorted({int(i) for i in node_ids})
+        out: dict[int, Node] = {}
+        con = self._con()
+        for a in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            part = ids[a:a + 500]
+            q = f"SELECT * FROM nodes WHERE doc_id=? AND node_id IN ({','.join('?' * len(part))})"
+            for r in con.execute(q, (doc_id, *part)).fetchall():
+                out[int(r["node_id"])] = _row_to_node(r)
+        return out
 
     _NODE_COLUMNS = frozenset({"node_id", "type", "depth", "parent", "level", "ord", "page_start", "page_end",
                                "bboxes_json", "section_path_json", "content", "summary", "extra_json"})

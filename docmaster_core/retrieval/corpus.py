@@ -32,7 +32,7 @@ import numpy as np
 
 from ..collection import META_DTYPE, sync_collection
 from ..errors import RetrievalError, WorkspaceError
-from ..model import DocumentTree, Evidence, NodeType
+from ..model import DocumentTree, Evidence, Node, NodeType
 
 __all__ = [
     "TYPE_CODES",
@@ -44,6 +44,7 @@ __all__ = [
     "type_weight_vector",
     "node_evidence",
     "evidence_text",
+    "node_text",
 ]
 
 #: Integer code of each node type in :attr:`CorpusView.type_code`.
@@ -62,6 +63,9 @@ COSINE_BLOCK = 65536
 
 #: Trees kept in memory per view when they are loaded lazily (``DOCMASTER_TREE_CACHE``).
 TREE_CACHE = int(os.environ.get("DOCMASTER_TREE_CACHE", "1024"))
+
+#: Nodes kept by :meth:`CorpusView.prefetch` (about 1 KB each).
+NODE_CACHE = 500_000
 
 #: Characters of a node's content put into one evidence passage.
 MAX_EVIDENCE_CHARS = 1500
@@ -126,6 +130,9 @@ class CorpusView:
         signature: The cache key the view was built for.
         collection: The :class:`~docmaster_core.collection.Collection` the view reads
             (None for the in-memory fallback).
+        node_loader: ``(doc_id, node_ids) -> {node_id: Node}`` reading single nodes
+            without their tree (:meth:`~docmaster_core.store.Workspace.load_nodes`);
+            None when the view holds every tree.
         skipped: ``{doc_id: warning}`` for stored documents left out of the view
             because their vector file is missing, unreadable or does not match the tree
             (``docmaster check --repair`` rebuilds it).
@@ -144,6 +151,8 @@ class CorpusView:
     ws_path: str = ""
     skipped: dict[str, str] = field(default_factory=dict)
     collection: object = None
+    node_loader: Callable[[str, list[int]], dict] | None = field(default=None, repr=False)
+    _nodes: dict = field(default_factory=dict, repr=False)
     _by_id: dict[str, int] = field(default_factory=dict, repr=False)
     _aux: dict = field(default_factory=dict, repr=False)
     _aux_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -183,6 +192,41 @@ class CorpusView:
         for d in doc_ids:
             m[self.doc(d).index] = True
         return m
+
+    def node(self, doc_index: int, node_id: int) -> Node:
+        """Node ``node_id`` of document ``doc_index``: from the node cache filled by
+        :meth:`prefetch`, else from the document's tree.
+
+        Raises:
+            IndexError: no such node.
+        """
+        n = self._nodes.get((doc_index, node_id))
+        if n is not None:
+            return n
+        return self.docs[doc_index].tree.nodes[node_id]
+
+    def prefetch(self, pairs) -> None:
+        """Read the nodes ``(doc_index, node_id)`` that :meth:`node` will be asked for,
+        one query per document, without building trees (evidence of thousands of
+        documents). A no-op for a view that holds its trees. The cache keeps at most
+        :data:`NODE_CACHE` nodes (emptied when full).
+        """
+        if self.node_loader is None:
+            return
+        want: dict[int, set[int]] = {}
+        for di, nid in pairs:
+            if (di, nid) not in self._nodes:
+                want.setdefault(int(di), set()).add(int(nid))
+        if not want:
+            return
+        got = {}
+        for di, ids in want.items():
+            for nid, n in self.node_loader(self.docs[di].doc_id, sorted(ids)).items():
+                got[(di, nid)] = n
+        with self._aux_lock:
+            if len(self._nodes) + len(got) > NODE_CACHE:
+                self._nodes = {}
+            self._nodes.update(got)
 
     def cosines(self, q: np.ndarray) -> np.ndarray:
         """Inner product (cosine, for unit vectors) of every row with each query.
@@ -259,9 +303,13 @@ def evidence_text(tree: DocumentTree, node_id: int, max_chars: int = MAX_EVIDENC
     a TITLE node gives its heading followed by its section summary when there is one.
     Cut to ``max_chars`` characters at a word boundary.
     """
-    n = tree.nodes[node_id]
+    return node_text(tree.nodes[node_id], tree.title, max_chars)
+
+
+def node_text(n: Node, title: str, max_chars: int = MAX_EVIDENCE_CHARS) -> str:
+    """:func:`evidence_text` of one node (``title``: its document's title, the text of ROOT)."""
     if n.type == NodeType.ROOT:
-        text = tree.title
+        text = title
     elif n.type == NodeType.TITLE:
         text = n.content + (("\n" + n.summary) if n.summary else "")
     else:
@@ -285,7 +333,7 @@ def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str,
     points on that page (``None`` when the node has no box).
     """
     dv = view.docs[doc_index]
-    n = dv.tree.nodes[node_id]
+    n = view.node(doc_index, node_id)
     bbox = None
     page = n.page_start
     if n.bboxes:
@@ -298,7 +346,7 @@ def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str,
         node_id=int(node_id),
         strategy=strategy,
         score=float(score),
-        text=evidence_text(dv.tree, node_id),
+        text=node_text(n, dv.tree.title if n.type == NodeType.ROOT else ""),
         page=int(page),
         bbox=bbox,
         section_path=list(n.section_path),
@@ -373,7 +421,7 @@ def _build(ws, signature: tuple) -> CorpusView:
     doc_of = np.repeat(np.arange(len(docs), dtype=np.int32), n)
     node_of = (np.arange(coll.rows, dtype=np.int64) - np.repeat(starts[:-1], n)).astype(np.int32)
     meta = np.array(coll.meta)  # 8 bytes a row, in memory
-    return CorpusView(
+    return CorpusView(node_loader=ws.load_nodes,
         docs=docs, emb=coll.emb, doc_of=doc_of, node_of=node_of, type_code=meta["type"].copy(),
         depth=meta["depth"].copy(), back_matter=meta["back"].copy(), page=meta["page"].astype(np.int32),
         offsets=starts.astype(np.int64), signature=signature, ws_path=str(ws.path), skipped=dict(coll.skipped),
