@@ -330,7 +330,7 @@ def main(argv=None) -> int:
     results = json.loads(Path(args.json).read_text()) if args.json and Path(args.json).exists() else []
     for n in sizes:
         ws = out / f"ws_{n}"
-        partial = out / f".partial_{n}.json"
+        partial = out / f".partial_{n}.{os.getpid()}.json"  # one per measuring process
         partial.unlink(missing_ok=True)
         cmd = [sys.executable, str(Path(__file__).resolve()), "measure", "--one", str(ws), "--n-conditions",
                str(args.n_conditions), "--partial", str(partial)] + (["--conditions", args.conditions] if args.conditions else [])
