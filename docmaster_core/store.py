@@ -4,6 +4,8 @@ Layout of a workspace directory::
 
     workspace.sqlite      documents, nodes, edges, failures, indexes, runs, meta
     vectors/<doc_id>.npy  float32 (|V|, 384) node embeddings, row i = node id i
+    collection/           derived: all node vectors in one memory-mapped float16 file,
+                          per-row metadata and a FAISS index (docmaster_core.collection)
     llm_cache.sqlite      LLM response cache and usage log (docmaster_core.llm.cache)
     .write.lock           advisory lock held by the one writer (ingest, index)
 
@@ -189,6 +191,26 @@ def _row_to_record(r: sqlite3.Row) -> DocumentRecord:
         embedding_model=r["embedding_model"],
         timings=json.loads(r["timings_json"]),
         added_at=r["added_at"],
+    )
+
+
+def _row_to_node(r: sqlite3.Row) -> Node:
+    """A :class:`Node` from a ``nodes`` row (``children`` left empty)."""
+    return Node(
+        id=r["node_id"],
+        type=NodeType(r["type"]),
+        depth=r["depth"],
+        parent=r["parent"],
+        children=[],
+        content=r["content"],
+        page_start=r["page_start"],
+        page_end=r["page_end"],
+        bboxes=[tuple(b) for b in json.loads(r["bboxes_json"])],
+        section_path=json.loads(r["section_path_json"]),
+        order=r["ord"],
+        level=r["level"],
+        summary=r["summary"],
+        extra=json.loads(r["extra_json"]),
     )
 
 
@@ -450,29 +472,43 @@ class Workspace:
         """
         rec = self.document(doc_id)
         rows = self._con().execute("SELECT * FROM nodes WHERE doc_id=? ORDER BY node_id", (rec.doc_id,)).fetchall()
-        nodes = [
-            Node(
-                id=r["node_id"],
-                type=NodeType(r["type"]),
-                depth=r["depth"],
-                parent=r["parent"],
-                children=[],
-                content=r["content"],
-                page_start=r["page_start"],
-                page_end=r["page_end"],
-                bboxes=[tuple(b) for b in json.loads(r["bboxes_json"])],
-                section_path=json.loads(r["section_path_json"]),
-                order=r["ord"],
-                level=r["level"],
-                summary=r["summary"],
-                extra=json.loads(r["extra_json"]),
-            )
-            for r in rows
-        ]
+        nodes = [_row_to_node(r) for r in rows]
         for n in nodes:
             if n.parent is not None:
                 nodes[n.parent].children.append(n.id)
         return DocumentTree(doc_id=rec.doc_id, title=rec.title, nodes=nodes, n_pages=rec.n_pages, source=rec.file_name)
+
+    def load_nodes(self, doc_id: str, node_ids: list[int]) -> dict[int, Node]:
+        """Some nodes of a stored document, without building its tree (``children`` empty).
+
+        Returns:
+            ``{node_id: Node}`` for the ids that exist (unknown ids are absent).
+        """
+        ids = sorted({int(i) for i in node_ids})
+        out: dict[int, Node] = {}
+        con = self._con()
+        for a in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            part = ids[a:a + 500]
+            q = f"SELECT * FROM nodes WHERE doc_id=? AND node_id IN ({','.join('?' * len(part))})"
+            for r in con.execute(q, (doc_id, *part)).fetchall():
+                out[int(r["node_id"])] = _row_to_node(r)
+        return out
+
+    _NODE_COLUMNS = frozenset({"node_id", "type", "depth", "parent", "level", "ord", "page_start", "page_end",
+                               "bboxes_json", "section_path_json", "content", "summary", "extra_json"})
+
+    def node_columns(self, doc_id: str, columns: tuple[str, ...]) -> list[tuple]:
+        """Some columns of a document's stored nodes, one tuple per node in node id order
+        (no tree is built; for bulk readers such as the collection store).
+
+        Raises:
+            ValueError: an unknown column name.
+        """
+        bad = [c for c in columns if c not in self._NODE_COLUMNS]
+        if bad or not columns:
+            raise ValueError(f"unknown node column {bad[0] if bad else None!r}")
+        q = f"SELECT {', '.join(columns)} FROM nodes WHERE doc_id=? ORDER BY node_id"
+        return [tuple(r) for r in self._con().execute(q, (doc_id,)).fetchall()]
 
     def _write_vectors(self, doc_id: str, arr: np.ndarray) -> None:
         final = self.vectors_dir / f"{doc_id}.npy"
@@ -649,9 +685,12 @@ class Workspace:
         return self._leftovers({d.doc_id for d in self.documents()})
 
     def repair(self) -> list[str]:
-        """Remove leftovers of interrupted writes (temp and orphan vector files); returns what was removed."""
+        """Remove leftovers of interrupted writes (temp and orphan vector files, temporary
+        files and an unreadable manifest of the collection store); returns what was removed."""
+        from .collection import clean_collection
+
         known = {d.doc_id for d in self.documents()}
-        removed = []
+        removed = clean_collection(self)
         for p in self.vectors_dir.glob("*.npy"):
             if p.name.startswith(".") or p.stem not in known:
                 p.unlink(missing_ok=True)

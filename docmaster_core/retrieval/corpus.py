@@ -17,16 +17,22 @@ sections and cannot.
 """
 from __future__ import annotations
 
+import functools
+import json
+import logging
+import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from ..collection import META_DTYPE, sync_collection
 from ..errors import RetrievalError, WorkspaceError
-from ..model import DocumentTree, Evidence, NodeType
+from ..model import DocumentTree, Evidence, Node, NodeType
 
 __all__ = [
     "TYPE_CODES",
@@ -38,6 +44,7 @@ __all__ = [
     "type_weight_vector",
     "node_evidence",
     "evidence_text",
+    "node_text",
 ]
 
 #: Integer code of each node type in :attr:`CorpusView.type_code`.
@@ -51,11 +58,19 @@ BACK_MATTER_RE = re.compile(
     re.IGNORECASE,
 )
 
+#: Rows per block in :meth:`CorpusView.cosines`.
+COSINE_BLOCK = 65536
+
+#: Trees kept in memory per view when they are loaded lazily (``DOCMASTER_TREE_CACHE``).
+TREE_CACHE = int(os.environ.get("DOCMASTER_TREE_CACHE", "1024"))
+
+#: Nodes kept by :meth:`CorpusView.prefetch` (about 1 KB each).
+NODE_CACHE = 500_000
+
 #: Characters of a node's content put into one evidence passage.
 MAX_EVIDENCE_CHARS = 1500
 
 
-@dataclass
 class DocView:
     """One document inside a :class:`CorpusView`.
 
@@ -63,23 +78,35 @@ class DocView:
         index: Position of the document in the view.
         doc_id: Workspace document id.
         file_name: Source file name.
-        tree: The document tree.
+        tree: The document tree; read from the workspace on first use when the view was
+            built without trees (the collection store), and kept in the view's
+            least-recently-used cache of trees (:data:`TREE_CACHE` documents).
         start: First row of this document in the concatenated arrays; node ``i`` is
             row ``start + i``.
         n_nodes: Number of nodes |V|.
     """
 
-    index: int
-    doc_id: str
-    file_name: str
-    tree: DocumentTree
-    start: int
-    n_nodes: int
+    __slots__ = ("index", "doc_id", "file_name", "_tree", "start", "n_nodes", "_loader")
+
+    def __init__(self, index: int, doc_id: str, file_name: str, tree: DocumentTree | None, start: int, n_nodes: int,
+                 loader: Callable[[str], DocumentTree] | None = None):
+        if tree is None and loader is None:
+            raise ValueError("a DocView needs its tree or a loader")
+        self.index, self.doc_id, self.file_name = index, doc_id, file_name
+        self._tree, self.start, self.n_nodes, self._loader = tree, start, n_nodes, loader
+
+    @property
+    def tree(self) -> DocumentTree:
+        """The document tree (loaded lazily, see the class docstring)."""
+        return self._tree if self._tree is not None else self._loader(self.doc_id)
 
     @property
     def rows(self) -> slice:
         """Rows of this document's nodes in the concatenated arrays."""
         return slice(self.start, self.start + self.n_nodes)
+
+    def __repr__(self) -> str:
+        return f"DocView({self.index}, {self.doc_id!r}, {self.file_name!r}, start={self.start}, n_nodes={self.n_nodes})"
 
 
 @dataclass
@@ -88,7 +115,10 @@ class CorpusView:
 
     Attributes:
         docs: One :class:`DocView` per document, in workspace order.
-        emb: float32 (N, d) node embeddings, unit rows; N = total nodes.
+        emb: (N, d) node embeddings, unit rows; N = total nodes. float16 (or float32,
+            see :func:`~docmaster_core.collection.vectors_dtype`) memory-mapped from the
+            workspace's collection store; float32 in memory for a workspace whose store
+            cannot be written. Use :meth:`cosines` for products with all rows.
         doc_of: int32 (N,) document index of each row.
         node_of: int32 (N,) node id of each row within its document.
         type_code: int8 (N,) node type code (:data:`TYPE_CODES`).
@@ -98,6 +128,11 @@ class CorpusView:
         offsets: int64 (D+1,) row offsets; document ``i`` has rows
             ``offsets[i]:offsets[i+1]``.
         signature: The cache key the view was built for.
+        collection: The :class:`~docmaster_core.collection.Collection` the view reads
+            (None for the in-memory fallback).
+        node_loader: ``(doc_id, node_ids) -> {node_id: Node}`` reading single nodes
+            without their tree (:meth:`~docmaster_core.store.Workspace.load_nodes`);
+            None when the view holds every tree.
         skipped: ``{doc_id: warning}`` for stored documents left out of the view
             because their vector file is missing, unreadable or does not match the tree
             (``docmaster check --repair`` rebuilds it).
@@ -115,6 +150,9 @@ class CorpusView:
     signature: tuple = ()
     ws_path: str = ""
     skipped: dict[str, str] = field(default_factory=dict)
+    collection: object = None
+    node_loader: Callable[[str, list[int]], dict] | None = field(default=None, repr=False)
+    _nodes: dict = field(default_factory=dict, repr=False)
     _by_id: dict[str, int] = field(default_factory=dict, repr=False)
     _aux: dict = field(default_factory=dict, repr=False)
     _aux_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -155,6 +193,62 @@ class CorpusView:
             m[self.doc(d).index] = True
         return m
 
+    def node(self, doc_index: int, node_id: int) -> Node:
+        """Node ``node_id`` of document ``doc_index``: from the node cache filled by
+        :meth:`prefetch`, else from the document's tree.
+
+        Raises:
+            IndexError: no such node.
+        """
+        n = self._nodes.get((doc_index, node_id))
+        if n is not None:
+            return n
+        return self.docs[doc_index].tree.nodes[node_id]
+
+    def prefetch(self, pairs) -> None:
+        """Read the nodes ``(doc_index, node_id)`` that :meth:`node` will be asked for,
+        one query per document, without building trees (evidence of thousands of
+        documents). A no-op for a view that holds its trees. The cache keeps at most
+        :data:`NODE_CACHE` nodes (emptied when full).
+        """
+        if self.node_loader is None:
+            return
+        want: dict[int, set[int]] = {}
+        for di, nid in pairs:
+            if (di, nid) not in self._nodes:
+                want.setdefault(int(di), set()).add(int(nid))
+        if not want:
+            return
+        got = {}
+        for di, ids in want.items():
+            for nid, n in self.node_loader(self.docs[di].doc_id, sorted(ids)).items():
+                got[(di, nid)] = n
+        with self._aux_lock:
+            if len(self._nodes) + len(got) > NODE_CACHE:
+                self._nodes = {}
+            self._nodes.update(got)
+
+    def cosines(self, q: np.ndarray) -> np.ndarray:
+        """Inner product (cosine, for unit vectors) of every row with each query.
+
+        Computed over the (memory-mapped) matrix in blocks of :data:`COSINE_BLOCK` rows,
+        each converted to float32, so no float32 copy of the whole matrix is made.
+
+        Args:
+            q: float32 (d,) or (m, d) query vectors.
+
+        Returns:
+            float32 (N,) for one query, (m, N) for m queries.
+        """
+        q2 = np.atleast_2d(np.asarray(q, dtype=np.float32))
+        n = self.emb.shape[0]
+        out = np.empty((q2.shape[0], n), dtype=np.float32)
+        to32 = _float32_block()
+        for a in range(0, n, COSINE_BLOCK):
+            b = min(a + COSINE_BLOCK, n)
+            np.matmul(q2, to32(self.emb[a:b]).T, out=out[:, a:b])
+        return out[0] if np.ndim(q) == 1 else out
+
     def aux(self, key, build):
         """A derived structure cached on the view (e.g. section centroids); thread-safe, and a
         ``build`` may itself call :meth:`aux` (re-entrant lock)."""
@@ -162,6 +256,25 @@ class CorpusView:
             if key not in self._aux:
                 self._aux[key] = build()
             return self._aux[key]
+
+
+@functools.lru_cache(maxsize=1)
+def _float32_block() -> Callable[[np.ndarray], np.ndarray]:
+    """``block -> float32 copy`` for a float16 block: torch's vectorised conversion when
+    torch is installed (exact, about twice as fast as numpy's here), else numpy's."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch comes with sentence-transformers
+        return lambda x: np.asarray(x, dtype=np.float32)
+
+    def conv(x: np.ndarray) -> np.ndarray:
+        if x.dtype != np.float16:
+            return np.asarray(x, dtype=np.float32)
+        with warnings.catch_warnings():  # a read-only memory map: torch only reads it
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.from_numpy(np.ascontiguousarray(x)).to(torch.float32).numpy()
+
+    return conv
 
 
 def type_weight_vector(settings) -> np.ndarray:
@@ -190,9 +303,13 @@ def evidence_text(tree: DocumentTree, node_id: int, max_chars: int = MAX_EVIDENC
     a TITLE node gives its heading followed by its section summary when there is one.
     Cut to ``max_chars`` characters at a word boundary.
     """
-    n = tree.nodes[node_id]
+    return node_text(tree.nodes[node_id], tree.title, max_chars)
+
+
+def node_text(n: Node, title: str, max_chars: int = MAX_EVIDENCE_CHARS) -> str:
+    """:func:`evidence_text` of one node (``title``: its document's title, the text of ROOT)."""
     if n.type == NodeType.ROOT:
-        text = tree.title
+        text = title
     elif n.type == NodeType.TITLE:
         text = n.content + (("\n" + n.summary) if n.summary else "")
     else:
@@ -216,7 +333,7 @@ def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str,
     points on that page (``None`` when the node has no box).
     """
     dv = view.docs[doc_index]
-    n = dv.tree.nodes[node_id]
+    n = view.node(doc_index, node_id)
     bbox = None
     page = n.page_start
     if n.bboxes:
@@ -229,7 +346,7 @@ def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str,
         node_id=int(node_id),
         strategy=strategy,
         score=float(score),
-        text=evidence_text(dv.tree, node_id),
+        text=node_text(n, dv.tree.title if n.type == NodeType.ROOT else ""),
         page=int(page),
         bbox=bbox,
         section_path=list(n.section_path),
@@ -261,7 +378,60 @@ def _signature(ws) -> tuple:
     return tuple(sig)
 
 
+def node_meta(ws, doc_id: str, n_nodes: int) -> np.ndarray:
+    """The collection store's metadata rows of one document (from its stored nodes, no tree).
+
+    Returns:
+        :data:`~docmaster_core.collection.META_DTYPE` (n_nodes,): type code
+        (:data:`TYPE_CODES`), back-matter flag, depth, first page (1-based).
+    """
+    rows = ws.node_columns(doc_id, ("type", "depth", "parent", "page_start", "section_path_json"))[:n_nodes]
+    out = np.zeros(n_nodes, dtype=META_DTYPE)
+    codes = {t.value: c for t, c in TYPE_CODES.items()}
+    title = NodeType.TITLE.value
+    back = [False] * len(rows)
+    for i, (typ, _, parent, _, sp) in enumerate(rows):
+        # section_path of a TITLE includes its own heading; content inherits its section's flag
+        back[i] = (typ == title and _is_back_matter(json.loads(sp))) or (parent is not None and back[parent])
+    if rows:
+        out["type"] = [codes[r[0]] for r in rows]
+        out["depth"] = [r[1] for r in rows]
+        out["page"] = [r[3] for r in rows]
+        out["back"] = back
+    return out
+
+
 def _build(ws, signature: tuple) -> CorpusView:
+    """The view over the workspace's collection store (memory-mapped vectors, trees on
+    demand); over the per-document files in memory when the store cannot be written."""
+    try:
+        coll = sync_collection(ws, node_meta)
+    except OSError as e:
+        logging.getLogger(__name__).warning("collection store of %s not usable (%s); reading vector files", ws.path, e)
+        return _build_in_memory(ws, signature)
+    names = {d.doc_id: d.file_name for d in ws.documents()}
+
+    @functools.lru_cache(maxsize=max(TREE_CACHE, 1))
+    def load(doc_id: str) -> DocumentTree:
+        return ws.load_tree(doc_id)
+
+    starts = coll.starts
+    n = np.diff(starts)
+    docs = [DocView(i, d, names.get(d, d), None, int(starts[i]), int(n[i]), load) for i, d in enumerate(coll.doc_ids)]
+    doc_of = np.repeat(np.arange(len(docs), dtype=np.int32), n)
+    node_of = (np.arange(coll.rows, dtype=np.int64) - np.repeat(starts[:-1], n)).astype(np.int32)
+    meta = np.array(coll.meta)  # 8 bytes a row, in memory
+    return CorpusView(node_loader=ws.load_nodes,
+        docs=docs, emb=coll.emb, doc_of=doc_of, node_of=node_of, type_code=meta["type"].copy(),
+        depth=meta["depth"].copy(), back_matter=meta["back"].copy(), page=meta["page"].astype(np.int32),
+        offsets=starts.astype(np.int64), signature=signature, ws_path=str(ws.path), skipped=dict(coll.skipped),
+        collection=coll,
+    )
+
+
+def _build_in_memory(ws, signature: tuple) -> CorpusView:
+    """The view with every tree and a float32 matrix in memory (the layout before the
+    collection store; used when the store cannot be written)."""
     recs = {d.doc_id: d for d in ws.documents()}
     docs: list[DocView] = []
     embs, doc_of, node_of, tcode, depth, back, page = [], [], [], [], [], [], []

@@ -83,6 +83,7 @@ their similarity to the condition.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -207,6 +208,14 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _token_counts(text: str) -> dict[str, int]:
+    """Occurrences of each :func:`tokens` token of ``text``, memoised: the same passage
+    is scored by several strategies, condition parts and conditions (65,536 texts kept).
+    Callers must not modify the result."""
+    return dict(Counter(tokens(text)))
+
+
 def condition_terms(condition: str) -> list[str]:
     """The distinct topic terms of a condition (stop words and 1-character tokens removed), in order."""
     seen: dict[str, None] = {}
@@ -275,12 +284,15 @@ def lexical_score(terms: Sequence[str], texts: Sequence[str], stats: LexicalStat
     if not terms or not texts:
         return 0.0, []
     tf: Counter = Counter()
+    want = set(terms)
     for i, t in enumerate(texts):
         w = 1.0 if weights is None else float(weights[i])
         if w <= 0:
             continue
-        for tok in tokens(t):
-            tf[tok] += w
+        counts = _token_counts(t)
+        for term in want:
+            for _ in range(counts.get(term, 0)):
+                tf[term] += w  # one addition per occurrence: the same float sum as token by token
     s = 0.0
     hit = []
     for term in terms:

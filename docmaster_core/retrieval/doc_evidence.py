@@ -212,7 +212,7 @@ def document_signals(view: CorpusView, encode, condition: str, stats: LexicalSta
     """
     parts = condition_parts(condition)
     q = np.atleast_2d(np.asarray(encode(parts), dtype=np.float32))
-    cos = view.emb @ q.T  # (N, P)
+    cos = view.cosines(q).T  # (N, P)
     roles = view_roles(view)
     valid = (view.type_code != TYPE_CODES[NodeType.ROOT]) & (roles != ROLE_CODE["back"])
     w = np.where(roles == ROLE_CODE["related"], related_weight, 1.0).astype(np.float32)

@@ -248,6 +248,9 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
     res = retr.rank(condition, strategies, doc_ids=doc_ids, top_k=top_k, view=view)
     dis = np.flatnonzero(view.doc_mask(doc_ids)).tolist()
     docs = [DocumentResult(view.docs[di].doc_id, view.docs[di].file_name) for di in dis]
+    # the evidence nodes of every document read at once, not tree by tree (a lazily loaded view)
+    view.prefetch((di, int(n)) for s, by_doc in res.ranked.items() if s != "flat"
+                  for di, (ids, _) in by_doc.items() for n in ids)
     cos_by: dict[str, list[np.ndarray]] = {}
     fv = retr.flat(view) if "flat" in strategies else None
     for s in strategies:

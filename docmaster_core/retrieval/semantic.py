@@ -18,17 +18,24 @@ from ..errors import RetrievalError
 from ..model import NodeType
 from .corpus import TYPE_CODES, CorpusView, type_weight_vector
 
-__all__ = ["faiss_index", "node_cosines", "semantic_scores", "top_k_per_doc", "semantic_search"]
+__all__ = ["faiss_index", "global_top_k", "node_cosines", "semantic_scores", "top_k_per_doc", "semantic_search"]
 
 
 def faiss_index(view: CorpusView):
-    """The FAISS ``IndexFlatIP`` over ``view.emb`` (built on first use, cached on the view).
+    """The FAISS index over ``view.emb``, row ``r`` = id ``r``: the workspace's persisted
+    collection index (:mod:`docmaster_core.collection_index`, fp16 scalar quantiser,
+    memory-mapped, updated incrementally) when the view reads the collection store, else
+    an ``IndexFlatIP`` built in memory. Cached on the view.
 
     Raises:
         RetrievalError: faiss is not installed.
     """
 
     def build():
+        if view.collection is not None:
+            from ..collection_index import collection_index
+
+            return collection_index(view.collection)
         try:
             import faiss
         except ImportError as e:  # pragma: no cover - install problem
@@ -42,7 +49,8 @@ def faiss_index(view: CorpusView):
 
 
 def node_cosines(view: CorpusView, q: np.ndarray) -> np.ndarray:
-    """Cosine of every node with each query.
+    """Cosine of every node with each query (exact over the stored vectors, in blocks:
+    every row's cosine is needed, so no top-k search is made).
 
     Args:
         view: The corpus view.
@@ -51,17 +59,30 @@ def node_cosines(view: CorpusView, q: np.ndarray) -> np.ndarray:
     Returns:
         float32 (N,) for one query, (m, N) for m queries, indexed by view row.
     """
-    q2 = np.atleast_2d(np.asarray(q, dtype=np.float32))
+    return view.cosines(q)
+
+
+def global_top_k(view: CorpusView, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nodes of the whole collection most similar to ``q`` (one FAISS search).
+
+    Args:
+        q: float32 (d,) unit query vector.
+        k: Nodes wanted (>= 1).
+
+    Returns:
+        ``(rows int64 (k',), cosines float32 (k',))`` best first, k' = min(k, N); a row
+        maps to a document and node by ``view.doc_of`` / ``view.node_of``.
+
+    Raises:
+        RetrievalError: ``k`` < 1, or faiss is not installed.
+    """
+    if k < 1:
+        raise RetrievalError(f"k must be >= 1, got {k}")
     n = view.emb.shape[0]
     if n == 0:
-        out = np.zeros((q2.shape[0], 0), dtype=np.float32)
-    else:
-        idx = faiss_index(view)
-        D, I = idx.search(np.ascontiguousarray(q2), n)
-        out = np.empty((q2.shape[0], n), dtype=np.float32)
-        rows = np.arange(q2.shape[0])[:, None]
-        out[rows, I] = D
-    return out[0] if np.ndim(q) == 1 else out
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    D, I = faiss_index(view).search(np.ascontiguousarray(np.atleast_2d(np.asarray(q, dtype=np.float32))), min(k, n))
+    return I[0].astype(np.int64), D[0].astype(np.float32)
 
 
 def semantic_scores(view: CorpusView, cos: np.ndarray, settings) -> np.ndarray:

@@ -62,7 +62,7 @@ class SectionIndex:
         self.size = size
         is_sec = (view.type_code == _TITLE) | (view.type_code == _ROOT)
         self.rows = np.flatnonzero(is_sec).astype(np.int64)
-        self.title_emb = view.emb[self.rows]
+        self.title_emb = np.asarray(view.emb[self.rows], dtype=np.float32)
         content = ~is_sec
         # nearest enclosing section row
         enc = np.arange(n, dtype=np.int64)
