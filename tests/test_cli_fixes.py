@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from docmaster_core.errors import ConfigError, LLMError, RetrievalError
 from docmaster_core.model import Evidence
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.retrieval.corpus import clear_corpus_cache
+from net import closed_port
 
 KETTLE = [
     ("1 Important Safety Instructions", [
@@ -97,14 +97,6 @@ def _dm(ws: Path) -> DocMaster:
     return DocMaster(ws, embedder=HashingEmbedder())
 
 
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 # ---------------------------------------------------------------------------- (a) --top-k
 @pytest.mark.parametrize("argv", [
     ["filter", "safety", "--top-k", "-3"],
@@ -144,7 +136,7 @@ def test_core_entry_points_reject_top_k_below_one(ws):
 def test_filter_with_every_decision_undecided_exits_nonzero(ws, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
     monkeypatch.setenv("DOCMASTER_LLM__MAX_RETRIES", "0")
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     rc = cli.main(["filter", "kettle", "-w", str(ws), "--llm", "openai", "--base-url", url, "--no-save"])
     out = capsys.readouterr()
     assert rc == 1
@@ -162,7 +154,7 @@ def test_refused_connection_is_not_a_call_nor_budget(monkeypatch):
     from docmaster_core.config import get_settings
     from docmaster_core.llm import OpenAILLM
 
-    s = get_settings(llm={"backend": "openai", "base_url": f"http://127.0.0.1:{_closed_port()}/v1",
+    s = get_settings(llm={"backend": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1",
                           "max_retries": 1, "max_calls": 1})
     llm = OpenAILLM(s.llm, backoff_base=0.01, backoff_max=0.02)
     with pytest.raises(LLMError, match="onnect"):

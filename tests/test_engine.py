@@ -8,7 +8,6 @@ a port on 127.0.0.1 that was just bound and closed, so nothing listens there.
 from __future__ import annotations
 
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from docmaster_core.llm.offline import OfflineLLM
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION, calibration_from_settings
 from docmaster_core.store import Workspace
+from net import closed_port
 
 try:
     from fake_openai_server import FakeOpenAIServer, Reply
@@ -31,14 +31,6 @@ try:
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply
     from tests.pdf_factory import make_paper_pdf, make_simple_pdf
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +49,7 @@ def small_ws(tmp_path_factory) -> Path:
 # ------------------------------------------------------------------ LLM faults fail fast
 def test_refused_endpoint_fails_in_seconds_with_one_line(small_ws, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DOCMASTER_EMBEDDING__MODEL", "hashing")
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     for argv in (["filter", "covers rivers"], ["ask", "What is split?"], ["ingest", str(tmp_path / "new.pdf")]):
         if argv[0] == "ingest":
             make_simple_pdf(tmp_path / "new.pdf", "A new document about lakes. " * 10)
@@ -76,7 +68,7 @@ def test_refused_endpoint_fails_in_seconds_with_one_line(small_ws, tmp_path, mon
 
 
 def test_unreachable_endpoint_is_not_retried_and_stays_unreachable(monkeypatch):
-    st = get_settings(llm={"backend": "openai", "base_url": f"http://127.0.0.1:{_closed_port()}/v1",
+    st = get_settings(llm={"backend": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1",
                            "api_key": "sk-test-0123456789", "max_retries": 4})
     llm = make_llm(st.llm, cache_dir=None, backoff_base=1.0, backoff_max=5.0, seed=0)
     sleeps = []

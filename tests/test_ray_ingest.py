@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from docmaster_core.embedding import HashingEmbedder
 from docmaster_core.errors import ConfigError
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.store import Workspace
+from net import closed_port
 
 try:
     from pdf_factory import make_paper_pdf, make_simple_pdf, make_truncated_pdf
@@ -30,14 +30,6 @@ except ImportError:  # tests imported as a package
 RAY_ADDRESS = os.environ.get("DOCMASTER_TEST_RAY_ADDRESS") or None
 SECRET = "sk-test-never-leaves-the-driver-5f3a"
 GOOD = ["paper.pdf", "rivers.pdf", "storage.pdf"]
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +73,7 @@ def test_unreachable_address_cli_one_line_naming_it(pdfs, tmp_path, capsys):
     ray = pytest.importorskip("ray")
     if ray.is_initialized():  # pragma: no cover - only when run after the module's Ray fixture
         pytest.skip("this process is already connected to Ray (the address would not be used)")
-    addr = f"127.0.0.1:{_closed_port()}"
+    addr = f"127.0.0.1:{closed_port()}"
     rc = cli.main(["ingest", str(pdfs / "rivers.pdf"), "-w", str(tmp_path / "ws"), "--executor", "ray",
                    "--ray-address", addr, "--no-index", "--no-summaries"])
     err = capsys.readouterr().err.strip().splitlines()
