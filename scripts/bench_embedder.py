@@ -123,7 +123,7 @@ def quality(args) -> dict:
     result[args.backend] = _evaluate(dm, args)
 
     base = DocMaster(str(src), get_settings(embedding=BACKENDS["torch"]))
-    result["torch"] = _evaluate(base, args)
+    result["source_torch"] = _evaluate(base, args)  # the source as stored (torch vectors, its own index)
     print(json.dumps(result, indent=1))
     return result
 
