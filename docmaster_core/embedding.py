@@ -75,7 +75,7 @@ def resolve_backend(settings: EmbeddingSettings) -> str:
     ``auto`` becomes ``torch`` (float32) when torch sees a GPU or ``quantize=True`` asks
     for the torch int8 path; on a CPU with native bfloat16 (:func:`cpu_has_bf16`) it is
     ``torch-bf16``, the fastest backend whose filter AP stays within 0.01 of float32
-    (README, "Embedder backends"; onnx-int8 is faster but loses 0.017); else ``torch``.
+    (README, "Past one machine"; onnx-int8 is faster but loses 0.016); else ``torch``.
     """
     if settings.backend != "auto":
         return settings.backend

@@ -15,7 +15,7 @@ Variants (``EmbeddingSettings.backend``):
   quantised per batch at run time (:func:`onnxruntime.quantization.quantize_dynamic`,
   ``per_channel=True``), one sensitive MatMul kept fp32 (:data:`FP32_MATMULS`).
   Per-tensor weight scales (the library default) keep only a mean cosine of 0.95 to
-  fp32 on corpus paragraphs; this recipe keeps 0.994 (README, "Embedder backends").
+  fp32 on corpus paragraphs; this recipe keeps 0.994 (README, "Past one machine").
 
 Exports are cached as ``<cache>/<model-fingerprint>-<variant>.onnx``; the fingerprint
 hashes the model's config and weights, so a different model never reuses a stale
