@@ -5,7 +5,7 @@ load inside the adapters that need them. The engine never imports streamlit.
 
 Typical use::
 
-    from docmaster_core import DocMaster
+    from . import DocMaster
     dm = DocMaster("my-workspace")
     dm.ingest(["papers/"])
 """

@@ -116,7 +116,7 @@ class RetrievalSettings(BaseModel):
 
 class FilterSettings(BaseModel):
     """The offline filter decision rule (SPEC F6; ``OfflineCalibration`` in
-    :mod:`docmaster_core.retrieval.decider` documents each field). Defaults equal the
+    :mod:`docmaster_core.filtering.decider` documents each field). Defaults equal the
     calibrated rule; change them only with ``docmaster eval calibrate`` figures."""
 
     cut: Literal["best_fraction", "zscore"] = Field(

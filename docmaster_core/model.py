@@ -404,13 +404,13 @@ class Decision:
         backend: ``"offline"`` or the model name.
         error: One-line reason when ``decision`` is ``None``.
         evidence_score: The offline evidence score of the document (robust z units,
-            higher = stronger evidence; see :mod:`docmaster_core.retrieval.decider`),
+            higher = stronger evidence; see :mod:`docmaster_core.filtering.decider`),
             computed for every filter run whatever the decider, so the collection can
             be ranked and the cut moved; None outside a filter run.
         rank: 1-based rank of the document by ``evidence_score`` in its run.
         decided_by: How the decision was made in a filter run: ``"llm"``,
             ``"score-above"`` / ``"score-below"`` (a cascade threshold, no call; see
-            :mod:`docmaster_core.retrieval.cascade`), ``"offline"`` (the calibrated rule),
+            :mod:`docmaster_core.filtering.cascade`), ``"offline"`` (the calibrated rule),
             or None when not recorded.
     """
 

@@ -1,9 +1,9 @@
 """The DocMaster facade: the one way into the engine for the CLI, the app, scripts
 and the Python API.
 
-``DocMaster`` wires a :class:`~docmaster_core.store.Workspace`, a parser, the
+``DocMaster`` wires a :class:`~docmaster_core.store.workspace.Workspace`, a parser, the
 embedder and the LLM layer together and offers every operation on them: ingest and
-repair (:mod:`docmaster_core.ingest`), the semantic index with its reuse policy,
+repair (:mod:`docmaster_core.ingest.stage`), the semantic index with its reuse policy,
 retrievers, filtering, question answering (one piece or streamed) and evaluation.
 """
 from __future__ import annotations
@@ -12,13 +12,14 @@ import os
 from typing import Any, Mapping, Sequence
 
 from .config import RetrievalSettings, Settings, get_settings
-from .embedding import Embedder, get_embedder
+from .embedding.embedders import Embedder, get_embedder
 from .errors import RetrievalError
 from .index.params import IndexParams
 from .index.stage import IndexStage
-from .ingest import IngestEvent, IngestResult, IngestStage, collect_inputs, node_embedding_text
+from .ingest.prepare import IngestEvent, IngestResult, collect_inputs, node_embedding_text
+from .ingest.stage import IngestStage
 from .model import DocumentTree
-from .store import Workspace
+from .store.workspace import Workspace
 
 __all__ = ["DocMaster", "IndexParams", "IngestEvent", "IngestResult", "collect_inputs", "node_embedding_text"]
 
@@ -77,7 +78,7 @@ class DocMaster(IngestStage, IndexStage):
 
     # ------------------------------------------------------------------ documents
     def documents(self) -> list:
-        """The workspace's documents (:class:`~docmaster_core.store.DocumentRecord`), in the order added."""
+        """The workspace's documents (:class:`~docmaster_core.store.workspace.DocumentRecord`), in the order added."""
         return self.ws.documents()
 
     def document(self, ref: str):
@@ -132,10 +133,10 @@ class DocMaster(IngestStage, IndexStage):
                retrieval: RetrievalSettings | None = None, **options):
         """Filter the workspace's documents by a natural-language condition (SPEC F6).
 
-        Returns a :class:`~docmaster_core.retrieval.filter.FilterRun` with, per document,
+        Returns a :class:`~docmaster_core.filtering.run.FilterRun` with, per document,
         the decision, rationale, cited evidence ids and tokens of every strategy; the run
         is saved in the workspace unless ``save`` is false. See
-        :func:`docmaster_core.retrieval.filter.run_filter` for the options.
+        :func:`docmaster_core.filtering.run.run_filter` for the options.
         ``params`` (index parameters for the hyper-edges) and ``retrieval`` (top-k, gamma,
         type weights) default to the settings; the app's configurations A and B pass theirs.
         Documents whose vector file is missing are skipped; ``run.warnings`` (list of
@@ -147,9 +148,9 @@ class DocMaster(IngestStage, IndexStage):
             ConfigError: the LLM backend is unusable (e.g. no API key), raised before
                 anything is loaded or retrieved.
         """
-        from .retrieval.decider import calibration_from_settings
-        from .retrieval.filter import condition_query, run_filter
-        from .retrieval.qa import searchable_documents
+        from .filtering.decider import calibration_from_settings
+        from .filtering.run import condition_query, run_filter
+        from .qa.ask import searchable_documents
         from .retrieval.retriever import check_top_k
 
         condition_query(condition)
@@ -179,13 +180,13 @@ class DocMaster(IngestStage, IndexStage):
 
         ``docs`` defaults to the last filter run's matches. ``deep`` adds query
         decomposition and iterative retrieval (Doc-Researcher). Returns a
-        :class:`~docmaster_core.retrieval.qa.QAResult`.
+        :class:`~docmaster_core.qa.ask.QAResult`.
 
         Raises:
             RetrievalError: empty question, ``top_k`` < 1, unknown documents, nothing to search.
             ConfigError: the LLM backend is unusable (e.g. no API key).
         """
-        from .retrieval.qa import ask
+        from .qa.ask import ask
         from .retrieval.retriever import check_top_k
 
         if not " ".join((question or "").split()):
@@ -201,14 +202,14 @@ class DocMaster(IngestStage, IndexStage):
                    deep: bool = False, save: bool = True, params: Mapping[str, Any] | None = None,
                    retrieval: RetrievalSettings | None = None, **options):
         """:meth:`ask`, streamed: iterate the returned
-        :class:`~docmaster_core.retrieval.answer_stream.AnswerStream` for the answer's
+        :class:`~docmaster_core.qa.stream.AnswerStream` for the answer's
         text pieces (a chat model's tokens as they come), then read its ``result``:
-        the same :class:`~docmaster_core.retrieval.qa.QAResult` :meth:`ask` returns.
+        the same :class:`~docmaster_core.qa.ask.QAResult` :meth:`ask` returns.
 
         Raises:
             RetrievalError, ConfigError: as :meth:`ask`, at once (before any piece).
         """
-        from .retrieval.answer_stream import AnswerStream
+        from .qa.stream import AnswerStream
         from .retrieval.retriever import check_top_k
 
         if not " ".join((question or "").split()):
@@ -222,12 +223,12 @@ class DocMaster(IngestStage, IndexStage):
     # ------------------------------------------------------------------ evaluation
     def eval_filter(self, cases, texts: dict[str, str], *, decider: str = "auto", **options):
         """P/R/F1, AP and leave-one-condition-out F1 of the filter on labelled cases, with
-        this facade's retriever; see :func:`docmaster_core.retrieval.evaluation.eval_filter`.
+        this facade's retriever; see :func:`docmaster_core.evaluation.harness.eval_filter`.
 
         Raises:
             RetrievalError: no labelled file is in the workspace, or an unknown strategy.
         """
-        from .retrieval import evaluation as ev
+        from .evaluation import harness as ev
 
         r = self.retriever()
         llm = None if decider == "calibrated" else self.llm
@@ -236,24 +237,24 @@ class DocMaster(IngestStage, IndexStage):
 
     def calibrate_filter(self, cases, texts: dict[str, str], **options):
         """Choose the offline rule's parameters on some conditions and report the others;
-        see :func:`docmaster_core.retrieval.evaluation.calibrate_filter`.
+        see :func:`docmaster_core.evaluation.harness.calibrate_filter`.
 
         Raises:
             RetrievalError: no labelled file is in the workspace.
         """
-        from .retrieval import evaluation as ev
+        from .evaluation import harness as ev
 
         r = self.retriever()
         return ev.calibrate_filter(self.ws, self.embedder, r.settings, cases, texts, retriever=r, **options)
 
     def eval_retrieval(self, bench: str, **options):
         """Evidence-page recall@k on a benchmark (mmlongbench, financebench); see
-        :func:`docmaster_core.retrieval.evaluation.eval_retrieval`.
+        :func:`docmaster_core.evaluation.harness.eval_retrieval`.
 
         Raises:
             RetrievalError: unknown benchmark, or none of its documents is in the workspace.
         """
-        from .retrieval import evaluation as ev
+        from .evaluation import harness as ev
 
         r = self.retriever()
         return ev.eval_retrieval(self.ws, self.embedder, r.settings, bench, retriever=r, **options)

@@ -7,7 +7,7 @@ beyond the data model), so that every algorithm is annotated with what it needs:
 * :class:`RunRecorder` - where filter and question runs are recorded;
 * :class:`RunStore` - both (what filtering, QA and evaluation take as ``ws``).
 
-:class:`~docmaster_core.store.Workspace` implements the last two; the backends in
+:class:`~docmaster_core.store.workspace.Workspace` implements the last two; the backends in
 :mod:`docmaster_core.llm` implement :class:`LLM`.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from .model import Answer, Decision, DocumentTree, Evidence
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
-    from .store import DocumentRecord
+    from .store.workspace import DocumentRecord
 
 __all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder", "RunStore", "UsageLog"]
 

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from docmaster_core.errors import DocMasterError
-from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION
 from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (

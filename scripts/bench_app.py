@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shots", type=Path, default=None, help="save a full-page screenshot of each page here (1400 px)")
     args = ap.parse_args(argv)
 
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     src = args.workspace.expanduser().resolve()
     if not (src / "workspace.sqlite").is_file():

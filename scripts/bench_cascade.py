@@ -3,7 +3,7 @@
 
 For each condition the evidence is retrieved once and every document's combined
 evidence score and rank computed once (``run_filter`` with the offline decider, not
-saved); then, for each seed and noise level, :func:`docmaster_core.retrieval.cascade.run_cascade`
+saved); then, for each seed and noise level, :func:`docmaster_core.filtering.cascade.run_cascade`
 runs with the label oracle of ``scripts/oracle_llm.py`` as the LLM (in process: the
 same :class:`Oracle` the chat server answers from, optionally flipping a fraction of
 answers; here a flip is drawn per seed, condition and document, where the server draws
@@ -50,7 +50,7 @@ def _prf(dec: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def scores_per_condition(workspace: str, conditions: list[tuple[str, str]]) -> dict[str, dict]:
     """``{cid: {"files", "z", "rank", "center"}}``: combined evidence scores, one retrieval per condition."""
     from docmaster_core.pipeline import DocMaster
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     dm = DocMaster(Workspace(workspace, create=False))
     out = {}
@@ -70,7 +70,7 @@ def bench(data: dict[str, dict], labels: dict, seeds: int, flip: float, targets_
     """One row per condition (means over ``seeds``), for one noise level."""
     from oracle_llm import Oracle, normalize
 
-    from docmaster_core.retrieval.cascade import CascadeTargets, run_cascade
+    from docmaster_core.filtering.cascade import CascadeTargets, run_cascade
 
     rows = []
     for cid, d in data.items():

@@ -56,7 +56,7 @@ def _texts(ws: Path, n: int, seed: int = 0) -> list[str]:
 
 def speed(args) -> dict:
     from docmaster_core.config import EmbeddingSettings
-    from docmaster_core.embedding import get_embedder
+    from docmaster_core.embedding.embedders import get_embedder
 
     texts = _texts(Path(args.ws), args.n)
     embs = {k: get_embedder(EmbeddingSettings(**v)) for k, v in BACKENDS.items() if k in args.backends}
@@ -82,7 +82,7 @@ def speed(args) -> dict:
 
 
 def _evaluate(dm, args) -> dict:
-    from docmaster_core.retrieval.evaluation import load_filter_cases
+    from docmaster_core.evaluation.harness import load_filter_cases
 
     out = {}
     if args.cases:

@@ -41,8 +41,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from docmaster_core.pipeline import DocMaster
-    from docmaster_core.retrieval.filter import run_filter
-    from docmaster_core.store import Workspace
+    from docmaster_core.filtering.run import run_filter
+    from docmaster_core.store.workspace import Workspace
 
     with open(args.conditions, newline="", encoding="utf-8") as f:
         conds = [(r["condition"], r["text"]) for r in csv.DictReader(f, delimiter="\t")]

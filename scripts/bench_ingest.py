@@ -83,7 +83,7 @@ def main() -> int:
     out["ratio_e2e_to_embed"] = out.get("e2e_s", stored_total) / out["embed_only_s"]
 
     from docmaster_core.parsing import parse_document
-    from docmaster_core.tree import build_tree
+    from docmaster_core.tree.build import build_tree
 
     inputs, _ = collect_inputs([args.corpus])
     t0 = time.perf_counter()

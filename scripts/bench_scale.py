@@ -83,7 +83,7 @@ def build(source: Path, out: Path, n_docs: int, seed: int = 0, sigma: float = SI
     """
     import numpy as np
 
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     dest = out / f"ws_{n_docs}"
     if dest.exists():

@@ -59,7 +59,7 @@ DEFAULT_CORPUS = REPO.parent / "shared" / "corpus" / "pdf"
 sys.path.insert(0, str(REPO))
 
 from docmaster_core.errors import DocMasterError  # noqa: E402
-from docmaster_core.store import Workspace  # noqa: E402
+from docmaster_core.store.workspace import Workspace  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -169,7 +169,7 @@ def ingest_cmd(inp: Path, ws_dir: Path) -> list[str]:
 
 # ----------------------------------------------------------------------------- main loop
 def run_check_in_process(ws_dir: Path, env: dict) -> tuple[int, dict]:
-    """``docmaster check --json`` through :func:`docmaster_core.cli.main` in this process."""
+    """``docmaster check --json`` through :func:`docmaster_core.cli.commands.main` in this process."""
     import contextlib
     import io
 

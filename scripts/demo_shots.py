@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (src / "workspace.sqlite").is_file():
         print(f"not a workspace: {src}", file=sys.stderr)
         return 2
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     ws = Workspace(src, create=False)
     n_docs = len(ws.documents())

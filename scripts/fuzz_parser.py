@@ -207,7 +207,7 @@ def child(list_file: str, results_file: str, mem_limit_mb: int) -> int:
     from docmaster_core.config import ParsingSettings
     from docmaster_core.errors import DocMasterError
     from docmaster_core.parsing import parse_document
-    from docmaster_core.tree import build_tree
+    from docmaster_core.tree.build import build_tree
 
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)

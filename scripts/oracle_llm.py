@@ -99,7 +99,7 @@ class DocumentFinder:
 
     def __init__(self, workspace: str | Path):
         from docmaster_core.retrieval.corpus import evidence_text
-        from docmaster_core.store import Workspace
+        from docmaster_core.store.workspace import Workspace
 
         ws = Workspace(workspace, create=False)
         self.index: dict[int, set[str]] = {}

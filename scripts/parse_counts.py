@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from docmaster_core.config import ParsingSettings  # noqa: E402
 from docmaster_core.parsing import PyMuPDFParser  # noqa: E402
-from docmaster_core.tree import build_tree  # noqa: E402
+from docmaster_core.tree.build import build_tree  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

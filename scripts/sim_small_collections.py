@@ -2,11 +2,11 @@
 
 The offline decision rule standardises evidence scores over the run's collection; below
 ``OfflineCalibration.min_collection`` documents it uses prior statistics instead
-(:mod:`docmaster_core.retrieval.decider`). This script measures the rule the way a user
+(:mod:`docmaster_core.filtering.decider`). This script measures the rule the way a user
 meets it on collections of every size: for every labelled condition it draws ``--draws``
 random sub-collections of ``n`` documents (n uniform in each size band; every second
 draw holds at least one matching document) and decides them exactly as a filter run
-over those documents would (:func:`docmaster_core.retrieval.filter.offline_decisions`,
+over those documents would (:func:`docmaster_core.filtering.run.offline_decisions`,
 document-level signals of the combined strategy included), then reports the micro-F1
 per condition, macro-averaged over the conditions, for the rule in force and for the
 z-score cut used before.
@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from docmaster_core.pipeline import DocMaster  # noqa: E402
-from docmaster_core.retrieval import evaluation as ev  # noqa: E402
-from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION  # noqa: E402
-from docmaster_core.retrieval.filter import collect_evidence, offline_decisions  # noqa: E402
+from docmaster_core.evaluation import harness as ev  # noqa: E402
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION  # noqa: E402
+from docmaster_core.filtering.run import collect_evidence, offline_decisions  # noqa: E402
 
 STRATS = ["tree", "semantic", "hyperedge", "combined", "flat"]
 BANDS = [(2, 4), (5, 7), (8, 12), (13, 20), (21, 44)]

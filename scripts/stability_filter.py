@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from docmaster_core.pipeline import DocMaster  # noqa: E402
-from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION  # noqa: E402
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION  # noqa: E402
 
 STRATEGIES = ["tree", "semantic", "hyperedge", "combined", "flat"]
 

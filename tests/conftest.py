@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from docmaster_core.embedding import get_embedder
+from docmaster_core.embedding.embedders import get_embedder
 from docmaster_core.errors import EmbeddingError
 
 

@@ -156,7 +156,7 @@ def test_upload_ingests_lists_collection_and_failures(env, uploaded):
 
 
 def test_reopened_workspace_shows_collection_at_once(uploaded, env):
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     at = _open("pages/upload.py")
     coll = _collection(at)
@@ -316,8 +316,8 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, m
     """The Filter page lists the documents ranked by evidence score with the suggested
     cut; moving the cut slider changes "kept N of M" and the decisions, and runs no new
     retrieval (no engine call, no new saved run)."""
-    import docmaster_core.retrieval.filter as core_filter
-    from docmaster_core.store import Workspace
+    import docmaster_core.filtering.run as core_filter
+    from docmaster_core.store.workspace import Workspace
 
     at = _open("pages/filter.py")
     at.text_area(key="w_filter_condition").set_value("Does the paper describe a distributed storage system?")
@@ -351,7 +351,7 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, m
 def test_filter_condition_restored_in_a_new_session(uploaded, env):
     """A browser reload starts a new session: the Filter page shows the condition of the
     workspace's last saved filter run instead of an empty box."""
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     last = Workspace(env["ws"], create=False).last_run_params("filter")
     assert last is not None, "the filter test above saves its runs"

@@ -30,7 +30,7 @@ def test_switching_documents_leaves_no_stale_label(uploaded, env):
     """Tree explorer and hyper-edge graph: after switching document, no widget shows the
     previous document's section, node or hyper-edge label, and a node-type filter set on
     one document does not carry over to the next."""
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     ws = Workspace(env["ws"], create=False)
     titles = {d.doc_id: ws.load_tree(d.doc_id) for d in ws.documents()}
@@ -170,7 +170,7 @@ def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
     """Two normalised runs over the uploaded documents: A keeps the first ``keep_a``
     documents (by file name), B the first ``keep_b``; one evidence passage (a TEXT node
     with its box) per document."""
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
     from ui.filtering import normalise_run
 
     ws = Workspace(env["ws"], create=False)
@@ -251,7 +251,7 @@ def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
     contiguous in first-use order, and "Open a source" shows the passage with its page;
     "documents I choose" starts empty; "the last filter" is the last saved run."""
     from docmaster_core import cli
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     if not Workspace(env["ws"], create=False).runs("filter"):  # run alone: save one filter run
         assert cli.main(["filter", "The paper evaluates retrieval on question answering benchmarks.",

@@ -18,11 +18,11 @@ import pytest
 
 from docmaster_core import cli
 from docmaster_core.config import get_settings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import RetrievalError
 from docmaster_core.llm import make_llm
 from docmaster_core.pipeline import DocMaster
-from docmaster_core.retrieval.cascade import (
+from docmaster_core.filtering.cascade import (
     CascadeTargets,
     plan_sample,
     precision_cut,
@@ -165,7 +165,7 @@ def _dm(ws: Path, server, **llm) -> DocMaster:
 
 @pytest.fixture(autouse=True)
 def _fresh_decision_cache():
-    from docmaster_core.retrieval import filter as flt
+    from docmaster_core.filtering import run as flt
 
     flt._DECISION_CACHE.clear()
     yield

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from docmaster_core import cli
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import ConfigError, LLMError, RetrievalError
 from docmaster_core.model import Evidence
 from docmaster_core.pipeline import DocMaster
@@ -114,7 +114,7 @@ def test_cli_rejects_top_k_below_one(ws, capsys, argv):
 
 
 def test_core_entry_points_reject_top_k_below_one(ws):
-    from docmaster_core.retrieval.qa import ask
+    from docmaster_core.qa.ask import ask
 
     dm = _dm(ws)
     for bad in (0, -1):
@@ -278,7 +278,7 @@ def test_ask_evidence_has_no_repeated_passages_and_footer_counts_sources(ws, cap
 
 
 def test_dedupe_candidates_replaces_title_by_its_paragraph(ws):
-    from docmaster_core.retrieval.qa import dedupe_candidates
+    from docmaster_core.qa.candidates import dedupe_candidates
 
     view = _dm(ws).retriever().view
     dv = next(d for d in view.docs if d.file_name == "kettle_manual.pdf")

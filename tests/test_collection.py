@@ -8,12 +8,12 @@ import shutil
 import numpy as np
 import pytest
 
-from docmaster_core.collection import collection_dir, sync_collection
-from docmaster_core.collection_index import collection_index, search
+from docmaster_core.store.collection import collection_dir, sync_collection
+from docmaster_core.store.collection_index import collection_index, search
 from docmaster_core.config import RetrievalSettings
 from docmaster_core.errors import WorkspaceError
 from docmaster_core.retrieval import corpus
-from docmaster_core.retrieval.filter import run_filter
+from docmaster_core.filtering.run import run_filter
 from docmaster_core.retrieval.retriever import Retriever
 from test_filter_qa import CONDITIONS
 from test_retrieval import TOY_DOCS, add_toy_document, build_toy_workspace

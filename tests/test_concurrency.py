@@ -20,7 +20,7 @@ from pathlib import Path
 
 from docmaster_core import cli
 from docmaster_core.errors import DocMasterError
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 
 try:
     from pdf_factory import make_many_pages_pdf, make_paper_pdf, make_simple_pdf, make_two_column_pdf
@@ -123,7 +123,7 @@ def test_writer_lock_is_released_when_the_writer_dies(tmp_path):
     """The lock is an ``flock``: a killed writer cannot leave the workspace locked."""
     ws_dir = tmp_path / "ws"
     Workspace(ws_dir).close()
-    code = ("import sys, time; from docmaster_core.store import Workspace; "
+    code = ("import sys, time; from docmaster_core.store.workspace import Workspace; "
             "w = Workspace(sys.argv[1]); w.acquire_write_lock(); print('locked', flush=True); time.sleep(600)")
     p = subprocess.Popen([sys.executable, "-c", code, str(ws_dir)], stdout=subprocess.PIPE, text=True,
                          env=_env(), cwd=str(REPO))

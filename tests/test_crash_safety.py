@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from docmaster_core import cli
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def test_interrupted_writes_are_leftovers_not_damage(tmp_path, capsys):
     from pdf_factory import make_simple_pdf
 
     from docmaster_core.config import get_settings
-    from docmaster_core.embedding import HashingEmbedder
+    from docmaster_core.embedding.embedders import HashingEmbedder
     from docmaster_core.pipeline import DocMaster
 
     ws = Workspace(tmp_path / "ws")
@@ -75,7 +75,7 @@ def test_stored_but_unindexed_document_is_indexed_on_rerun(tmp_path):
     from pdf_factory import make_paper_pdf
 
     from docmaster_core.config import get_settings
-    from docmaster_core.embedding import HashingEmbedder
+    from docmaster_core.embedding.embedders import HashingEmbedder
     from docmaster_core.pipeline import DocMaster
 
     p = make_paper_pdf(tmp_path / "paper.pdf")["path"]

@@ -8,10 +8,10 @@ import pytest
 
 from docmaster_core.config import RetrievalSettings
 from docmaster_core.model import DocumentTree, Node, NodeType
-from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION, OfflineCalibration, cut_threshold
-from docmaster_core.retrieval.doc_evidence import condition_parts, lexical_parts, strip_question
-from docmaster_core.retrieval.filter import run_filter
-from docmaster_core.retrieval.roles import ROLES, heading_role, node_roles
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, OfflineCalibration, cut_threshold
+from docmaster_core.filtering.evidence import condition_parts, lexical_parts, strip_question
+from docmaster_core.filtering.run import run_filter
+from docmaster_core.tree.roles import ROLES, heading_role, node_roles
 from test_retrieval import TOY_DOCS, build_toy_workspace
 
 GNN = ("gnn_molecules.pdf", "Message Passing Networks for Molecular Property Prediction", [

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from docmaster_core.config import EmbeddingSettings
-from docmaster_core.embedding import get_embedder, model_dir, resolve_backend
+from docmaster_core.embedding.embedders import get_embedder, model_dir, resolve_backend
 from docmaster_core.errors import EmbeddingError
-from docmaster_core.onnx_embedder import OnnxEmbedder, export_onnx
+from docmaster_core.embedding.onnx import OnnxEmbedder, export_onnx
 
 # Sentences in the register of the corpus: methods, results, tables, equations, plus
 # the edge cases an ingest meets (empty, very long, non-ASCII).
@@ -57,7 +57,7 @@ def test_auto_backend_on_a_cpu_machine():
         pytest.fail("an explicit backend must be kept")
     import torch
 
-    from docmaster_core.embedding import cpu_has_bf16
+    from docmaster_core.embedding.embedders import cpu_has_bf16
 
     want = "torch" if torch.cuda.is_available() else ("torch-bf16" if cpu_has_bf16() else "torch")
     assert resolve_backend(EmbeddingSettings()) == want

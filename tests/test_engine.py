@@ -15,14 +15,14 @@ import pytest
 
 from docmaster_core import cli
 from docmaster_core.config import FilterSettings, IndexSettings, get_settings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import LLMUnreachable
 from docmaster_core.index.params import IndexParams
 from docmaster_core.llm import make_llm
 from docmaster_core.llm.offline import OfflineLLM
 from docmaster_core.pipeline import DocMaster
-from docmaster_core.retrieval.decider import DEFAULT_CALIBRATION, calibration_from_settings
-from docmaster_core.store import Workspace
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, calibration_from_settings
+from docmaster_core.store.workspace import Workspace
 from net import closed_port
 
 try:
@@ -168,7 +168,7 @@ def test_cli_reindex_reuses_hyperedge_groups(tmp_path, embedder, monkeypatch, ca
         return real(self, *a, **k)
 
     monkeypatch.setattr(OfflineLLM, "group_paragraphs", counting)
-    monkeypatch.setattr("docmaster_core.cli._dm", lambda args, create=False: dm)
+    monkeypatch.setattr("docmaster_core.cli.commands.open_docmaster", lambda args, create=False: dm)
     assert cli.main(["index", "-w", str(tmp_path / "ws"), "--alpha", "0.3", "--K", "3"]) == 0
     capsys.readouterr()
     new = dm.load_index(r.doc_id, {"alpha": 0.3, "K": 3})

@@ -9,7 +9,7 @@ import pytest
 
 from docmaster_core.config import RetrievalSettings
 from docmaster_core.errors import RetrievalError
-from docmaster_core.retrieval.evaluation import (
+from docmaster_core.evaluation.harness import (
     eval_filter,
     eval_retrieval,
     load_bench,
@@ -19,7 +19,7 @@ from docmaster_core.retrieval.evaluation import (
     ranking_quality,
 )
 from docmaster_core.retrieval.retriever import Retriever
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 from test_retrieval import TOY_DOCS, add_toy_document, build_toy_workspace
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -135,7 +135,7 @@ def test_load_real_benchmarks_and_page_numbering():
     assert q.file == first["doc_name"] + ".pdf"
     with pytest.raises(RetrievalError):
         load_bench("nope", BENCH)
-    from docmaster_core.retrieval.evaluation import included_files
+    from docmaster_core.evaluation.harness import included_files
 
     assert len(included_files("mmlongbench", BENCH)) == 18 and len(included_files("financebench", BENCH)) == 25
     on_shipped = [q for q in mm if q.file in included_files("mmlongbench", BENCH)]
@@ -187,7 +187,7 @@ def test_cli_eval_filter(tmp_path, embedder, capsys):
 
 
 def test_calibrate_filter_reports_both_halves(tmp_path, embedder):
-    from docmaster_core.retrieval.evaluation import calibrate_filter
+    from docmaster_core.evaluation.harness import calibrate_filter
 
     ws = build_toy_workspace(tmp_path / "w", embedder)
     truth = {"I": "cnn_imagenet.pdf", "A": "coffee_manual.pdf", "F": "fact_check.pdf", "R": "rl_agent.pdf"}
@@ -195,7 +195,7 @@ def test_calibrate_filter_reports_both_halves(tmp_path, embedder):
              "A": "Does the document give operating, cleaning or safety instructions for a household appliance?",
              "F": "Does the paper address fact-checking or claim verification?",
              "R": "Does the paper train a model with reinforcement learning?"}
-    from docmaster_core.retrieval.evaluation import FilterCase
+    from docmaster_core.evaluation.harness import FilterCase
 
     cases = [FilterCase(f, k, int(f == pos)) for f, _, _ in TOY_DOCS for k, pos in truth.items()]
     res = calibrate_filter(ws, embedder, RetrievalSettings(), cases, texts, calibrate_on=["I", "F"],

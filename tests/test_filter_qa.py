@@ -10,8 +10,8 @@ from docmaster_core.config import RetrievalSettings
 from docmaster_core.errors import LLMBudgetExceeded, RetrievalError
 from docmaster_core.llm.base import UsageTracker
 from docmaster_core.model import Answer, Citation, Decision
-from docmaster_core.retrieval.filter import compare_runs, run_filter
-from docmaster_core.retrieval.qa import ask, decompose_question, select_documents
+from docmaster_core.filtering.run import compare_runs, run_filter
+from docmaster_core.qa.ask import ask, decompose_question, select_documents
 from docmaster_core.retrieval.retriever import Retriever
 from test_retrieval import TOY_DOCS, build_toy_workspace
 

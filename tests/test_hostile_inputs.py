@@ -2,7 +2,7 @@
 
 Every input is generated here (PyMuPDF or a tiny raw PDF writer), so the file runs
 without ``../shared``. Parsing and storage are under test, so the cheap
-:class:`~docmaster_core.embedding.HashingEmbedder` and the offline LLM stand in for the
+:class:`~docmaster_core.embedding.embedders.HashingEmbedder` and the offline LLM stand in for the
 real model. Memory bounds are measured in a child process (peak RSS, ``ru_maxrss``).
 """
 from __future__ import annotations
@@ -22,12 +22,12 @@ import pytest
 
 from docmaster_core import cli
 from docmaster_core.config import ParsingSettings, get_settings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import DocMasterError, EncryptedPDFError, ParseError, WorkspaceError
 from docmaster_core.model import DocumentTree, Node, NodeType
 from docmaster_core.parsing import parse_document
 from docmaster_core.pipeline import DocMaster
-from docmaster_core.store import Workspace, storable_text
+from docmaster_core.store.workspace import Workspace, storable_text
 
 try:
     from pdf_factory import make_encrypted_pdf, make_paper_pdf, make_simple_pdf, make_truncated_pdf

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import IndexBuildError
 from docmaster_core.index.hyperedges import (
     assign_hyperedge_clusters,

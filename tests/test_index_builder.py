@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from docmaster_core.config import IndexSettings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import IndexBuildError
 from docmaster_core.index import (
     CollectionIndex,

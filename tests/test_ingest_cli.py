@@ -10,7 +10,7 @@ import pytest
 
 from docmaster_core import cli
 from docmaster_core.pipeline import DocMaster
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CORPUS = SHARED / "corpus" / "pdf"
@@ -150,7 +150,7 @@ def test_concurrent_writer_is_refused(inputs, tmp_path, capsys):
 def test_real_corpus_pdfs(tmp_path):
     """Two real corpus PDFs, one of them encrypted with an empty password (parsing and
     storage are under test here, so a cheap hashing embedder stands in for the model)."""
-    from docmaster_core.embedding import HashingEmbedder
+    from docmaster_core.embedding.embedders import HashingEmbedder
 
     names = ["2005.11401_rag-knowledge-intensive-nlp.pdf", "doc_ntsb-aviation-accident-report.pdf"]
     paths = [CORPUS / n for n in names if (CORPUS / n).exists()]
@@ -171,7 +171,7 @@ def test_real_corpus_pdfs(tmp_path):
 @pytest.mark.skipif(not (SHARED / "corpus" / "mineru").is_dir(), reason="../shared MinerU samples not present")
 def test_mineru_content_list_given_directly(tmp_path):
     """A MinerU ``*_content_list.json`` given as input is imported (no PDF parsing)."""
-    from docmaster_core.embedding import HashingEmbedder
+    from docmaster_core.embedding.embedders import HashingEmbedder
 
     src = SHARED / "corpus" / "mineru" / "magicpdf-0.10.0-demo1" / "demo1_content_list.json"
     res = DocMaster(tmp_path / "ws", embedder=HashingEmbedder()).ingest([src])

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from docmaster_core.config import get_settings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.llm import make_llm, prompts
 from docmaster_core.pipeline import DocMaster
 

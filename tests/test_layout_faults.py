@@ -11,7 +11,7 @@ import pytest
 from docmaster_core.config import ParsingSettings
 from docmaster_core.model import Element, Evidence, NodeType, ParsedDocument
 from docmaster_core.parsing import PyMuPDFParser
-from docmaster_core.tree import build_tree, page_of_text
+from docmaster_core.tree.build import build_tree, page_of_text
 
 try:
     from tests import layout_factory as lf
@@ -132,14 +132,14 @@ def test_single_column_page_has_no_gutter(tmp_path):
 def test_layout_stage_alone_finds_three_columns(tmp_path):
     import pymupdf
 
-    from docmaster_core.parsing.pdf.common import _PageInfo
+    from docmaster_core.parsing.pdf.common import PageInfo
     from docmaster_core.parsing.pdf.layout import page_layout
-    from docmaster_core.parsing.pdf.spans import _extract_page_lines
+    from docmaster_core.parsing.pdf.spans import extract_page_lines
 
     lf.make_columns_pdf(tmp_path / "c3.pdf", n_cols=3, gutter=10.0, header=False)
     with pymupdf.open(tmp_path / "c3.pdf") as doc:
-        lines, _ = _extract_page_lines(doc[0], 0)
-        p = _PageInfo(doc[0].rect.width, doc[0].rect.height)
+        lines, _ = extract_page_lines(doc[0], 0)
+        p = PageInfo(doc[0].rect.width, doc[0].rect.height)
     page_layout(p, lines)
     assert len(p.gutters) == 2
     assert {l.col for l in p.lines} == {0, 1, 2}
@@ -233,9 +233,9 @@ def test_numeric_row_shape():
 
 
 def test_private_use_ligatures_are_mapped_by_evidence():
-    from docmaster_core.parsing.pdf.spans import _PUA_SHIFT, ligature_map
+    from docmaster_core.parsing.pdf.spans import PUA_SHIFT, ligature_map
 
-    a, b = chr(_PUA_SHIFT[0xE000]), chr(_PUA_SHIFT[0xE001])
+    a, b = chr(PUA_SHIFT[0xE000]), chr(PUA_SHIFT[0xE001])
     words = [f"{a}rst", f"signi{a}cant", f"ef{a}cient", f"{b}ow", f"{b}oating", f"{a}eld"]
     table = ligature_map(words)
     assert [w.translate(table) for w in words] == ["first", "significant", "efficient", "flow", "floating", "field"]
@@ -246,11 +246,11 @@ def test_private_use_ligatures_are_mapped_by_evidence():
 
 
 def test_math_private_use_between_digits_is_a_decimal_point():
-    from docmaster_core.parsing.pdf.spans import _pua_text
+    from docmaster_core.parsing.pdf.spans import pua_text
 
-    assert _pua_text("1\ue0040", "ABCDEF+CMMI10") == "1.0"
-    assert _pua_text("x\ue004\ue004\ue004", "CMMI10") == "x..."
-    assert _pua_text("\ue000rst", "NimbusRomNo9L-Regu").startswith(chr(0xF0000))
+    assert pua_text("1\ue0040", "ABCDEF+CMMI10") == "1.0"
+    assert pua_text("x\ue004\ue004\ue004", "CMMI10") == "x..."
+    assert pua_text("\ue000rst", "NimbusRomNo9L-Regu").startswith(chr(0xF0000))
 
 
 @pytest.mark.skipif(not (CORPUS / "1706.03762v7_attention-is-all-you-need.pdf").is_file(),
@@ -288,7 +288,7 @@ def test_page_limit_option_and_environment(monkeypatch, tmp_path):
     from docmaster_core.errors import ParseError
 
     args = cli.build_parser().parse_args(["ingest", "x.pdf", "--workspace", str(tmp_path / "w"), "--page-limit", "3"])
-    st = cli._settings(args)
+    st = cli.common.settings_from_args(args)
     assert st.parsing.page_limit == 3
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["ingest", "x.pdf", "--workspace", "w", "--page-limit", "0"])
@@ -305,23 +305,23 @@ def test_page_limit_option_and_environment(monkeypatch, tmp_path):
 def _page_record(path):
     import pymupdf
 
-    from docmaster_core.parsing.pdf.common import _PageInfo
+    from docmaster_core.parsing.pdf.common import PageInfo
     from docmaster_core.parsing.pdf.layout import page_layout
-    from docmaster_core.parsing.pdf.spans import _extract_page_lines
+    from docmaster_core.parsing.pdf.spans import extract_page_lines
 
     with pymupdf.open(path) as doc:
-        lines, _ = _extract_page_lines(doc[0], 0)
-        p = _PageInfo(doc[0].rect.width, doc[0].rect.height)
+        lines, _ = extract_page_lines(doc[0], 0)
+        p = PageInfo(doc[0].rect.width, doc[0].rect.height)
     page_layout(p, lines)
     return p
 
 
 def test_marks_stage_alone_groups_display_equation(tmp_path):
-    from docmaster_core.parsing.pdf.marks import _mark_equations
+    from docmaster_core.parsing.pdf.marks import mark_equations
 
     lf.make_equation_pdf(tmp_path / "eq.pdf")
     p = _page_record(tmp_path / "eq.pdf")
-    _mark_equations(p, 10.0)
+    mark_equations(p, 10.0)
     groups: dict[int, list[str]] = {}
     for l in p.lines:
         if l.role == "equation":

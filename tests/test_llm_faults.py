@@ -20,7 +20,7 @@ import pytest
 
 from docmaster_core import cli
 from docmaster_core.config import get_settings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.llm import make_llm
 from docmaster_core.pipeline import DocMaster
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from docmaster_core.config import LLMSettings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.llm import LLM, OfflineLLM, make_llm, usage_report
-from docmaster_core.llm.base import split_sentences
+from docmaster_core.text.words import split_sentences
 from docmaster_core.llm.offline import condition_core, extractive_summary
 from docmaster_core.model import Evidence
 

@@ -16,7 +16,7 @@ from docmaster_core.errors import ConfigError, ParseError
 from docmaster_core.model import NodeType
 from docmaster_core.parsing import get_parser, parse_document
 from docmaster_core.parsing.mineru import MinerUParser, find_middle_json, find_mineru_output, html_table_rows, import_mineru
-from docmaster_core.tree import build_tree
+from docmaster_core.tree.build import build_tree
 
 try:
     from tests import pdf_factory as pf

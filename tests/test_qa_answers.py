@@ -13,9 +13,9 @@ import pytest
 from docmaster_core.config import LLMSettings
 from docmaster_core.llm import OpenAILLM, make_llm
 from docmaster_core.pipeline import DocMaster
-from docmaster_core.retrieval import qa_eval
-from docmaster_core.retrieval.qa import ask
-from docmaster_core.retrieval.qa_support import profile_question, table_rows
+from docmaster_core.evaluation import qa as qa_eval
+from docmaster_core.qa.ask import ask
+from docmaster_core.text.answer_units import profile_question, table_rows
 
 try:
     from fake_openai_server import FakeOpenAIServer, user_text

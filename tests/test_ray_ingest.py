@@ -16,10 +16,10 @@ import pytest
 
 from docmaster_core import cli
 from docmaster_core.config import get_settings
-from docmaster_core.embedding import HashingEmbedder
+from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import ConfigError
 from docmaster_core.pipeline import DocMaster
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 from net import closed_port
 
 try:

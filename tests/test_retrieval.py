@@ -14,7 +14,7 @@ import pytest
 from docmaster_core.config import RetrievalSettings
 from docmaster_core.model import DocumentTree, HyperEdge, Node, NodeType
 from docmaster_core.pipeline import node_embedding_text
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 
 # (file name, title, [(section title, [paragraphs])]); a section title None = content under ROOT
 TOY_DOCS = [

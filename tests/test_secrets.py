@@ -2,7 +2,7 @@
 exceptions or CLI output.
 
 An OpenAI-path run (``docmaster ingest``, ``filter``, ``ask``, ``usage``, ``check`` through
-:func:`docmaster_core.cli.main`, key from ``DOCMASTER_LLM__API_KEY``) against the fake
+:func:`docmaster_core.cli.commands.main`, key from ``DOCMASTER_LLM__API_KEY``) against the fake
 server, which answers some requests with errors that echo the key (as real endpoints
 do for a wrong key) and one summary whose text contains the key. Logging is captured
 at DEBUG for every logger (``openai``, ``httpx`` included). Afterwards the bytes of
@@ -121,7 +121,7 @@ def test_api_key_never_leaks(tmp_path, monkeypatch, capsys, caplog):
         data = p.read_bytes()
         assert KEY.encode() not in data and KEY.encode("utf-16-le") not in data, p
     # the echoed summary was scrubbed, not stored
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     w = Workspace(ws, create=False)
     summaries = [n.summary for d in w.documents() for n in w.load_tree(d.doc_id).nodes]

@@ -6,7 +6,7 @@ import pytest
 
 from docmaster_core.errors import WorkspaceError, WorkspaceLockedError
 from docmaster_core.model import DocumentTree, Node, NodeType
-from docmaster_core.store import Workspace
+from docmaster_core.store.workspace import Workspace
 
 
 def _tree(doc_id="abc123def4567890"):

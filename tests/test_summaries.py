@@ -9,8 +9,8 @@ import pytest
 from docmaster_core.config import LLMSettings
 from docmaster_core.errors import LLMError
 from docmaster_core.llm import OfflineLLM, make_llm, summarize_tree
-from docmaster_core.llm.base import split_sentences
-from docmaster_core.llm.summaries import leaf_text
+from docmaster_core.text.words import split_sentences
+from docmaster_core.tree.summaries import leaf_text
 from docmaster_core.model import DocumentTree, Node, NodeType
 
 try:

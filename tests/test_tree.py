@@ -9,7 +9,7 @@ import pytest
 from docmaster_core.config import ParsingSettings
 from docmaster_core.model import DocumentTree, Element, NodeType, ParsedDocument
 from docmaster_core.parsing import PyMuPDFParser
-from docmaster_core.tree import build_tree, split_long_text, split_sentences
+from docmaster_core.tree.build import build_tree, split_long_text, split_sentences
 
 try:
     from tests import pdf_factory as pf
@@ -196,7 +196,7 @@ def test_corpus_trees_validate():
 def test_title_falls_back_to_the_first_heading_then_the_file_stem():
     """A PDF without a title line or metadata title is named by its first heading on its
     first pages (not a numbered section heading), and only then by its file stem."""
-    from docmaster_core.tree import build_tree as bt
+    from docmaster_core.tree.build import build_tree as bt
 
     def parsed(els):
         return ParsedDocument(path="/x/scan_0042.pdf", title="", n_pages=3, elements=els, parser="t")

@@ -106,7 +106,7 @@ def render_answer(msg: dict[str, Any], turn: int) -> None:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _saved_run_matches(workspace: str, run_id: int) -> tuple[list[str], str]:
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     ws = Workspace(workspace, create=False)
     try:

@@ -5,7 +5,7 @@ A filter run (SPEC F6) decides per document whether it satisfies a natural-langu
 condition from the evidence of tree traversal, semantic search
 s(v, q) = w_type(v) · cos(e_v, e_q) · gamma^depth(v), hyper-edge matching, their
 reciprocal-rank fusion ("combined") and, optionally, the flat-chunk baseline. It runs
-:func:`docmaster_core.retrieval.filter.run_filter` with retrieval settings and index
+:func:`docmaster_core.filtering.run.run_filter` with retrieval settings and index
 parameters (alpha, k, K, w) taken from the form, and is saved in the workspace.
 
 The page works on *normalised* runs (:func:`normalise_run`)::
@@ -214,7 +214,7 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
 
             view = load_corpus(dm.ws)
             try:
-                from docmaster_core.retrieval.decider import lexical_stats
+                from docmaster_core.filtering.decider import lexical_stats
 
                 lexical_stats(view)
             except ImportError:
@@ -270,7 +270,7 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
         if config.get("combined_only") and "combined" in strategies:
             extra["decide"] = "combined-only"
         if config.get("cascade"):
-            from docmaster_core.retrieval.cascade import CascadeTargets
+            from docmaster_core.filtering.cascade import CascadeTargets
 
             extra["cascade"] = CascadeTargets(recall=float(config.get("recall_target", 0.9)),
                                               precision=float(config.get("precision_target", 0.9)),

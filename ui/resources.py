@@ -138,7 +138,7 @@ def get_app_settings(backend: str, model: str, base_url: str):
 def get_embedder_cached(model: str):
     """The shared sentence embedder (all-MiniLM-L6-v2, 384-d; ``"hashing"`` for tests)."""
     from docmaster_core.config import EmbeddingSettings, get_settings
-    from docmaster_core.embedding import get_embedder
+    from docmaster_core.embedding.embedders import get_embedder
 
     es = get_settings().embedding
     emb = get_embedder(EmbeddingSettings(**{**es.model_dump(), "model": model}))

@@ -34,7 +34,7 @@ def _no_documents_hint() -> None:
 
 
 def documents_or_stop(dm: Any) -> list:
-    """The workspace's :class:`~docmaster_core.store.DocumentRecord` list; when it is
+    """The workspace's :class:`~docmaster_core.store.workspace.DocumentRecord` list; when it is
     empty, shows a hint to upload and stops the page."""
     docs = dm.ws.documents()
     if not docs:
@@ -47,7 +47,7 @@ def choose_document(dm: Any, widget_key: str, label: str = "Document"):
     """A document selectbox bound to the session's current document.
 
     Returns:
-        The chosen :class:`~docmaster_core.store.DocumentRecord`, or None (with a hint
+        The chosen :class:`~docmaster_core.store.workspace.DocumentRecord`, or None (with a hint
         to upload) when the workspace is empty.
     """
     docs = dm.ws.documents()
@@ -77,7 +77,7 @@ def load_tree_cached(workspace: str, doc_id: str, added_at: float):
 
     ``added_at`` keys the cache so a re-ingested document is reloaded.
     """
-    from docmaster_core.store import Workspace
+    from docmaster_core.store.workspace import Workspace
 
     ws = Workspace(workspace, create=False)
     try:

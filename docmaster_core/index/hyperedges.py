@@ -247,8 +247,8 @@ def unlinked_hyperedges(tree: DocumentTree, hyperedges: Sequence[HyperEdge]) -> 
     block, author lines, permission notices) or back matter (references,
     acknowledgements): they are someone else's work or boilerplate, so they get no
     must-links (:func:`link_hyperedges`). Roles come from the section headings
-    (:func:`docmaster_core.retrieval.roles.path_role`)."""
-    from ..retrieval.roles import path_role
+    (:func:`docmaster_core.tree.roles.path_role`)."""
+    from ..tree.roles import path_role
 
     def headings(sid: int) -> list[str]:
         path, cur = [], sid

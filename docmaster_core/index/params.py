@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from ..config import IndexSettings
-from ..store import params_key
+from ..store.workspace import params_key
 
 __all__ = ["IndexParams", "params_key"]
 

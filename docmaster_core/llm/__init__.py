@@ -18,7 +18,7 @@ from .base import LLM, TASKS, UsageCounts, UsageTracker
 from .cache import CACHE_FILENAME, LLMCache, usage_report
 from .offline import OfflineLLM
 from .openai_backend import OpenAILLM, estimate_cost
-from .summaries import summarize_tree
+from ..tree.summaries import summarize_tree
 
 __all__ = [
     "LLM",
@@ -44,7 +44,7 @@ def make_llm(settings: LLMSettings, *, cache_dir: Path | str | None, embedder: A
         cache_dir: Workspace directory for ``llm_cache.sqlite`` (response cache and
             usage log); ``None`` = no persistence.
         embedder: Sentence embedder for the offline backend; ``None`` =
-            :func:`docmaster_core.embedding.get_embedder` on first use.
+            :func:`docmaster_core.embedding.embedders.get_embedder` on first use.
         **options: Backend-specific keyword arguments: for ``offline``
             ``decide_threshold``, ``pair_threshold``, ``group_distance``,
             ``answer_min_cos``; for ``openai`` ``backoff_base``, ``backoff_max`` (seconds),

@@ -10,9 +10,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import normalize_ws, truncate_words
+from ..text.words import normalize_ws, truncate_words
 
-__all__ = ["condition_core", "extractive_summary", "join_sentences", "lexical_vectors"]
+__all__ = ["condition_core", "extractive_summary", "join_sentences", "lexical_vectors", "norm_key"]
 
 _FRAMING = [
     re.compile(
@@ -122,7 +122,7 @@ def extractive_summary(
 _KEY_RE = re.compile(r"[^0-9a-z]+")
 
 
-def _norm_key(text: str) -> str:
+def norm_key(text: str) -> str:
     """Lower-case alphanumeric words joined by single spaces (duplicate-sentence key)."""
     return " ".join(_KEY_RE.sub(" ", (text or "").lower()).split())
 

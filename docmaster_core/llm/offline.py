@@ -49,9 +49,10 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..model import Answer, Citation, Decision, Evidence
-from .base import UsageTracker, count_words, normalize_ws, split_sentences, truncate_words
+from .base import UsageTracker
+from ..text.words import count_words, normalize_ws, split_sentences, truncate_words
 from .cache import LLMCache, make_key
-from .extractive import _norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
+from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
 
 __all__ = [
     "OfflineLLM",
@@ -84,7 +85,7 @@ class OfflineLLM:
     """The LLM facade without a server: extractive and embedding-based (SPEC F8).
 
     Args:
-        embedder: Sentence embedder; ``None`` = :func:`docmaster_core.embedding.get_embedder`
+        embedder: Sentence embedder; ``None`` = :func:`docmaster_core.embedding.embedders.get_embedder`
             on first use.
         cache: Optional response cache (results are deterministic; the cache only
             saves embedder time and pins results across runs).
@@ -150,7 +151,7 @@ class OfflineLLM:
     def embedder(self):
         """The sentence embedder (loaded lazily)."""
         if self._embedder is None:
-            from ..embedding import get_embedder
+            from ..embedding.embedders import get_embedder
 
             self._embedder = get_embedder()
         return self._embedder
@@ -421,13 +422,13 @@ class OfflineLLM:
             title = normalize_ws(e.section_path[-1]) if e.section_path else ""
             if title:
                 head, _, rest = text.partition("\n")
-                if rest.strip() and _norm_key(head) == _norm_key(title):
+                if rest.strip() and norm_key(head) == norm_key(title):
                     text = rest
                 else:
                     flat = normalize_ws(text)
                     if flat.startswith(title + " ") and count_words(flat) > count_words(title) + 3:
                         text = flat[len(title) + 1 :]
-                if _norm_key(text) == _norm_key(title) and e.node_type == "TITLE":
+                if norm_key(text) == norm_key(title) and e.node_type == "TITLE":
                     continue
             for s in split_sentences(text, max_words=60):
                 units.append(s)
@@ -498,7 +499,7 @@ class OfflineLLM:
         """Extractive answer: the evidence sentences closest to the question, cited.
 
         Up to ``answer_max_sentences`` sentences, best supported first (term coverage,
-        answer type and cosine, :func:`~docmaster_core.retrieval.qa_answering.rank_answer_units`;
+        answer type and cosine, :func:`~docmaster_core.qa.answering.rank_answer_units`;
         only sentences with cosine >= ``answer_min_cos`` or covering half the question's terms), each followed by its evidence id (``[E3]``); one citation
         per evidence item used. With no such sentence the answer says so and cites
         nothing.
@@ -546,14 +547,14 @@ class OfflineLLM:
         picked: list[int] = []
         seen: set[str] = set()
         words = 0
-        from ..retrieval.qa_answering import rank_answer_units  # support order: coverage, answer type, cosine
+        from ..text.answer_units import rank_answer_units  # support order: coverage, answer type, cosine
 
         for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos, owner,
                                    min_cos=self.answer_min_cos):
             i = int(i)
             if len(picked) >= self.answer_max_sentences:
                 break
-            key = _norm_key(units[i])  # the same sentence from two passages is quoted once
+            key = norm_key(units[i])  # the same sentence from two passages is quoted once
             if key in seen or words + count_words(units[i]) > 150:
                 continue
             seen.add(key)

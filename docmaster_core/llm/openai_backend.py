@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import LLMError, LLMUnreachable
 from ..model import Answer, Citation, Decision, Evidence
 from . import prompts
-from .base import normalize_ws, split_sentences, truncate_words
+from ..text.words import normalize_ws, split_sentences, truncate_words
 from .cache import make_key
 from .transport import PRICES_PER_MTOK, OpenAITransport, estimate_cost
 

@@ -1,19 +1,20 @@
-"""Tri-modal retrieval, filtering, question answering and evaluation (SPEC F6, F7).
+"""Tri-modal retrieval (SPEC F6): the search strategies and their fusion.
 
 * :mod:`.corpus` - a cached, vectorised view of a workspace's trees and node vectors;
 * :mod:`.tree_traversal` - strategy 1: best sections by title and content centroid,
   then content under them;
 * :mod:`.semantic` - strategy 2: FAISS cosine with s(v,q) = w_type * cos * gamma^depth;
 * :mod:`.hyperedge` - strategy 3: best hyper-edge summaries, then all their nodes;
+* :mod:`.keyword` - BM25 over node text (a lexical strategy and baseline);
+* :mod:`.references` - elements a question names ("Table 3", "Eq. (2)");
 * :mod:`.combine` - reciprocal rank fusion of the three ("combined");
 * :mod:`.flat` - the flat-chunk baseline (fixed-size overlapping chunks, plain cosine);
-* :mod:`.retriever` - one entry point for all strategies;
-* :mod:`.decider` - the offline, collection-calibrated decision rule;
-* :mod:`.filter` - per-document decisions of every strategy, saved as runs;
-* :mod:`.qa` - cited answers, and deep mode (query decomposition, iterative retrieval);
-* :mod:`.evaluation` - filter P/R/F1 and benchmark evidence-page recall@k.
+* :mod:`.retriever` - one entry point for all strategies.
 
-Submodules import faiss and the embedder lazily; importing this package is cheap.
+Decisions live in :mod:`docmaster_core.filtering`, answers in :mod:`docmaster_core.qa`,
+evaluation in :mod:`docmaster_core.evaluation`. The names ``run_filter``, ``ask``,
+``eval_filter`` ... are still importable from here (deprecated; import them from their
+packages). Submodules import faiss and the embedder lazily; importing this package is cheap.
 """
 from __future__ import annotations
 
@@ -35,16 +36,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Retriever": ".retriever",
-    "FilterRun": ".filter",
-    "DocumentResult": ".filter",
-    "run_filter": ".filter",
-    "compare_runs": ".filter",
-    "QAResult": ".qa",
-    "ask": ".qa",
-    "eval_filter": ".evaluation",
-    "eval_retrieval": ".evaluation",
-    "load_filter_cases": ".evaluation",
+    "Retriever": "docmaster_core.retrieval.retriever",
+    # moved to their own stage packages; kept here for old import paths
+    "FilterRun": "docmaster_core.filtering.run",
+    "DocumentResult": "docmaster_core.filtering.run",
+    "run_filter": "docmaster_core.filtering.run",
+    "compare_runs": "docmaster_core.filtering.run",
+    "QAResult": "docmaster_core.qa.ask",
+    "ask": "docmaster_core.qa.ask",
+    "eval_filter": "docmaster_core.evaluation.harness",
+    "eval_retrieval": "docmaster_core.evaluation.harness",
+    "load_filter_cases": "docmaster_core.evaluation.harness",
 }
 
 
@@ -54,4 +56,4 @@ def __getattr__(name: str):
         raise AttributeError(name)
     import importlib
 
-    return getattr(importlib.import_module(mod, __name__), name)
+    return getattr(importlib.import_module(mod), name)

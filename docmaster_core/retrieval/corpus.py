@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..collection import META_DTYPE, sync_collection
+from ..store.collection import META_DTYPE, sync_collection
 from ..errors import RetrievalError, WorkspaceError
 from ..model import DocumentTree, Evidence, Node, NodeType
 
@@ -116,7 +116,7 @@ class CorpusView:
     Attributes:
         docs: One :class:`DocView` per document, in workspace order.
         emb: (N, d) node embeddings, unit rows; N = total nodes. float16 (or float32,
-            see :func:`~docmaster_core.collection.vectors_dtype`) memory-mapped from the
+            see :func:`~docmaster_core.store.collection.vectors_dtype`) memory-mapped from the
             workspace's collection store; float32 in memory for a workspace whose store
             cannot be written. Use :meth:`cosines` for products with all rows.
         doc_of: int32 (N,) document index of each row.
@@ -128,10 +128,10 @@ class CorpusView:
         offsets: int64 (D+1,) row offsets; document ``i`` has rows
             ``offsets[i]:offsets[i+1]``.
         signature: The cache key the view was built for.
-        collection: The :class:`~docmaster_core.collection.Collection` the view reads
+        collection: The :class:`~docmaster_core.store.collection.Collection` the view reads
             (None for the in-memory fallback).
         node_loader: ``(doc_id, node_ids) -> {node_id: Node}`` reading single nodes
-            without their tree (:meth:`~docmaster_core.store.Workspace.load_nodes`);
+            without their tree (:meth:`~docmaster_core.store.workspace.Workspace.load_nodes`);
             None when the view holds every tree.
         skipped: ``{doc_id: warning}`` for stored documents left out of the view
             because their vector file is missing, unreadable or does not match the tree
@@ -382,7 +382,7 @@ def node_meta(ws, doc_id: str, n_nodes: int) -> np.ndarray:
     """The collection store's metadata rows of one document (from its stored nodes, no tree).
 
     Returns:
-        :data:`~docmaster_core.collection.META_DTYPE` (n_nodes,): type code
+        :data:`~docmaster_core.store.collection.META_DTYPE` (n_nodes,): type code
         (:data:`TYPE_CODES`), back-matter flag, depth, first page (1-based).
     """
     rows = ws.node_columns(doc_id, ("type", "depth", "parent", "page_start", "section_path_json"))[:n_nodes]
@@ -496,7 +496,7 @@ def load_corpus(ws) -> CorpusView:
     """The (cached) :class:`CorpusView` of a workspace.
 
     Args:
-        ws: A :class:`~docmaster_core.store.Workspace`.
+        ws: A :class:`~docmaster_core.store.workspace.Workspace`.
 
     A document whose vector file is missing, unreadable or does not match its tree is
     left out of the view and named in :attr:`CorpusView.skipped` (the rest of the

@@ -9,7 +9,7 @@ the document-tree nodes recovers them::
 
 with N the number of nodes of the workspace, ``n_t`` the nodes containing t, k1 = 1.2,
 b = 0.75. Terms are the query's words minus stop words
-(:func:`~docmaster_core.retrieval.decider.condition_terms`). The node-term matrix is a
+(:func:`~docmaster_core.text.terms.condition_terms`). The node-term matrix is a
 ``scipy.sparse`` CSR matrix of the per-node term weights, built once per corpus view;
 scoring a query is one sparse column sum.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .corpus import CorpusView
-from .decider import condition_terms, tokens
+from ..text.terms import condition_terms, tokens
 
 __all__ = ["KeywordIndex", "keyword_index", "keyword_scores"]
 

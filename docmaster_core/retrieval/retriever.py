@@ -74,7 +74,7 @@ class Retriever:
     """Tri-modal retrieval plus the flat baseline over one workspace.
 
     Args:
-        ws: The :class:`~docmaster_core.store.Workspace`.
+        ws: The :class:`~docmaster_core.store.workspace.Workspace`.
         embedder: The embedder the node vectors were made with.
         settings: :class:`~docmaster_core.config.RetrievalSettings`.
         load_index: ``doc_id -> DocumentIndex | None`` for hyper-edges (e.g.

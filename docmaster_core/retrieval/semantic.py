@@ -23,7 +23,7 @@ __all__ = ["faiss_index", "global_top_k", "node_cosines", "semantic_scores", "to
 
 def faiss_index(view: CorpusView):
     """The FAISS index over ``view.emb``, row ``r`` = id ``r``: the workspace's persisted
-    collection index (:mod:`docmaster_core.collection_index`, fp16 scalar quantiser,
+    collection index (:mod:`docmaster_core.store.collection_index`, fp16 scalar quantiser,
     memory-mapped, updated incrementally) when the view reads the collection store, else
     an ``IndexFlatIP`` built in memory. Cached on the view.
 
@@ -33,7 +33,7 @@ def faiss_index(view: CorpusView):
 
     def build():
         if view.collection is not None:
-            from ..collection_index import collection_index
+            from ..store.collection_index import collection_index
 
             return collection_index(view.collection)
         try:

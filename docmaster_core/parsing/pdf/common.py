@@ -1,7 +1,7 @@
 """Shared records of the staged PyMuPDF parser: constants, the line record, the
 per-page record and the parse context threaded through the stages.
 
-Coordinates are PDF points (origin top left, y down); ``_Line.page`` is 0-based,
+Coordinates are PDF points (origin top left, y down); ``Line.page`` is 0-based,
 element pages elsewhere are 1-based.
 """
 from __future__ import annotations
@@ -39,25 +39,25 @@ _BOLD_FONT_RE = re.compile(
     re.IGNORECASE,
 )
 _MONO_FONT_RE = re.compile(r"(courier|mono|cmtt|sftt|consolas|menlo|typewriter|lmtt)", re.IGNORECASE)
-_MATH_CHARS = set(
+MATH_CHARS = set(
     "=+−×÷±∓∑∏∫∮∂∇∆√∞∝≈≠≡≤≥≪≫∈∉∋⊂⊃⊆⊇∪∩∧∨¬∀∃∅→←↔⇒⇐⇔↦⟨⟩‖∥⊥⊗⊕⊙∘·⋅∗†′″"
     "αβγδεζηθικλμνξοπρστυφχψωϵϑϕϱςΓΔΘΛΞΠΣΥΦΨΩ^_|{}[]<>"
 )
-_PAGENUM_RE = re.compile(
+PAGENUM_RE = re.compile(
     r"^(?:page\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:of|/)\s*\d{1,4})?$|^[-–—]\s*\d{1,4}\s*[-–—]$",
     re.IGNORECASE,
 )
-_EQNUM_RE = re.compile(r"\(\s*(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})?[a-z]?\s*\)\s*$")
-_BULLET_RE = re.compile(r"^(?:[•◦▪▫●○■□►▸‣⁃∙·\-–—*]|\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\))\s")
-_WORD_RE = re.compile(r"[A-Za-z]{3,}")
-_TABLE_HINT_RE = re.compile(r"^\s*(?:Table|TABLE|Tab\.)\s*[A-Z]?[0-9IVX]")
+EQNUM_RE = re.compile(r"\(\s*(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})?[a-z]?\s*\)\s*$")
+BULLET_RE = re.compile(r"^(?:[•◦▪▫●○■□►▸‣⁃∙·\-–—*]|\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\))\s")
+WORD_RE = re.compile(r"[A-Za-z]{3,}")
+TABLE_HINT_RE = re.compile(r"^\s*(?:Table|TABLE|Tab\.)\s*[A-Z]?[0-9IVX]")
 
 
 
 
 
 @dataclass(slots=True, eq=False)
-class _Line:
+class Line:
     """One visual line (after merging pieces on the same baseline). Internal."""
 
     page: int  # 0-based page index
@@ -100,13 +100,13 @@ class _Line:
 
 
 def _font_is_bold(font: str, flags: int) -> bool:
-    return bool(flags & 16) or _font_class(font)[0]
+    return bool(flags & 16) or font_class(font)[0]
 
 
 _FONT_CLASS: dict[str, tuple[bool, bool, bool]] = {}
 
 
-def _font_class(font: str) -> tuple[bool, bool, bool]:
+def font_class(font: str) -> tuple[bool, bool, bool]:
     """(bold name, math font, monospace name) of a font name, cached."""
     c = _FONT_CLASS.get(font)
     if c is None:
@@ -116,22 +116,22 @@ def _font_class(font: str) -> tuple[bool, bool, bool]:
     return c
 
 
-def _union(boxes: Iterable[tuple[float, float, float, float]]) -> tuple[float, float, float, float]:
+def box_union(boxes: Iterable[tuple[float, float, float, float]]) -> tuple[float, float, float, float]:
     bs = list(boxes)
     return (min(b[0] for b in bs), min(b[1] for b in bs), max(b[2] for b in bs), max(b[3] for b in bs))
 
 
-def _overlap_x(a0: float, a1: float, b0: float, b1: float) -> float:
+def overlap_x(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
 @dataclass
-class _PageInfo:
+class PageInfo:
     """One page during parsing: size (points), its visual lines, layout and regions."""
 
     width: float
     height: float
-    lines: list[_Line] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
     gutters: list[float] = field(default_factory=list)  # x of the gaps between text columns
     items: list[dict[str, Any]] = field(default_factory=list)  # regions, equations
     words: list[tuple] | None = None  # get_text("words") tuples on table-caption pages

@@ -8,11 +8,11 @@ import numpy as np
 
 from ...model import NodeType
 from ..base import clean_text
-from .common import _Line, _overlap_x, _union
-from .regions import Box, RegionEnv
+from .common import Line, overlap_x, box_union
+from .region_env import Box, RegionEnv
 
 
-def _graphics_clusters(rects: list[tuple[float, float, float, float]], width: float, height: float,
+def graphics_clusters(rects: list[tuple[float, float, float, float]], width: float, height: float,
                        cell: float = 4.0, pad: float = 3.0) -> list[tuple[float, float, float, float]]:
     """Cluster graphics rectangles (vector paths, images) by rasterising them onto a
     coarse grid (``cell`` points) and labelling connected components (scipy)."""
@@ -42,7 +42,7 @@ def _graphics_clusters(rects: list[tuple[float, float, float, float]], width: fl
 
 
 
-def figure_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[float, float], caption: str) -> None:
+def figure_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[float, float], caption: str) -> None:
     """The IMAGE item of the figure caption group ``gid``: graphics clusters above
     the caption (or below when none is above) and the lines in them; appended to
     ``env.p.items``."""
@@ -51,13 +51,13 @@ def figure_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple
     big_imgs = env.big_imgs
     gboxes = [b for k, b in enumerate(big_imgs) if k not in env.consumed_imgs]
     dr = env.drawings()
-    graphics = _graphics_clusters(dr["graphics"] + list(gboxes), p.width, p.height) if (dr["graphics"] or gboxes) else []
+    graphics = graphics_clusters(dr["graphics"] + list(gboxes), p.width, p.height) if (dr["graphics"] or gboxes) else []
     graphics = [g for g in graphics if (g[2] - g[0]) >= 20 and (g[3] - g[1]) >= 12]
 
     def near(direction: int) -> list[Box]:
         out = []
         for g in graphics:
-            if _overlap_x(g[0], g[2], rx0, rx1) < 0.3 * min(g[2] - g[0], rx1 - rx0):
+            if overlap_x(g[0], g[2], rx0, rx1) < 0.3 * min(g[2] - g[0], rx1 - rx0):
                 continue
             if direction < 0 and g[3] <= cb[1] + 4 and cb[1] - g[3] < 0.5 * p.height:
                 out.append(g)
@@ -85,10 +85,10 @@ def figure_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple
     for k, b in enumerate(big_imgs):
         if any(b[0] >= g[0] - 4 and b[2] <= g[2] + 4 and b[1] >= g[1] - 4 and b[3] <= g[3] + 4 for g in gs):
             env.consumed_imgs.add(k)
-    rb = _union(boxes) if boxes else None
+    rb = box_union(boxes) if boxes else None
     kind = "raster" if any(k in env.consumed_imgs for k in range(len(big_imgs))) and rb else ("vector" if rb else "caption-only")
     p.items.append({
-        "type": NodeType.IMAGE, "bbox": _union([cb] + ([rb] if rb else [])), "text": caption, "caption_group": gid,
+        "type": NodeType.IMAGE, "bbox": box_union([cb] + ([rb] if rb else [])), "text": caption, "caption_group": gid,
         "extra": {"caption": caption, "figure_bbox": list(rb) if rb else None,
                   "figure_text": clean_text(" ".join(fig_text))[:2000], "kind": kind},
     })

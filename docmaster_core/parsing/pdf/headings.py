@@ -6,18 +6,18 @@ import re
 from collections import Counter, defaultdict
 
 from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_heading, numbering_level
-from .common import _BULLET_RE, FRONT_BACK_MATTER, _Line, _overlap_x, _PageInfo
-from .figures import _graphics_clusters
-from .marks import _heading_features
+from .common import BULLET_RE, FRONT_BACK_MATTER, Line, overlap_x, PageInfo
+from .figures import graphics_clusters
+from .marks import heading_features
 
 
-def _is_toc_page(p: _PageInfo) -> bool:
+def _is_toc_page(p: PageInfo) -> bool:
     """A table-of-contents page: many lines ending in a page number (dot leaders)."""
     n = sum(1 for l in p.lines if l.role == "" and re.search(r"(?:\.\s*){3,}\s*\d{1,4}$|\s\d{1,4}$", l.text)
             and sum(ch.isalpha() for ch in l.text) >= 3)
     return n >= 6 and n >= 0.3 * max(1, sum(1 for l in p.lines if l.role == ""))
 
-def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
+def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
     """Decide heading lines from numbering and font size/weight (SPEC F1).
 
     Numbered lines ("3.2 Method", "A.1", "II.") in a style that differs from the
@@ -27,7 +27,7 @@ def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
     numbered heading's style (or be front/back matter, or be larger). Lines on
     table-of-contents pages, bullets, and text inside graphics are never headings.
     """
-    cands: list[_Line] = []
+    cands: list[Line] = []
     style_chars: Counter = Counter()
     for p in pages:
         for l in p.lines:
@@ -45,13 +45,13 @@ def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
                 continue
             if l.role == "heading?":
                 l.role = ""
-            f = _heading_features(l, body)
+            f = heading_features(l, body)
             if f is None:
                 continue
             t = l.text.strip()
             if toc and normalize_heading(t) not in ("contents", "tableofcontents"):
                 continue
-            if t[:1] in "•>›»▪■●◦–—*-" or (f["num"] is None and _BULLET_RE.match(t)):
+            if t[:1] in "•>›»▪■●◦–—*-" or (f["num"] is None and BULLET_RE.match(t)):
                 continue
             nxt = prv = None
             for j in order[idx + 1:]:
@@ -65,7 +65,7 @@ def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
                     prv = q
                     break
             # continuation lines of a wrapped heading (same style, directly below)
-            cont: list[_Line] = []
+            cont: list[Line] = []
             last = l
             for j in order[idx + 1:idx + 4]:
                 q = lines[j]
@@ -158,9 +158,9 @@ def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
                     continue
                 if -0.3 * h.size <= q.y0 - h.y1 < 0.6 * h.size and abs(q.size - h.size) < 0.3 \
                         and (q.bold >= 0.8) == (h.bold >= 0.8) and heading_numbering(q.text) is None \
-                        and q.nwords <= 10 and _overlap_x(q.x0, q.x1, h.x0 - 5, h.x1 + 200) > 0 \
+                        and q.nwords <= 10 and overlap_x(q.x0, q.x1, h.x0 - 5, h.x1 + 200) > 0 \
                         and len(h.heading_text) + len(q.text) < 160 and not SENTENCE_END_RE.search(h.heading_text) \
-                        and not _BULLET_RE.match(q.text):
+                        and not BULLET_RE.match(q.text):
                     h.heading_text = clean_text(h.heading_text + " " + q.text)
                     h.y1 = max(h.y1, q.y1)
                     h.x1 = max(h.x1, q.x1)
@@ -198,7 +198,7 @@ def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
             c.role = ""
     cands = [c for c in cands if c.role in ("heading", "heading-runin")]
     # drop font-only candidates whose style is too frequent (labels, table headers)
-    by_style: dict[tuple, list[_Line]] = defaultdict(list)
+    by_style: dict[tuple, list[Line]] = defaultdict(list)
     for l in cands:
         by_style[(round(l.size * 2) / 2, l.bold >= 0.8)].append(l)
     n_pages = max(1, len(pages))
@@ -229,9 +229,9 @@ def _detect_headings(pages: list[_PageInfo], body: float, doc=None) -> None:
                     and (g[2] - g[0]) * (g[3] - g[1]) > 4 * (c.x1 - c.x0) * max(c.y1 - c.y0, 1.0) for g in gs
                 ):
                     c.role = ""
-    _assign_levels([l for p in pages for l in p.lines if l.role in ("heading", "heading-runin")])
+    assign_levels([l for p in pages for l in p.lines if l.role in ("heading", "heading-runin")])
 
-def _page_graphics(doc, pno: int, p: _PageInfo) -> list[tuple]:
+def _page_graphics(doc, pno: int, p: PageInfo) -> list[tuple]:
     """Clusters of vector graphics and images on a page (boxes in points)."""
     try:
         page = doc[pno]
@@ -248,21 +248,21 @@ def _page_graphics(doc, pno: int, p: _PageInfo) -> list[tuple]:
         rects.extend(p.images)
     except Exception:
         return []
-    gs = _graphics_clusters(rects, p.width, p.height)
+    gs = graphics_clusters(rects, p.width, p.height)
     area = p.width * p.height
     return [g for g in gs if (g[2] - g[0]) >= 20 and (g[3] - g[1]) >= 12 and (g[2] - g[0]) * (g[3] - g[1]) < 0.6 * area]
 
-def _assign_levels(heads: list[_Line]) -> None:
+def assign_levels(heads: list[Line]) -> None:
     """Levels: numbering depth for numbered headings; for unnumbered ones the level
     of numbered headings with the same style (size, weight, capitals), else the
     rank of their style among the heading styles. Front/back matter (Abstract,
     References, ...) sits at the top numbered level."""
 
-    def caps(h: _Line) -> bool:
+    def caps(h: Line) -> bool:
         t = re.sub(r"^[\dIVXA-Z.\s]*\s", "", h.heading_text) or h.heading_text
         return t.upper() == t and sum(ch.isalpha() for ch in t) >= 3
 
-    def style(h: _Line) -> tuple:
+    def style(h: Line) -> tuple:
         return (round(h.size * 2) / 2, h.bold >= 0.8, caps(h))
 
     known: dict[tuple, Counter] = defaultdict(Counter)

@@ -9,11 +9,11 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ..base import clean_text, heading_numbering, is_caption
-from .common import _EQNUM_RE, _PAGENUM_RE, _Line, _PageInfo
-from .spans import _merge_pieces
+from .common import EQNUM_RE, PAGENUM_RE, Line, PageInfo
+from .spans import merge_pieces
 
 
-def _find_gutter(lines: list[_Line], width: float) -> float | None:
+def _find_gutter(lines: list[Line], width: float) -> float | None:
     """x of the gap between two text columns, or None for a single-column page."""
     cand = [l for l in lines if l.nchars >= 15 and l.role == ""]
     if len(cand) < 8:
@@ -31,7 +31,7 @@ def _find_gutter(lines: list[_Line], width: float) -> float | None:
     return float(gs[int(np.argmin(score))])
 
 
-def _find_gutters(lines: list[_Line], width: float) -> list[float]:
+def _find_gutters(lines: list[Line], width: float) -> list[float]:
     """x positions of the vertical whitespace gaps between text columns (empty for a
     single-column page).
 
@@ -61,7 +61,7 @@ def _find_gutters(lines: list[_Line], width: float) -> list[float]:
     return [g] if g is not None else []
 
 
-def _columns_are_text(ls: list[_Line], gutters: list[float], tx0: float, tx1: float) -> bool:
+def _columns_are_text(ls: list[Line], gutters: list[float], tx0: float, tx1: float) -> bool:
     """True when the columns that ``gutters`` cut are columns of running text (not
     the columns of a table or a figure): each holds >= 5 lines of >= 3 words that
     mostly fill its width, and the columns have similar widths."""
@@ -80,7 +80,7 @@ def _columns_are_text(ls: list[_Line], gutters: list[float], tx0: float, tx1: fl
     return max(widths) <= 1.8 * min(widths)
 
 
-def _multi_gutters(ls: list[_Line], tx0: float, tx1: float) -> list[float]:
+def _multi_gutters(ls: list[Line], tx0: float, tx1: float) -> list[float]:
     """Gutters of a page with three or more columns (see :func:`_find_gutters`)."""
     n = len(ls)
     x0 = np.fromiter((l.x0 for l in ls), float, n)
@@ -120,7 +120,7 @@ def _multi_gutters(ls: list[_Line], tx0: float, tx1: float) -> list[float]:
     return gut
 
 
-def _assign_col(x0: float, x1: float, gutters: list[float] | None, width: float) -> int:
+def assign_col(x0: float, x1: float, gutters: list[float] | None, width: float) -> int:
     """Column index (0 = leftmost) of a box spanning ``[x0, x1]`` on a page whose
     column gaps are at ``gutters`` (x, points); -1 when it crosses a gutter by more
     than 3 % of the page width on both sides (a full-width or spanning item)."""
@@ -134,7 +134,7 @@ def _assign_col(x0: float, x1: float, gutters: list[float] | None, width: float)
     return sum(1 for g in gutters if c >= g)
 
 
-def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: float = 612.0) -> list[_Line]:
+def _visual_lines(raw: list[Line], gutters: list[float] | None = None, width: float = 612.0) -> list[Line]:
     """Merge raw lines of the same column whose vertical extents overlap.
 
     Pieces of one PyMuPDF block on one baseline are first joined across the gutter
@@ -142,13 +142,13 @@ def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: f
     column of each joined piece is assigned again.
     """
     if gutters:
-        byb: dict[int, list[_Line]] = defaultdict(list)
+        byb: dict[int, list[Line]] = defaultdict(list)
         for l in raw:
             byb[l.block].append(l)
-        joined: list[_Line] = []
+        joined: list[Line] = []
         for _, ls in byb.items():
             ls.sort(key=lambda l: (l.yc, l.x0))
-            runs: list[list[_Line]] = []
+            runs: list[list[Line]] = []
             for l in ls:
                 if runs:
                     last = runs[-1][-1]
@@ -161,16 +161,16 @@ def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: f
                 runs.append([l])
             for run in runs:
                 if len(run) > 1 and len({q.col for q in run}) > 1:
-                    joined.append(_merge_pieces(run))
+                    joined.append(merge_pieces(run))
                 else:
                     joined.extend(run)
         for l in joined:
-            l.col = _assign_col(l.x0, l.x1, gutters, width)
+            l.col = assign_col(l.x0, l.x1, gutters, width)
         raw = joined
-    out: list[_Line] = []
+    out: list[Line] = []
     for col in sorted({l.col for l in raw}):
         ls = sorted((l for l in raw if l.col == col), key=lambda l: (l.yc, l.x0))
-        groups: list[list[_Line]] = []
+        groups: list[list[Line]] = []
         # per group: [ref (most characters), x0, x1, shortest piece length, blocks]
         stats: list[list] = []
         for l in ls:
@@ -191,7 +191,7 @@ def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: f
                 small = llen <= 8 or gmin <= 8
                 same_block = l.block in gblocks
                 limit = max(4.0 * em, 30.0) if same_block else (1.5 * em if small else 0.45 * em)
-                if gap > limit and not _EQNUM_RE.fullmatch(l.text.strip()):
+                if gap > limit and not EQNUM_RE.fullmatch(l.text.strip()):
                     continue
                 if not same_block and is_caption(l.text) is not None:
                     continue
@@ -203,20 +203,20 @@ def _visual_lines(raw: list[_Line], gutters: list[float] | None = None, width: f
             if not placed:
                 groups.append([l])
                 stats.append([l, l.x0, l.x1, llen, {l.block}])
-        out.extend(_merge_pieces(g) for g in groups)
+        out.extend(merge_pieces(g) for g in groups)
     return out
 
 
-def page_layout(p: _PageInfo, lines: list[_Line]) -> None:
+def page_layout(p: PageInfo, lines: list[Line]) -> None:
     """Columns of the page, the column of each raw line, and the visual lines
     (``p.gutters``, ``p.lines`` sorted by y then x)."""
     p.gutters = _find_gutters(lines, p.width)
     for l in lines:
-        l.col = _assign_col(l.x0, l.x1, p.gutters, p.width)
+        l.col = assign_col(l.x0, l.x1, p.gutters, p.width)
     p.lines = sorted(_visual_lines(lines, p.gutters, p.width), key=lambda l: (l.y0, l.x0))
 
 
-def _mark_headers_footers(pages: list[_PageInfo]) -> None:
+def mark_headers_footers(pages: list[PageInfo]) -> None:
     n = len(pages)
     keys: dict[tuple, set[int]] = defaultdict(set)
     for pno, p in enumerate(pages):
@@ -225,7 +225,7 @@ def _mark_headers_footers(pages: list[_PageInfo]) -> None:
             if not band:
                 continue
             t = l.text.strip()
-            if _PAGENUM_RE.match(t):
+            if PAGENUM_RE.match(t):
                 l.role = "pagenum"
                 continue
             k = (band, re.sub(r"\d+", "#", re.sub(r"\s+", "", t.lower())))
@@ -242,7 +242,7 @@ def _mark_headers_footers(pages: list[_PageInfo]) -> None:
             if band and (band, re.sub(r"\d+", "#", re.sub(r"\s+", "", l.text.strip().lower()))) in rep:
                 l.role = "header"
 
-def _body_style(pages: list[_PageInfo]) -> tuple[float, str]:
+def body_style(pages: list[PageInfo]) -> tuple[float, str]:
     sizes: Counter = Counter()
     fonts: Counter = Counter()
     for p in pages:
@@ -256,7 +256,7 @@ def _body_style(pages: list[_PageInfo]) -> tuple[float, str]:
     font = fonts.most_common(1)[0][0] if fonts else ""
     return float(size), font
 
-def _doc_title(doc, pages: list[_PageInfo], body: float) -> str:
+def document_title(doc, pages: list[PageInfo], body: float) -> str:
     """Largest text in the upper part of page 1 (marked ``doctitle``), else metadata."""
     title = ""
     if pages and pages[0].lines:

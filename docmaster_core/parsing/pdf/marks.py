@@ -1,5 +1,5 @@
 """Stage "marks": captions ("Figure N", "Table N"), display equations and strongly
-styled numbered headings, marked on the lines of one page (``_Line.role``)."""
+styled numbered headings, marked on the lines of one page (``Line.role``)."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from ..base import SENTENCE_END_RE, heading_numbering, is_caption
-from .common import _EQNUM_RE, _MATH_CHARS, _Line, _overlap_x, _PageInfo
+from .common import EQNUM_RE, MATH_CHARS, Line, overlap_x, PageInfo
 
 
-def _mark_captions(p: _PageInfo, body: float) -> None:
+def mark_captions(p: PageInfo, body: float) -> None:
     gid = 0
     lines = p.lines
     for i, l in enumerate(lines):
@@ -29,7 +29,7 @@ def _mark_captions(p: _PageInfo, body: float) -> None:
         # running text that flows into it
         prev = None
         for q in reversed(lines[:i]):
-            if q.col == l.col and q.y1 <= l.y0 + 1 and _overlap_x(q.x0, q.x1, l.x0, l.x1) > 0:
+            if q.col == l.col and q.y1 <= l.y0 + 1 and overlap_x(q.x0, q.x1, l.x0, l.x1) > 0:
                 prev = q
                 break
         if prev is not None and prev.role == "" and prev.block == l.block and l.y0 - prev.y1 < 0.5 * l.size \
@@ -52,14 +52,14 @@ def _mark_captions(p: _PageInfo, body: float) -> None:
                 q.heading_source = kind
                 last = q
             elif q.y0 - last.y1 < 0.6 * max(l.size, 4) and abs(q.size - l.size) < 0.6 and q.block != l.block \
-                    and _overlap_x(q.x0, q.x1, l.x0, l.x1) > 0.5 * min(q.w, l.w) and is_caption(q.text) is None \
+                    and overlap_x(q.x0, q.x1, l.x0, l.x1) > 0.5 * min(q.w, l.w) and is_caption(q.text) is None \
                     and l.size < 0.97 * body:
                 q.role = "caption"
                 q.group = gid
                 q.heading_source = kind
                 last = q
             elif kind == "table" and not last.text.rstrip().endswith((".", ":")) and q.y0 - last.y1 < 0.6 * max(l.size, 4) \
-                    and abs(q.size - l.size) < 0.6 and _overlap_x(q.x0, q.x1, l.x0, l.x1) > 0.5 * min(q.w, l.w) \
+                    and abs(q.size - l.size) < 0.6 and overlap_x(q.x0, q.x1, l.x0, l.x1) > 0.5 * min(q.w, l.w) \
                     and is_caption(q.text) is None and q.bold < 0.8:
                 # a table caption's sentence runs on in another block of body size
                 q.role = "caption"
@@ -71,7 +71,7 @@ def _mark_captions(p: _PageInfo, body: float) -> None:
         gid += 1
 
 # ------------------------------------------------------------------ equations
-def _mark_equations(p: _PageInfo, body: float) -> None:
+def mark_equations(p: PageInfo, body: float) -> None:
     lines = p.lines
     xs0 = defaultdict(list)
     xs1 = defaultdict(list)
@@ -81,15 +81,15 @@ def _mark_equations(p: _PageInfo, body: float) -> None:
             xs1[l.col].append(l.x1)
     colx = {c: (float(np.percentile(xs0[c], 10)), float(np.percentile(xs1[c], 90))) for c in xs0}
 
-    def is_eq(l: _Line) -> bool:
+    def is_eq(l: Line) -> bool:
         if l.role:
             return False
         t = l.text
         ns = len(t.replace(" ", ""))
         if ns == 0:
             return False
-        sym = sum(1 for ch in t if ch in _MATH_CHARS) / ns
-        eqnum = bool(_EQNUM_RE.search(t))
+        sym = sum(1 for ch in t if ch in MATH_CHARS) / ns
+        eqnum = bool(EQNUM_RE.search(t))
         cx0, cx1 = colx.get(l.col, (l.x0, l.x1))
         cw = max(cx1 - cx0, 1.0)
         indented = l.x0 > cx0 + 0.06 * cw
@@ -129,9 +129,9 @@ def _mark_equations(p: _PageInfo, body: float) -> None:
             ns = len(q.text.replace(" ", ""))
             near = q.y0 > gy0 - 0.9 * body and q.y1 < gy1 + 0.9 * body
             inside = q.y0 >= gy0 - 2 and q.y1 <= gy1 + 2
-            if near and (ns <= 8 or _EQNUM_RE.fullmatch(q.text.strip()) or (inside and q.nwords <= 3 and ns <= 40)) \
+            if near and (ns <= 8 or EQNUM_RE.fullmatch(q.text.strip()) or (inside and q.nwords <= 3 and ns <= 40)) \
                     and (q.nwords <= 1 or inside) and (
-                _overlap_x(q.x0, q.x1, gx0 - 60, gx1 + 20) > 0 or _EQNUM_RE.fullmatch(q.text.strip())
+                overlap_x(q.x0, q.x1, gx0 - 60, gx1 + 20) > 0 or EQNUM_RE.fullmatch(q.text.strip())
             ):
                 g.append(j)
         _extend_equation(lines, g, flags, colx, body)
@@ -140,7 +140,7 @@ def _mark_equations(p: _PageInfo, body: float) -> None:
             lines[i].group = gid
         gid += 1
 
-def _math_like(l: _Line, colx: dict, body: float) -> bool:
+def _math_like(l: Line, colx: dict, body: float) -> bool:
     """A centred or indented, narrow line with an operator and few words: a line of
     a display equation that alone does not look like math (``softmax(...) V``)."""
     if l.role or l.nchars < 2:
@@ -157,7 +157,7 @@ def _math_like(l: _Line, colx: dict, body: float) -> bool:
         and l.nwords <= 6 and not prose_end and abs(l.size - body) < 0.3 * body
 
 
-def _extend_equation(lines: list[_Line], g: list[int], flags: list[bool], colx: dict, body: float) -> None:
+def _extend_equation(lines: list[Line], g: list[int], flags: list[bool], colx: dict, body: float) -> None:
     """Add to the equation group ``g`` (indices into ``lines``) the consecutive
     centred math-like lines directly above and below it (a multi-line display
     equation whose other lines were not recognised alone)."""
@@ -177,7 +177,7 @@ def _extend_equation(lines: list[_Line], g: list[int], flags: list[bool], colx: 
 
 
 # ------------------------------------------------------------------ strong headings
-def _heading_features(l: _Line, body: float) -> dict[str, Any] | None:
+def heading_features(l: Line, body: float) -> dict[str, Any] | None:
     t = l.text.strip()
     if not t or len(t) > 160:
         return None
@@ -196,12 +196,12 @@ def _heading_features(l: _Line, body: float) -> dict[str, Any] | None:
     return {"num": num, "ratio": ratio, "bold": l.bold >= 0.8, "caps": caps, "len": len(t), "words": len(t.split()),
             "italic": l.italic >= 0.8}
 
-def _mark_strong_headings(p: _PageInfo, body: float) -> None:
+def mark_strong_headings(p: PageInfo, body: float) -> None:
     """Numbered lines in a heading style: marked early so regions stop at them."""
     for l in p.lines:
         if l.role:
             continue
-        f = _heading_features(l, body)
+        f = heading_features(l, body)
         if f is None or f["num"] is None:
             continue
         styled = f["ratio"] >= 1.1 or (f["bold"] and f["ratio"] >= 0.9) or (f["caps"] and f["ratio"] >= 0.75)

@@ -68,11 +68,11 @@ def open_pdf(path: str | Path, settings: ParsingSettings | None = None):
         raise
     except Exception as exc:  # a damaged page tree: PyMuPDF raises RuntimeError/ValueError
         doc.close()
-        raise ParseError(f"{name}: damaged PDF ({_first_line(exc)})") from exc
+        raise ParseError(f"{name}: damaged PDF ({first_line(exc)})") from exc
     return doc
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     """``"Type: first line of the message"`` of an exception (one line, at most 160 chars)."""
     msg = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {msg[0][:160]}" if msg else type(exc).__name__

@@ -10,12 +10,12 @@ import numpy as np
 
 from ...model import Element, NodeType
 from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_heading
-from .common import _BULLET_RE, _EQNUM_RE, _Line, _PageInfo, _union
-from .layout import _assign_col
+from .common import BULLET_RE, EQNUM_RE, Line, PageInfo, box_union
+from .layout import assign_col
 
 
 # ------------------------------------------------------------------ reading order
-def _page_items(p: _PageInfo) -> list[dict[str, Any]]:
+def _page_items(p: PageInfo) -> list[dict[str, Any]]:
     """The items of one page before ordering: regions (tables/figures with their
     captions), equation groups, headings (run-in headings split from their text)
     and body lines."""
@@ -24,14 +24,14 @@ def _page_items(p: _PageInfo) -> list[dict[str, Any]]:
     for it in p.items:
         items.append({**it, "kind": "region"})
     # equation groups
-    eqs: dict[int, list[_Line]] = defaultdict(list)
+    eqs: dict[int, list[Line]] = defaultdict(list)
     for l in p.lines:
         if l.role == "equation":
             eqs[l.group].append(l)
     for g, ls in eqs.items():
         ls = _equation_lines_in_order(ls)
         items.append({"kind": "equation", "type": NodeType.EQUATION,
-                      "bbox": _union((l.x0, l.y0, l.x1, l.y1) for l in ls),
+                      "bbox": box_union((l.x0, l.y0, l.x1, l.y1) for l in ls),
                       "text": clean_text(" ".join(l.text for l in ls)), "extra": {"lines": len(ls)}})
     for l in p.lines:
         if l.role in ("heading", "heading-runin"):
@@ -58,13 +58,13 @@ def _page_items(p: _PageInfo) -> list[dict[str, Any]]:
     return items
 
 
-def _sort_items(p: _PageInfo, items: list[dict[str, Any]]) -> None:
+def _sort_items(p: PageInfo, items: list[dict[str, Any]]) -> None:
     """Sort page items in reading order (in place): bands separated by full-width
     items (column -1), then column, then y, then x."""
     # column of each item, then sort by band / column / y
     for it in items:
         b = it["bbox"]
-        it["col"] = it["line"].col if "line" in it and it["line"].block != -1 else _assign_col(b[0], b[2], p.gutters, p.width)
+        it["col"] = it["line"].col if "line" in it and it["line"].block != -1 else assign_col(b[0], b[2], p.gutters, p.width)
     fulls = sorted(it["bbox"][1] for it in items if it["col"] == -1)
     fa = np.asarray(fulls) if fulls else None
 
@@ -79,7 +79,7 @@ def _sort_items(p: _PageInfo, items: list[dict[str, Any]]) -> None:
     items.sort(key=key)
 
 
-def _reading_order(pages: list[_PageInfo], body: float) -> list[Element]:
+def reading_order(pages: list[PageInfo], body: float) -> list[Element]:
     """Elements of all pages in reading order (1-based pages, boxes in points); body
     lines are grouped into TEXT paragraphs (:func:`_new_paragraph`)."""
     elements: list[Element] = []
@@ -108,7 +108,7 @@ def _reading_order(pages: list[_PageInfo], body: float) -> list[Element]:
                 sizes = [it["line"].size for it in para]
                 elements.append(Element(
                     type=NodeType.TEXT, text=txt, page=pno + 1,
-                    bbox=_union(it["bbox"] for it in para), order=order, level=None,
+                    bbox=box_union(it["bbox"] for it in para), order=order, level=None,
                     extra={"font_size": float(np.median(sizes)), "lines": len(para), "col": para[0]["col"]},
                 ))
                 order += 1
@@ -139,8 +139,8 @@ def _reading_order(pages: list[_PageInfo], body: float) -> list[Element]:
 
 def _new_paragraph(para: list[dict], it: dict, body: float) -> bool:
     prev = para[-1]
-    pl: _Line = prev["line"]
-    l: _Line = it["line"]
+    pl: Line = prev["line"]
+    l: Line = it["line"]
     if it.get("para_start"):
         return True
     if it["col"] != prev["col"]:
@@ -154,7 +154,7 @@ def _new_paragraph(para: list[dict], it: dict, body: float) -> bool:
         return True
     txt = it["text"]
     ptxt = prev["text"]
-    if _BULLET_RE.match(txt):
+    if BULLET_RE.match(txt):
         return True
     left = min(q["bbox"][0] for q in para)
     right = max(q["bbox"][2] for q in para)
@@ -167,13 +167,13 @@ def _new_paragraph(para: list[dict], it: dict, body: float) -> bool:
     return False
 
 
-def _equation_lines_in_order(ls: list[_Line]) -> list[_Line]:
+def _equation_lines_in_order(ls: list[Line]) -> list[Line]:
     """Lines of one display equation in reading order: rows (lines whose vertical
     extents overlap) top to bottom, left to right within a row, the equation
     number ("(3)") last."""
-    nums = [l for l in ls if _EQNUM_RE.fullmatch(l.text.strip())]
+    nums = [l for l in ls if EQNUM_RE.fullmatch(l.text.strip())]
     rest = sorted((l for l in ls if l not in nums), key=lambda l: l.yc)
-    rows: list[list[_Line]] = []
+    rows: list[list[Line]] = []
     for l in rest:
         if rows:
             r = rows[-1]

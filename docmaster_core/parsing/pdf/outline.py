@@ -4,11 +4,11 @@ from __future__ import annotations
 import re
 
 from ..base import clean_text, heading_numbering, normalize_heading, numbering_level
-from .common import FRONT_BACK_MATTER, _Line, _PageInfo
-from .headings import _assign_levels
+from .common import FRONT_BACK_MATTER, Line, PageInfo
+from .headings import assign_levels
 
 
-def _outline_dests(doc) -> list[float | None]:
+def outline_dests(doc) -> list[float | None]:
     out: list[float | None] = []
     try:
         for e in doc.get_toc(simple=False):
@@ -19,7 +19,7 @@ def _outline_dests(doc) -> list[float | None]:
         return []
     return out
 
-def _apply_outline(pages: list[_PageInfo], outline: list[tuple[int, str, int]],
+def apply_outline(pages: list[PageInfo], outline: list[tuple[int, str, int]],
                    dests: list[float | None], body: float) -> bool:
     """Headings = outline entries matched to lines on their page (plus detected
     front/back-matter headings the outline lacks). Returns True when used."""
@@ -34,7 +34,7 @@ def _apply_outline(pages: list[_PageInfo], outline: list[tuple[int, str, int]],
     norm_cache: dict[int, str] = {}
     last_pos: tuple[int, float] = (-1, 0.0)
 
-    def norm(l: _Line) -> str:
+    def norm(l: Line) -> str:
         v = norm_cache.get(id(l))
         if v is None:
             v = normalize_heading(l.text)
@@ -143,7 +143,7 @@ def _apply_outline(pages: list[_PageInfo], outline: list[tuple[int, str, int]],
         for l in detected:
             if l.role == "":
                 l.role = "heading"
-        _assign_levels(detected)
+        assign_levels(detected)
         return False
     # front/back matter headings found by detection but absent from the outline
     for l in detected:
@@ -154,7 +154,7 @@ def _apply_outline(pages: list[_PageInfo], outline: list[tuple[int, str, int]],
     for pi, y, title, level in inserted:
         if 0 <= pi < len(pages):
             p = pages[pi]
-            ghost = _Line(page=pi, x0=0.0, y0=y, x1=p.width, y1=y, text=title, size=body, bold=1.0, italic=0.0,
+            ghost = Line(page=pi, x0=0.0, y0=y, x1=p.width, y1=y, text=title, size=body, bold=1.0, italic=0.0,
                           math=0.0, mono=0.0, font="", block=-1, nchars=len(title), nwords=0, role="heading", col=0)
             ghost.heading_text = clean_text(title)
             ghost.heading_level = level

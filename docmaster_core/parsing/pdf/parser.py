@@ -22,29 +22,29 @@ from ...config import ParsingSettings
 from ...errors import EmptyDocumentError, ParseError
 from ...model import ParsedDocument
 from ..base import clean_text
-from .common import _TABLE_HINT_RE, ParseContext, _PageInfo
-from .headings import _detect_headings
-from .layout import _body_style, _doc_title, _mark_headers_footers, page_layout
-from .marks import _mark_captions, _mark_equations, _mark_strong_headings
-from .opening import _first_line, open_pdf
-from .order import _reading_order
-from .outline import _apply_outline, _outline_dests
-from .regions import _regions
-from .spans import _extract_page_lines, _text_flags, apply_ligature_map
+from .common import TABLE_HINT_RE, ParseContext, PageInfo
+from .headings import detect_headings
+from .layout import body_style, document_title, mark_headers_footers, page_layout
+from .marks import mark_captions, mark_equations, mark_strong_headings
+from .opening import first_line, open_pdf
+from .order import reading_order
+from .outline import apply_outline, outline_dests
+from .regions import page_regions
+from .spans import extract_page_lines, text_flags, apply_ligature_map
 
 
-def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[_PageInfo, int]:
+def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[PageInfo, int]:
     """Lines (with columns and visual-line merging), raster image boxes and, where a
     table may be, the words of one page; returns (page record, rotated lines dropped).
     A damaged page becomes an empty letter-size page and a warning."""
     try:
         page = doc[pno]
         rect = page.rect
-        tp = page.get_textpage(flags=_text_flags())
-        lines, nr = _extract_page_lines(page, pno, tp)
+        tp = page.get_textpage(flags=text_flags())
+        lines, nr = extract_page_lines(page, pno, tp)
         # words for the table grids of captioned tables (elsewhere fetched per region)
         words = None
-        if ctx.settings.tables and any(_TABLE_HINT_RE.match(l.text) for l in lines):
+        if ctx.settings.tables and any(TABLE_HINT_RE.match(l.text) for l in lines):
             words = page.get_text("words", textpage=tp)
         del tp
         imgs = []
@@ -57,8 +57,8 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[_PageInfo, int]:
                 imgs.append(b)
     except Exception as exc:  # a damaged page: keep going, record it
         ctx.warnings.append(f"page {pno + 1}: {type(exc).__name__}: {exc}")
-        return _PageInfo(612.0, 792.0), 0
-    pi = _PageInfo(float(rect.width), float(rect.height))
+        return PageInfo(612.0, 792.0), 0
+    pi = PageInfo(float(rect.width), float(rect.height))
     pi.words = words
     pi.images = imgs
     page_layout(pi, lines)
@@ -114,13 +114,13 @@ class PyMuPDFParser:
         except ParseError:
             raise
         except Exception as exc:  # PyMuPDF on a damaged object (RuntimeError, ValueError, ...)
-            raise ParseError(f"{name}: damaged PDF, parsing failed ({_first_line(exc)})") from exc
+            raise ParseError(f"{name}: damaged PDF, parsing failed ({first_line(exc)})") from exc
         finally:
             doc.close()
 
     def _parse_open(self, ctx: ParseContext, doc, path, t0: float) -> ParsedDocument:
         n_pages = doc.page_count
-        pages: list[_PageInfo] = []
+        pages: list[PageInfo] = []
         n_rot = 0
         for pno in range(n_pages):
             pi, nr = _read_page(ctx, doc, pno)
@@ -133,24 +133,24 @@ class PyMuPDFParser:
             raise EmptyDocumentError(
                 f"{ctx.name}: no extractable text layer ({total_chars} characters in {n_pages} pages; scanned without OCR?)"
             )
-        _mark_headers_footers(pages)
-        body_size, ctx.body_font = _body_style(pages)
+        mark_headers_footers(pages)
+        body_size, ctx.body_font = body_style(pages)
         ctx.body_size = body_size if body_size > 0 else 10.0
         for p in pages:
             for l in p.lines:
                 if l.size <= 0:
                     l.size = ctx.body_size
-        doc_title = _doc_title(doc, pages, ctx.body_size)
+        doc_title = document_title(doc, pages, ctx.body_size)
         t_tables = 0.0
         for pno, p in enumerate(pages):
-            _mark_captions(p, ctx.body_size)
-            _mark_equations(p, ctx.body_size)
-            _mark_strong_headings(p, ctx.body_size)
-            nt, tt = _regions(ctx, doc, pno, p, p.images)
+            mark_captions(p, ctx.body_size)
+            mark_equations(p, ctx.body_size)
+            mark_strong_headings(p, ctx.body_size)
+            nt, tt = page_regions(ctx, doc, pno, p, p.images)
             ctx.table_calls += nt
             t_tables += tt
         outline, used_outline = self._headings(ctx, doc, pages)
-        elements = _reading_order(pages, ctx.body_size)
+        elements = reading_order(pages, ctx.body_size)
         meta = {
             "body_font_size": ctx.body_size,
             "body_font": ctx.body_font,
@@ -173,7 +173,7 @@ class PyMuPDFParser:
             outline=outline, page_sizes=[(p.width, p.height) for p in pages], metadata=meta,
         )
 
-    def _headings(self, ctx: ParseContext, doc, pages: list[_PageInfo]) -> tuple[list[tuple[int, str, int]], bool]:
+    def _headings(self, ctx: ParseContext, doc, pages: list[PageInfo]) -> tuple[list[tuple[int, str, int]], bool]:
         """Headings from fonts/numbering, then from the outline when it is usable;
         returns (outline, whether the outline decided the headings)."""
         outline: list[tuple[int, str, int]] = []
@@ -181,10 +181,10 @@ class PyMuPDFParser:
             outline = [(int(lv), clean_text(t), int(pg)) for lv, t, pg in doc.get_toc(simple=True)]
         except Exception as exc:
             ctx.warnings.append(f"outline unreadable: {exc}")
-        dests = _outline_dests(doc) if outline else []
-        _detect_headings(pages, ctx.body_size, doc)
+        dests = outline_dests(doc) if outline else []
+        detect_headings(pages, ctx.body_size, doc)
         used = False
         n_pages = len(pages)
         if self.settings.use_outline and len(outline) >= 3 and not (n_pages > 20 and len(outline) < 3):
-            used = _apply_outline(pages, outline, dests, ctx.body_size)
+            used = apply_outline(pages, outline, dests, ctx.body_size)
         return outline, used

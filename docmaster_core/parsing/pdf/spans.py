@@ -3,7 +3,7 @@
 Spans are joined with a space where the horizontal gap says so (old Type 3 fonts
 split words at kerning points), ligature glyphs are mapped back to letters and
 per-line style statistics (size, bold/italic/math/mono fractions, dominant font) are
-kept. Pieces on one baseline are merged by :func:`_merge_pieces`.
+kept. Pieces on one baseline are merged by :func:`merge_pieces`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 
 from ..base import fix_ligatures
-from .common import _WORD_RE, _font_class, _Line
+from .common import WORD_RE, font_class, Line
 
 _FLAGS_CACHE: dict[str, int] = {}
 
@@ -20,7 +20,7 @@ _FLAGS_CACHE: dict[str, int] = {}
 # ("\ue000rst"). In text fonts they are moved to plane 15 during extraction (math
 # fonts keep theirs) and mapped to letters once per document (:func:`ligature_map`).
 _PUA_LO, _PUA_HI = 0xE000, 0xF8FF
-_PUA_SHIFT = {cp: 0xF0000 + (cp - _PUA_LO) for cp in range(_PUA_LO, _PUA_HI + 1)}
+PUA_SHIFT = {cp: 0xF0000 + (cp - _PUA_LO) for cp in range(_PUA_LO, _PUA_HI + 1)}
 _SHIFTED_RE = re.compile("[\U000F0000-\U000F18FF]")
 _LIGATURES = ("fi", "fl", "ff", "ffi", "ffl")
 # common English word stems containing each ligature: the evidence for a mapping
@@ -74,7 +74,7 @@ def ligature_map(words: list[str]) -> dict[int, str]:
     return out
 
 
-def apply_ligature_map(lines: list[_Line], words: list[str] | None = None) -> dict[int, str]:
+def apply_ligature_map(lines: list[Line], words: list[str] | None = None) -> dict[int, str]:
     """Replace the shifted private-use code points in the lines' texts by ligature
     letters decided with :func:`ligature_map` over those lines; returns the table
     used (empty when no line had such a glyph)."""
@@ -98,12 +98,12 @@ _DIGIT_PUA_RE = re.compile(r"(?<=\d)[\ue000-\uf8ff](?=\d)")
 _PUA_RUN_RE = re.compile(r"[\ue000-\uf8ff]{3}")
 
 
-def _pua_text(txt: str, font: str) -> str:
+def pua_text(txt: str, font: str) -> str:
     """Private-use glyphs of one span: in text fonts shifted to plane 15 (ligatures,
     decided per document); in math fonts a glyph between digits or a run of three is
     a period ("1\ue0040" -> "1.0", ldots), other math glyphs are kept."""
-    if not _MATHY_FONT_RE.search(font) and not _font_class(font)[1]:
-        return txt.translate(_PUA_SHIFT)
+    if not _MATHY_FONT_RE.search(font) and not font_class(font)[1]:
+        return txt.translate(PUA_SHIFT)
     txt = _DIGIT_PUA_RE.sub(".", txt)
     return _PUA_RUN_RE.sub("...", txt)
 
@@ -111,7 +111,7 @@ def _pua_text(txt: str, font: str) -> str:
 _LAST_TOKEN_RE = re.compile(r"([A-Za-z0-9]+)\)?$")
 
 
-def _is_exponent(prev: dict, s: dict, prev_txt: str, txt: str) -> bool:
+def is_exponent(prev: dict, s: dict, prev_txt: str, txt: str) -> bool:
     """A raised, smaller span of digits right after a number or a one-letter
     symbol: an exponent ("10" + "20" -> "10^20", "n" + "2" -> "n^2")."""
     if not prev:
@@ -130,7 +130,7 @@ def _is_exponent(prev: dict, s: dict, prev_txt: str, txt: str) -> bool:
     return m is not None and (m.group(1)[-1].isdigit() or len(m.group(1)) <= 1)
 
 
-def _text_flags() -> int:
+def text_flags() -> int:
     """``get_text`` flags: the dict defaults without image data (speed)."""
     import pymupdf
 
@@ -139,10 +139,10 @@ def _text_flags() -> int:
     return _FLAGS_CACHE["dict"]
 
 
-def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int]:
+def extract_page_lines(page, pno: int, textpage=None) -> tuple[list[Line], int]:
     """Raw lines of one page from ``get_text("dict")``; returns (lines, n_rotated)."""
-    d = page.get_text("dict", flags=_text_flags(), textpage=textpage)
-    out: list[_Line] = []
+    d = page.get_text("dict", flags=text_flags(), textpage=textpage)
+    out: list[Line] = []
     n_rot = 0
     for bi, b in enumerate(d.get("blocks", ())):
         if b.get("type", 0) != 0:
@@ -173,7 +173,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
             for s in spans:
                 txt = fix_ligatures(s["text"])
                 if line_pua and _has_pua(txt):
-                    txt = _pua_text(txt, s.get("font", ""))
+                    txt = pua_text(txt, s.get("font", ""))
                 if not txt:
                     continue
                 sb = s["bbox"]
@@ -181,7 +181,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
                 em = size if size >= 2.5 else (lh if lh >= 2.5 else 10.0)
                 if prev_x1 is not None:
                     gap = sb[0] - prev_x1
-                    if size < 0.86 * prev_span.get("size", 0.0) and _is_exponent(prev_span, s, prev_txt, txt):
+                    if size < 0.86 * prev_span.get("size", 0.0) and is_exponent(prev_span, s, prev_txt, txt):
                         parts.append("^")
                     elif gap > 0.18 * em and not prev_txt.endswith(" ") and not txt.startswith(" "):
                         parts.append(" ")
@@ -198,7 +198,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
                     continue
                 font = s.get("font", "")
                 flags = int(s.get("flags", 0))
-                fb, is_math, fmono = _font_class(font)
+                fb, is_math, fmono = font_class(font)
                 is_bold = bool(flags & 16) or fb
                 n += k
                 csize[round(size, 1) if size >= 2.5 else -1.0] += k
@@ -210,7 +210,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
                 if is_math:
                     nm += k
                 else:
-                    nwords += len(_WORD_RE.findall(txt))
+                    nwords += len(WORD_RE.findall(txt))
                     if size >= 2.5 and size > size_hi and any(ch.isalpha() for ch in txt):
                         size_hi = size
                 if flags & 8 or fmono:
@@ -237,7 +237,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
             bp = re.sub(r"\s+", " ", "".join(bold_prefix)).strip() if (not prefix_open and nb < n) else ""
             ip = re.sub(r"\s+", " ", "".join(ital_prefix)).strip() if (not iprefix_open and ni < n) else ""
             out.append(
-                _Line(
+                Line(
                     page=pno, x0=lb[0], y0=lb[1], x1=lb[2], y1=lb[3], text=text, size=float(size),
                     bold=nb / n, italic=ni / n, math=nm / n, mono=nmono / n, font=font, block=bi,
                     nchars=n, nwords=nwords, bold_prefix=bp, size_hi=size_hi, italic_prefix=ip,
@@ -246,7 +246,7 @@ def _extract_page_lines(page, pno: int, textpage=None) -> tuple[list[_Line], int
     return out, n_rot
 
 
-def _merge_pieces(pieces: list[_Line]) -> _Line:
+def merge_pieces(pieces: list[Line]) -> Line:
     """Merge line pieces on one baseline (sorted by x) into one visual line."""
     if len(pieces) == 1:
         return pieces[0]
@@ -280,7 +280,7 @@ def _merge_pieces(pieces: list[_Line]) -> _Line:
             else:
                 break
         bp = " ".join(acc)
-    return _Line(
+    return Line(
         page=first.page,
         x0=min(p.x0 for p in pieces),
         y0=min(p.y0 for p in pieces),

@@ -17,8 +17,8 @@ import numpy as np
 
 from ...model import NodeType
 from ..base import clean_text, fix_ligatures
-from .common import _Line, _overlap_x, _union
-from .regions import Box, RegionEnv
+from .common import Line, overlap_x, box_union
+from .region_env import Box, RegionEnv
 
 
 def _rows_to_markdown(rows: list[list[str]]) -> str:
@@ -161,7 +161,7 @@ def _page_words(env: RegionEnv, rb: Box, exponents: bool = False) -> list[tuple]
     glyph between digits is a decimal point, a lone currency sign joins its number."""
     import pymupdf
 
-    from .spans import _PUA_SHIFT
+    from .spans import PUA_SHIFT
 
     page = env.doc[env.pno]
     words: list[tuple] = []
@@ -172,7 +172,7 @@ def _page_words(env: RegionEnv, rb: Box, exponents: bool = False) -> list[tuple]
             words = []
     if not words:
         raw = env.p.words if env.p.words is not None else page.get_text("words", clip=pymupdf.Rect(*rb))
-        words = [(w[0], w[1], w[2], w[3], _DIGIT_GLYPH_RE.sub(".", w[4]).translate(_PUA_SHIFT)) for w in raw]
+        words = [(w[0], w[1], w[2], w[3], _DIGIT_GLYPH_RE.sub(".", w[4]).translate(PUA_SHIFT)) for w in raw]
     table = env.ctx.ligatures
     out = []
     for w in words:
@@ -187,7 +187,7 @@ def _page_words(env: RegionEnv, rb: Box, exponents: bool = False) -> list[tuple]
 def _char_words(d: dict) -> list[tuple]:
     """Words from a ``rawdict`` page dict: characters joined until a space or a gap
     of a quarter em; a raised smaller digit span after a number gets a "^"."""
-    from .spans import _is_exponent, _pua_text
+    from .spans import is_exponent, pua_text
 
     words: list[tuple] = []
     for b in d.get("blocks", ()):
@@ -200,7 +200,7 @@ def _char_words(d: dict) -> list[tuple]:
                     continue
                 size = float(s.get("size", 0.0)) or 8.0
                 raw = "".join(c["c"] for c in chars)
-                exp = bool(cur) and _is_exponent(prev_span, s, cur[4], raw)
+                exp = bool(cur) and is_exponent(prev_span, s, cur[4], raw)
                 for c in chars:
                     ch = c["c"]
                     cb = c["bbox"]
@@ -217,7 +217,7 @@ def _char_words(d: dict) -> list[tuple]:
                     if exp:
                         cur[4] += "^"
                         exp = False
-                    cur[4] += _pua_text(ch, s.get("font", "")) if 0xE000 <= ord(ch) <= 0xF8FF else ch
+                    cur[4] += pua_text(ch, s.get("font", "")) if 0xE000 <= ord(ch) <= 0xF8FF else ch
                     cur[0], cur[1] = min(cur[0], cb[0]), min(cur[1], cb[1])
                     cur[2], cur[3] = max(cur[2], cb[2]), max(cur[3], cb[3])
                 prev_span = s
@@ -281,16 +281,16 @@ def _ruled_rows(env: RegionEnv, rb: Box, words: list[tuple]) -> tuple[list[list[
     return rows, method
 
 
-def _region_rows(env: RegionEnv, region_lines: list[_Line], ruled: bool = True) -> tuple[Box, list[list[str]], str]:
+def _region_rows(env: RegionEnv, region_lines: list[Line], ruled: bool = True) -> tuple[Box, list[list[str]], str]:
     """Box (widened to its horizontal rules), rows and method of a table region;
     ``find_tables`` is tried only when ``ruled`` and the region is a ruled grid."""
     body = env.body
-    rb = _union((l.x0, l.y0, l.x1, l.y1) for l in region_lines)
+    rb = box_union((l.x0, l.y0, l.x1, l.y1) for l in region_lines)
     dr = env.drawings()
-    hr = [h for h in dr["hrules"] if _overlap_x(h[0], h[2], rb[0], rb[2]) > 0.5 * (h[2] - h[0])
+    hr = [h for h in dr["hrules"] if overlap_x(h[0], h[2], rb[0], rb[2]) > 0.5 * (h[2] - h[0])
           and rb[1] - 1.2 * body <= h[1] <= rb[3] + 1.2 * body]
     if hr:
-        rb = _union([rb] + hr)
+        rb = box_union([rb] + hr)
     vr = [v for v in dr["vrules"] if v[0] >= rb[0] - 2 and v[2] <= rb[2] + 2 and v[1] >= rb[1] - 2 and v[3] <= rb[3] + 2]
     rows: list[list[str]] = []
     method = ""
@@ -308,7 +308,7 @@ def _region_rows(env: RegionEnv, region_lines: list[_Line], ruled: bool = True) 
     return rb, rows, method
 
 
-def table_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[float, float], caption: str) -> None:
+def table_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[float, float], caption: str) -> None:
     """The TABLE item of the caption group ``gid`` (caption lines ``cl``, box ``cb``):
     the non-prose block above or below the caption (the side with more text), or a
     raster image there; appended to ``env.p.items``."""
@@ -318,7 +318,7 @@ def table_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[
     up = env.neighbours(cl, cb, rx0, rx1, -1)
     first_down = next((l for l in down if l.role not in ("header", "pagenum")), None)
     first_up = next((l for l in up if l.role not in ("header", "pagenum")), None)
-    region_lines: list[_Line] = []
+    region_lines: list[Line] = []
     options = []
     if first_down is not None and not env.is_prose(first_down) and first_down.role != "heading?" \
             and first_down.y0 - cb[3] < 4 * body:
@@ -334,7 +334,7 @@ def table_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[
     for k, b in enumerate(env.big_imgs):
         if k in env.consumed_imgs:
             continue
-        if _overlap_x(b[0], b[2], rx0, rx1) > 0.5 * (b[2] - b[0]) and (
+        if overlap_x(b[0], b[2], rx0, rx1) > 0.5 * (b[2] - b[0]) and (
             0 <= b[1] - cb[3] < 3 * body or 0 <= cb[1] - b[3] < 3 * body
         ):
             img_box = b
@@ -351,19 +351,19 @@ def table_region(env: RegionEnv, gid: int, cl: list[_Line], cb: Box, rng: tuple[
     md = _rows_to_markdown(rows) if rows else ""
     text = caption + ("\n\n" + md if md else "")
     env.p.items.append({
-        "type": NodeType.TABLE, "bbox": _union(boxes), "text": text, "caption_group": gid,
+        "type": NodeType.TABLE, "bbox": box_union(boxes), "text": text, "caption_group": gid,
         "extra": {"caption": caption, "rows": rows, "markdown": md, "method": method or ("image" if img_box else "caption-only"),
                   "region_bbox": list(rb) if rb else (list(img_box) if img_box else None)},
     })
 
 
-def _page_rows(lines: list[_Line]) -> list[list[_Line]]:
+def _page_rows(lines: list[Line]) -> list[list[Line]]:
     """Free lines (no role yet) grouped into visual rows: lines of one column whose
     vertical extents overlap, top to bottom; a row's lines sorted by x."""
-    rows: list[list[_Line]] = []
+    rows: list[list[Line]] = []
     for col in sorted({l.col for l in lines}):
         ls = sorted((l for l in lines if l.col == col), key=lambda l: l.yc)
-        cur: list[_Line] = []
+        cur: list[Line] = []
         for l in ls:
             if cur:
                 lo = max(min(q.y0 for q in cur), l.y0)
@@ -378,11 +378,11 @@ def _page_rows(lines: list[_Line]) -> list[list[_Line]]:
     return rows
 
 
-def _row_text(r: list[_Line]) -> str:
+def _row_text(r: list[Line]) -> str:
     return " ".join(l.text for l in r)
 
 
-def _is_label_row(env: RegionEnv, r: list[_Line]) -> bool:
+def _is_label_row(env: RegionEnv, r: list[Line]) -> bool:
     """A short non-prose row that may sit inside a table (a group label such as
     "Operating expenses:", a units line, a title)."""
     t = _row_text(r)
@@ -390,7 +390,7 @@ def _is_label_row(env: RegionEnv, r: list[_Line]) -> bool:
         and all(l.role == "" for l in r) and sum(len(l.text.split()) for l in r) <= 10
 
 
-def _numeric_blocks(env: RegionEnv, rows: list[list[_Line]]) -> list[tuple[int, int]]:
+def _numeric_blocks(env: RegionEnv, rows: list[list[Line]]) -> list[tuple[int, int]]:
     """Index ranges ``[a, b)`` of row runs that form a borderless numeric table:
     >= 3 rows ending in >= 2 number-like tokens, at least half the run, label rows
     in between, row gaps <= 2.5 text heights."""
@@ -467,7 +467,7 @@ def layout_tables(env: RegionEnv) -> None:
         title = clean_text(" ".join(_row_text(r) for r in title_rows))
         for l in lines:
             l.role = "region"
-        box = _union([rb] + [(l.x0, l.y0, l.x1, l.y1) for l in lines])
+        box = box_union([rb] + [(l.x0, l.y0, l.x1, l.y1) for l in lines])
         md = _rows_to_markdown(rows_)
         env.p.items.append({
             "type": NodeType.TABLE, "bbox": box, "text": (title + "\n\n" + md) if title else md, "caption_group": None,

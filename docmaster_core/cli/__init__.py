@@ -1,0 +1,7 @@
+"""The ``docmaster`` command line (also ``python -m docmaster_core``): :mod:`.commands`
+(the parser and the commands), :mod:`.eval` (``docmaster eval``), :mod:`.cascade` (the
+cascade's options) and :mod:`.common` (what the commands share)."""
+from . import common
+from .commands import build_parser, main
+
+__all__ = ["main", "build_parser", "common"]

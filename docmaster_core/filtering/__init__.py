@@ -1,0 +1,20 @@
+"""Filtering a collection by a plain-language condition (SPEC F6): per-document
+decisions of every strategy, saved as runs (:mod:`.run`).
+
+* :mod:`.evidence` - document-level evidence signals (dense, lexical, roles);
+* :mod:`.decider` - the offline, collection-calibrated decision rule and its cut;
+* :mod:`.offline` - offline decisions over a ranking;
+* :mod:`.llm_decisions` - decisions by an LLM, with or without the cascade;
+* :mod:`.cascade` - the cascade with recall / precision targets over the score.
+"""
+from __future__ import annotations
+
+__all__ = ["FilterRun", "DocumentResult", "run_filter", "compare_runs"]
+
+
+def __getattr__(name: str):  # lazy: keep `import docmaster_core.filtering` light
+    if name in __all__:
+        from . import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module 'docmaster_core.filtering' has no attribute {name!r}")

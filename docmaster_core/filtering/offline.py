@@ -1,0 +1,253 @@
+"""The offline filter decisions of a run: evidence scores, ranks and the cut (SPEC F6).
+
+For every strategy of a filter run, :func:`offline_decisions` turns the retrieved
+evidence into each document's *evidence score* (the robust z of
+:mod:`.decider`; for ``combined`` with the structure-aware signals of
+:mod:`~docmaster_core.filtering.evidence` and section-role weights of :mod:`~docmaster_core.tree.roles`), its rank, and the
+suggested :class:`Cut`. The calibrated decider's decisions are the documents at or
+above the cut; an LLM run keeps the scores and ranks beside the model's decisions, so
+the collection can always be ranked and the cut moved without retrieving again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..model import Decision, Evidence
+from .decider import (
+    OfflineCalibration,
+    calibrated_decisions,
+    dense_score,
+    lexical_score,
+    lexical_stats,
+)
+from .evidence import document_signals, lexical_parts
+from ..text.terms import condition_terms, tokens
+from ..tree.roles import evidence_weight
+
+__all__ = ["Cut", "calibrated_document_decisions", "offline_decisions"]
+
+
+@dataclass
+class Cut:
+    """The suggested cut of one strategy's ranking in a filter run.
+
+    Attributes:
+        rule: ``"best_fraction"``, ``"zscore"`` or ``"prior"`` (small collection).
+        threshold: Evidence score (z units) a document needed to be kept (besides
+            passing the dense floor).
+        kept: Documents at or above the cut.
+        of: Documents ranked.
+        best: The best document's evidence score.
+        eligible: bool (D,) documents, in run order, whose best passages pass the dense
+            floor: only those can be kept, and they rank first (not serialised).
+    """
+
+    rule: str
+    threshold: float
+    kept: int
+    of: int
+    best: float
+    eligible: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
+                "best": round(self.best, 4)}
+
+
+def _ranks(z: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """1-based ranks, int64 (D,): the eligible documents (those the rule may keep) first,
+    each group by descending score (ties by position), so that the kept documents are
+    always ranks 1..N."""
+    order = np.lexsort((-np.asarray(z, dtype=np.float64), ~np.asarray(eligible, dtype=bool)))
+    r = np.empty(order.size, dtype=np.int64)
+    r[order] = np.arange(1, order.size + 1)
+    return r
+
+
+def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
+                                  calib: OfflineCalibration, stats, extra_z: np.ndarray | None = None,
+                                  role_aware: bool = False) -> tuple[list[Decision], Cut]:
+    """Offline decisions of one strategy for a collection (:mod:`.decider`).
+
+    Args:
+        condition: The condition text.
+        ev_by_doc: One evidence list per document (the collection of the run).
+        cos_by_doc: Per document, float32 (n_i,) cosines of its evidence with the condition.
+        calib: The rule's parameters.
+        stats: :class:`~docmaster_core.filtering.decider.LexicalStats` of the workspace.
+        extra_z: Optional float (D,) document-level evidence in z units added to the
+            evidence score (the combined strategy's :mod:`~docmaster_core.filtering.evidence` signals).
+        role_aware: Weigh each passage by its section role
+            (:func:`~docmaster_core.tree.roles.evidence_weight`): a related-work
+            passage's cosine and words count ``related_weight`` (0.25 by default:
+            someone else's work), a reference-list passage's 0; for a compound condition the
+            lexical support is taken per part (:func:`~docmaster_core.filtering.evidence.lexical_parts`)
+            and the weakest part counts.
+
+    Returns:
+        ``(decisions, cut)``: one :class:`Decision` per document (0 tokens, backend
+        ``"offline-calibrated"``, ``evidence_score`` and ``rank`` set; cited ids are
+        among the document's evidence ids) and the :class:`Cut` that was applied.
+    """
+    terms = condition_terms(condition)
+    texts = [[e.text for e in evs] for evs in ev_by_doc]
+    if role_aware:
+        w_by_doc = [np.array([evidence_weight(e.section_path, calib.related_weight) for e in evs]) for evs in ev_by_doc]
+        d = np.array([dense_score((np.asarray(c) * w)[w > 0], calib.top_m) for c, w in zip(cos_by_doc, w_by_doc)])
+        part_terms = lexical_parts(condition)
+    else:
+        w_by_doc = [None] * len(ev_by_doc)
+        d = np.array([dense_score(c, calib.top_m) for c in cos_by_doc])
+        part_terms = [terms]
+    lex = [lexical_score(terms, t, stats, calib.k1, weights=w) for t, w in zip(texts, w_by_doc)]
+    if len(part_terms) > 1:  # a compound condition: lexical support of every part (soft AND)
+        l = np.array([[lexical_score(pt, t, stats, calib.k1, weights=w)[0] for pt in part_terms]
+                      for t, w in zip(texts, w_by_doc)])
+    else:
+        l = np.array([x[0] for x in lex])
+    present = np.array([len(c) > 0 for c in cos_by_doc], dtype=bool)
+    dec, z, st = calibrated_decisions(d, l, calib, present, extra_z=extra_z)
+    if present.any() and not present.all():  # documents without evidence rank last
+        z = np.where(present, z, float(z[present].min()) - 1.0)
+    eligible = present & (d >= calib.floor)
+    ranks = _ranks(z, eligible)
+    thr = float(st["threshold"])
+    cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
+              eligible=eligible)
+    out = []
+    for i, (evs, c) in enumerate(zip(ev_by_doc, cos_by_doc)):
+        if not evs:
+            out.append(Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, "offline-calibrated",
+                                evidence_score=float(z[i]), rank=int(ranks[i])))
+            continue
+        # the passages that count most first: a related-work passage ranks by its weighted cosine
+        order = np.argsort(-(np.asarray(c) * w_by_doc[i]) if role_aware else -np.asarray(c), kind="stable")
+        best = next((evs[int(j)] for j in order if evs[int(j)].text.strip()), evs[int(order[0])])
+        hits = lex[i][1]
+        rule = _rule_sentence(st["mode"], calib, thr, cut.best, int(present.sum()))
+        weak = None if eligible[i] else (d[i], calib.floor)
+        conf = float(1.0 / (1.0 + np.exp(-(z[i] - thr))))
+        if dec[i]:
+            # the passages that carry the decision: top cosines, then passages holding the condition's keywords
+            ids = [evs[int(j)].evidence_id for j in order[: calib.top_m]]
+            if hits:
+                kw = set(hits)
+                ids += [e.evidence_id for e in evs if e.evidence_id not in ids and kw & set(tokens(e.text))][:3]
+        else:
+            ids = [best.evidence_id]
+        rationale = readable_rationale(bool(dec[i]), float(z[i]), thr, int(ranks[i]), len(z),
+                                       [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak)
+        out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated",
+                            evidence_score=float(z[i]), rank=int(ranks[i])))
+    return out, cut
+
+
+def _strength(z: float, thr: float) -> str:
+    """How strong a document's support is, in words, from its evidence score and the cut."""
+    if thr > 0 and z >= 1.5 * thr:
+        return "strong"
+    if z >= thr:
+        return "enough"
+    if thr > 0 and z >= 0.5 * thr:
+        return "some, but not enough"
+    return "little"
+
+
+def _rule_sentence(mode: str, calib: OfflineCalibration, thr: float, best: float, n_present: int) -> str:
+    """The cut explained in one clause (what score a document needed and why)."""
+    if mode == "prior":
+        return (f"a document needs a score of {thr:g}, judged against typical corpus statistics because a "
+                f"collection of {n_present} documents is too small to compare within")
+    if calib.cut == "best_fraction":
+        return (f"a document is kept from a score of {thr:.1f}, i.e. {calib.rel_rho:g} x the best document's "
+                f"{best:.1f} (and at least {calib.rel_z_min:g})")
+    return f"a document is kept from a score of {thr:g}"
+
+
+def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, top: Sequence[Evidence],
+                       best: Evidence, hits: Sequence[str], rule: str,
+                       weak: tuple[float, float] | None = None) -> str:
+    """A filter decision explained for a person, in two or three sentences.
+
+    Says whether the document is kept and how strong its support is, which passages
+    support the condition and from which sections, which of the condition's words they
+    contain, what its evidence score is against the cut, and quotes the closest passage.
+
+    Args:
+        kept: The decision.
+        score: The document's evidence score (how far its support stands above a typical
+            document of the collection, in robust standard deviations).
+        thr: The score needed to be kept.
+        rank: 1-based rank of the document; ``n`` documents in all.
+        top: The passages that count most (best first).
+        best: The closest passage (quoted).
+        hits: Condition words found in the passages.
+        rule: The cut in one clause (:func:`_rule_sentence`).
+        weak: ``(mean cosine, floor)`` when the passages are too weakly similar to be kept.
+
+    Returns:
+        The rationale text (plain text, no markup).
+    """
+    sections: list[str] = []
+    for e in top:
+        name = " ".join((e.section_path[-1] if e.section_path else "the opening text").split())
+        name = name if len(name) <= 50 else name[:49].rstrip() + "…"
+        if name not in sections:
+            sections.append(name)
+    pages = sorted({int(e.page) for e in top if e.page})
+    where = ", ".join(f"\"{x}\"" for x in sections[:3]) + (" and others" if len(sections) > 3 else "")
+    verdict = "Kept" if kept else "Not kept"
+    out = (f"{verdict}, rank {rank} of {n}: {_strength(score, thr)} support. Its {len(top)} closest passage"
+           f"{'s are' if len(top) != 1 else ' is'} in {where or 'the document'}"
+           + (f" (p. {', '.join(map(str, pages[:5]))})" if pages else "")
+           + (f" and mention {', '.join(hits[:6])}" if hits else "; none of the condition's words appear in them")
+           + f". Evidence score {score:.1f} (0 = typical for this collection, higher = stronger support); {rule}.")
+    if weak is not None:
+        out += (f" Its passages are only weakly similar to the condition (average similarity {weak[0]:.2f}, "
+                f"needed {weak[1]:g}), so it ranks after every document with closer passages.")
+    quote = " ".join(best.text.split()[:30])
+    return out + f" Closest passage [{best.evidence_id}] p.{best.page}: \"{quote}\""
+
+
+def offline_decisions(retr, view, condition: str, docs: list,
+                      cos_by: dict[str, list[np.ndarray]], strategies: Sequence[str], calib: OfflineCalibration,
+                      doc_ids: Sequence[str] | None = None) -> tuple[dict[str, list[Decision]], dict[str, Cut]]:
+    """The offline decisions, evidence scores and cuts of every strategy of a run.
+
+    Args:
+        retr: The :class:`~docmaster_core.retrieval.retriever.Retriever` (its embedder
+            encodes the condition's parts).
+        view: The corpus view.
+        condition: The condition text.
+        docs: The run's :class:`~docmaster_core.filtering.run.DocumentResult` list (view
+            order) with their ``evidence`` filled.
+        cos_by: ``{strategy: [float32 (n_i,) evidence cosines per document]}``.
+        strategies: Strategies to decide.
+        calib: The rule's parameters.
+        doc_ids: The run's documents (None: all of the view).
+
+    The ``combined`` strategy adds the document-level, structure-aware signals of
+    :mod:`~docmaster_core.filtering.evidence` (role-weighted lexical support over the body, soft-AND dense
+    support of the condition's parts) to its evidence score, in the collection mode.
+
+    Returns:
+        ``({strategy: [Decision per document of docs]}, {strategy: Cut})``.
+    """
+    stats = lexical_stats(view)
+    extra = None
+    if "combined" in strategies and len(docs) >= calib.min_collection:
+        mask = view.doc_mask(doc_ids)
+        sig = document_signals(view, lambda texts: retr.embedder.encode(list(texts)), condition, stats,
+                               top_m=calib.top_m, related_weight=calib.related_weight, k1=calib.k1,
+                               dense_scale_floor=calib.dense_scale_floor, lex_scale_floor=calib.lex_scale_floor,
+                               doc_mask=mask, pool=calib.pool)
+        extra = (sig.dense_z + calib.lam * sig.lexical_z)[np.flatnonzero(mask)]
+    out, cuts = {}, {}
+    for s in strategies:
+        out[s], cuts[s] = calibrated_document_decisions(condition, [r.evidence[s] for r in docs], cos_by[s], calib,
+                                                        stats, extra_z=extra if s == "combined" else None,
+                                                        role_aware=s == "combined")
+    return out, cuts

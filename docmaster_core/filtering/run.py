@@ -1,0 +1,491 @@
+"""Filtering a collection by a natural-language condition (SPEC F6).
+
+For every document the evidence of each strategy (tree traversal, semantic search,
+hyper-edge matching, their combination, and optionally the flat baseline) is
+retrieved and decided separately, so a run reports, per document, the decision of
+each strategy and of the combined evidence, with rationale, cited evidence ids and the
+tokens each strategy spent (the four booleans and token totals of the original
+DocMaster demo's filter API).
+
+Deciders:
+
+* ``llm`` - ``llm.decide(condition, evidence)`` per document and strategy, run
+  concurrently (``settings.llm.max_concurrency`` threads); responses are cached by the
+  LLM layer (content hash) and, within a process, by this module; the per-run budget
+  of the LLM layer is honoured (a document whose call was refused gets
+  ``decision=None`` with the reason, never a guessed decision).
+* ``calibrated`` - the offline rule of :mod:`docmaster_core.filtering.decider`: the
+  evidence's dense (cosine) and keyword (BM25-weighted) scores, standardised over the
+  collection with robust z-scores (0 calls, 0 tokens). The same rule decides every
+  strategy's evidence, flat chunks included.
+* ``auto`` (default) - ``calibrated`` when the LLM backend is offline, else ``llm``.
+
+With the ``llm`` decider, ``cascade=CascadeTargets(...)`` asks the LLM only about an
+importance sample and the uncertain band of the evidence-score ranking, deciding the
+rest by score with a recall and precision target (:mod:`.cascade`,
+:mod:`~docmaster_core.filtering.llm_decisions`); ``decide="combined-only"`` has the LLM decide only the
+combined evidence (one call per document), the other strategies keep their offline
+decisions. Each decision records how it was made (``Decision.decided_by``).
+
+A run is saved in the workspace (``Workspace.save_run("filter", params, result)``)
+with the condition, every parameter and all decisions, so two runs can be compared
+(:func:`compare_runs`).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
+from ..model import Decision, Evidence
+from ..config import RetrievalSettings
+from ..protocols import LLM, Embedder, RunStore
+from .cascade import CascadeTargets
+from .llm_decisions import decide_with_cascade, llm_strategies
+from ..retrieval.combine import STRATEGIES
+from .decider import DEFAULT_CALIBRATION, OfflineCalibration
+from .offline import Cut, calibrated_document_decisions, offline_decisions
+from ..retrieval.retriever import Retriever, check_top_k
+
+__all__ = [
+    "collect_evidence",
+    "calibrated_document_decisions",
+    "offline_decisions",
+    "Cut",
+    "DocumentResult",
+    "FilterRun",
+    "run_filter",
+    "compare_runs",
+    "condition_query",
+    "DEFAULT_STRATEGIES",
+]
+
+#: Strategies decided by default: the demo's four booleans.
+DEFAULT_STRATEGIES = ("tree", "semantic", "hyperedge", "combined")
+
+_EVIDENCE_TEXT_SAVED = 400  # characters of each evidence text kept in a saved run
+
+
+def condition_query(condition: str) -> str:
+    """The text embedded for a condition: the condition itself, whitespace-normalised.
+
+    Raises:
+        RetrievalError: the condition is empty.
+    """
+    c = " ".join((condition or "").split())
+    if not c:
+        raise RetrievalError("the filter condition is empty")
+    return c
+
+
+@dataclass
+class DocumentResult:
+    """Per-document outcome of a filter run.
+
+    Attributes:
+        doc_id: Document id.
+        file_name: Source file name.
+        decisions: ``{strategy: Decision}``.
+        evidence: ``{strategy: [Evidence]}`` as given to the decider.
+    """
+
+    doc_id: str
+    file_name: str
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+
+    def decision(self, strategy: str = "combined") -> bool | None:
+        """The boolean decision of one strategy (None when not made)."""
+        d = self.decisions.get(strategy)
+        return None if d is None else d.decision
+
+    def to_dict(self, text_chars: int | None = None) -> dict[str, Any]:
+        def ev(e: Evidence) -> dict[str, Any]:
+            d = e.to_dict()
+            if text_chars is not None and len(d["text"]) > text_chars:
+                d["text"] = d["text"][:text_chars] + " ..."
+            return d
+
+        return {
+            "doc_id": self.doc_id,
+            "file": self.file_name,
+            "decisions": {s: d.to_dict() for s, d in self.decisions.items()},
+            "evidence": {s: [ev(e) for e in es] for s, es in self.evidence.items()},
+        }
+
+
+@dataclass
+class FilterRun:
+    """The result of :func:`run_filter`.
+
+    Attributes:
+        condition: The condition text.
+        strategy: The strategy whose decision counts as "the" match.
+        strategies: Strategies decided.
+        params: Every parameter of the run (retrieval settings, top_k, decider, ...).
+        documents: One :class:`DocumentResult` per document, workspace order.
+        tokens: Tokens spent per strategy.
+        timings: Seconds: ``embed_retrieve`` (query embedding, all strategies),
+            ``decide`` (LLM or offline decider), ``total``.
+        backend: LLM backend name, or ``"offline-calibrated"``.
+        run_id: Id of the saved run (None when not saved).
+        usage: LLM usage snapshot of the run (calls, tokens) when available.
+        warnings: One line per document left out of the run (e.g. its vector file is
+            missing; ``docmaster check --repair`` rebuilds it).
+        cuts: ``{strategy: Cut}``: the suggested cut of each strategy's ranking by
+            offline evidence score (the calibrated decider's decisions are exactly the
+            documents at or above it).
+        cascade: ``{strategy: report}`` of a cascade run (LLM decisions, calls saved,
+            thresholds, guarantee; :meth:`.cascade.CascadeResult.report`), else empty.
+    """
+
+    condition: str
+    strategy: str
+    strategies: list[str]
+    params: dict[str, Any]
+    documents: list[DocumentResult]
+    tokens: dict[str, int]
+    timings: dict[str, float]
+    backend: str
+    run_id: int | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    cuts: dict[str, Cut] = field(default_factory=dict)
+    cascade: dict[str, dict] = field(default_factory=dict)
+
+    def matches(self, strategy: str | None = None) -> list[str]:
+        """doc_ids decided True by ``strategy`` (default: the run's strategy)."""
+        s = strategy or self.strategy
+        return [d.doc_id for d in self.documents if d.decision(s) is True]
+
+    def undecided(self, strategy: str | None = None) -> list[str]:
+        """doc_ids with no decision (error or budget) for ``strategy``."""
+        s = strategy or self.strategy
+        return [d.doc_id for d in self.documents if s in d.decisions and d.decision(s) is None]
+
+    def to_dict(self, text_chars: int | None = None) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "condition": self.condition,
+            "strategy": self.strategy,
+            "strategies": list(self.strategies),
+            "params": self.params,
+            "backend": self.backend,
+            "matches": self.matches(),
+            "matches_by_strategy": {s: self.matches(s) for s in self.strategies},
+            "tokens": dict(self.tokens),
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "usage": self.usage,
+            "warnings": list(self.warnings),
+            "cuts": {s: c.to_dict() for s, c in self.cuts.items()},
+            **({"cascade": self.cascade} if self.cascade else {}),
+            "documents": [d.to_dict(text_chars) for d in self.documents],
+        }
+
+
+# ---------------------------------------------------------------------------- decisions
+_DECISION_CACHE: dict[str, Decision] = {}
+_DECISION_LOCK = threading.Lock()
+_DECISION_CACHE_MAX = 20000
+
+
+def _decision_key(backend: str, condition: str, evidence: Sequence[Evidence]) -> str:
+    payload = json.dumps([backend, condition, [[e.evidence_id, e.text] for e in evidence]], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _cached_decision(backend: str, condition: str, evidence: Sequence[Evidence]) -> Decision | None:
+    """A decision the LLM already made in this process for exactly this evidence (no call), or None."""
+    with _DECISION_LOCK:
+        hit = _DECISION_CACHE.get(_decision_key(backend, condition, evidence))
+    if hit is None:
+        return None
+    return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error)
+
+
+def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str) -> Decision:
+    backend = llm.backend_name
+    if not evidence:
+        return Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, backend)
+    key = _decision_key(backend, condition, evidence)
+    with _DECISION_LOCK:
+        hit = _DECISION_CACHE.get(key)
+    if hit is not None:
+        return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error)
+    try:
+        d = llm.decide(condition, evidence, doc_id=doc_id)
+    except LLMBudgetExceeded as e:
+        return Decision(None, "", [], 0.0, 0, backend, f"budget exhausted: {e}")
+    except LLMError as e:
+        return Decision(None, "", [], 0.0, 0, backend, str(e))
+    given = {e.evidence_id for e in evidence}
+    d.evidence_ids = [i for i in d.evidence_ids if i in given]
+    if d.decision is not None and d.error is None:
+        with _DECISION_LOCK:
+            if len(_DECISION_CACHE) >= _DECISION_CACHE_MAX:
+                _DECISION_CACHE.clear()
+            _DECISION_CACHE[key] = d
+    return d
+
+
+def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str], top_k: int, *,
+                     doc_ids: Sequence[str] | None = None, view=None) -> tuple[list[DocumentResult], dict[str, list[np.ndarray]]]:
+    """Retrieve every strategy's evidence for every document (no decisions).
+
+    Returns:
+        ``(documents, cosines)``: one :class:`DocumentResult` per document with its
+        ``evidence`` filled, and per strategy one float32 array per document holding the
+        cosine of each evidence item with the condition (same order as the evidence).
+    """
+    view = view or retr.view
+    res = retr.rank(condition, strategies, doc_ids=doc_ids, top_k=top_k, view=view)
+    dis = np.flatnonzero(view.doc_mask(doc_ids)).tolist()
+    docs = [DocumentResult(view.docs[di].doc_id, view.docs[di].file_name) for di in dis]
+    # the evidence nodes of every document read at once, not tree by tree (a lazily loaded view)
+    view.prefetch((di, int(n)) for s, by_doc in res.ranked.items() if s != "flat"
+                  for di, (ids, _) in by_doc.items() for n in ids)
+    cos_by: dict[str, list[np.ndarray]] = {}
+    fv = retr.flat(view) if "flat" in strategies else None
+    for s in strategies:
+        cos_by[s] = []
+        for r, di in zip(docs, dis):
+            r.evidence[s] = retr.to_evidence(res, s, di, view)
+            got = res.ranked.get(s, {}).get(di)
+            if got is None:
+                cos_by[s].append(np.zeros(0, np.float32))
+            elif s == "flat":
+                first = int(np.searchsorted(fv.doc_of, di))
+                cos_by[s].append(res.flat_cos[first + got[0]])
+            else:
+                cos_by[s].append(res.cos[view.docs[di].start + got[0]])
+    return docs, cos_by
+
+
+def run_filter(
+    ws: RunStore,
+    embedder: Embedder,
+    llm: LLM | None,
+    settings: RetrievalSettings,
+    condition: str,
+    *,
+    strategy: str = "combined",
+    strategies: Sequence[str] | None = None,
+    top_k: int | None = None,
+    doc_ids: Sequence[str] | None = None,
+    decider: str = "auto",
+    calibration: OfflineCalibration | None = None,
+    retriever: Retriever | None = None,
+    load_index=None,
+    index_key: object = None,
+    max_workers: int | None = None,
+    save: bool = True,
+    extra_params: dict[str, Any] | None = None,
+    cascade: CascadeTargets | None = None,
+    decide: str = "per-strategy",
+) -> FilterRun:
+    """Filter the documents of a workspace by ``condition`` (SPEC F6).
+
+    Args:
+        ws: The workspace.
+        embedder: The node embedder.
+        llm: The LLM facade (``decide``, ``backend_name``, ``is_offline``); may be None
+            with ``decider="calibrated"``.
+        settings: :class:`~docmaster_core.config.RetrievalSettings`.
+        condition: Natural-language condition.
+        strategy: The strategy whose decision is the run's match list.
+        strategies: Strategies to decide (default tree, semantic, hyperedge, combined,
+            plus ``strategy`` when it is ``flat``).
+        top_k: Evidence items per strategy and document (default ``settings.top_k``).
+        doc_ids: Documents to filter (default all).
+        decider: ``auto``, ``llm`` or ``calibrated`` (see the module docstring).
+        calibration: Offline rule parameters (default :data:`DEFAULT_CALIBRATION`).
+        retriever: A ready :class:`Retriever` (else built from the other arguments).
+        load_index, index_key: Hyper-edge index loader and its cache key.
+        max_workers: Parallel LLM decisions (default ``llm.max_concurrency`` or 4).
+        save: Save the run in the workspace.
+        extra_params: Extra entries for the saved parameters.
+        cascade: With the ``llm`` decider: decide by the cascade of :mod:`.cascade`
+            (LLM calls on a sample and an uncertain band only); None: every document.
+        decide: ``per-strategy`` (the LLM decides every strategy) or ``combined-only``
+            (one call per document, on the combined evidence).
+
+    Returns:
+        The :class:`FilterRun`.
+
+    Raises:
+        RetrievalError: empty condition, unknown strategy/decider/document/decide
+            mode, or no documents.
+    """
+    t_all = time.perf_counter()
+    cond = condition_query(condition)
+    if strategy not in STRATEGIES:
+        raise RetrievalError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    strats = list(strategies) if strategies else list(DEFAULT_STRATEGIES)
+    if strategy not in strats:
+        strats.append(strategy)
+    bad = [s for s in strats if s not in STRATEGIES]
+    if bad:
+        raise RetrievalError(f"unknown strategy {bad[0]!r}; choose from {', '.join(STRATEGIES)}")
+    if decider not in ("auto", "llm", "calibrated"):
+        raise RetrievalError(f"unknown decider {decider!r}; choose auto, llm or calibrated")
+    if decider == "auto":
+        decider = "calibrated" if (llm is None or llm.is_offline) else "llm"
+    if decider == "llm" and llm is None:
+        raise RetrievalError("decider 'llm' needs an LLM")
+    if cascade is not None and decider != "llm":
+        raise RetrievalError("the cascade needs the LLM decider (an OpenAI-compatible backend, --llm openai)")
+    try:
+        llm_strats = llm_strategies(strats, decide)
+    except ValueError as e:
+        raise RetrievalError(str(e)) from None
+    calib = calibration or DEFAULT_CALIBRATION
+    check_top_k(top_k)
+    k = top_k if top_k is not None else settings.top_k
+    retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
+    view = retr.view
+    if not view.docs:
+        raise RetrievalError(f"workspace {ws.path} has no documents")
+
+    t0 = time.perf_counter()
+    docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=doc_ids, view=view)
+    t_retrieve = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    usage_before = None
+    cascade_reports: dict[str, dict] = {}
+    # the offline evidence scores rank every strategy's collection (and decide it, for the
+    # calibrated decider): computed for every run, an LLM run shows its decisions beside them
+    offline, cuts = offline_decisions(retr, view, cond, docs, cos_by, strats, calib, doc_ids)
+    if decider == "calibrated":
+        backend = "offline-calibrated"
+        for s in strats:
+            for r, d in zip(docs, offline[s]):
+                r.decisions[s] = d
+    else:
+        backend = llm.backend_name
+        usage_before = _usage(llm)
+        workers = max_workers or llm.max_concurrency
+        if cascade is not None:
+            cascade_reports = decide_with_cascade(llm, cond, docs, offline, cuts, llm_strats, cascade, workers,
+                                                  _llm_decide, _cached_decision)
+        else:
+            jobs = [(r, s) for r in docs for s in llm_strats]
+            with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:
+                futs = {pool.submit(_llm_decide, llm, cond, r.evidence[s], r.doc_id): (r, s) for r, s in jobs}
+                for fut in cf.as_completed(futs):
+                    r, s = futs[fut]
+                    r.decisions[s] = fut.result()
+        for s in strats:
+            for r, od in zip(docs, offline[s]):
+                if s not in llm_strats:  # combined-only: the other strategies keep the offline rule
+                    r.decisions[s] = od
+                    od.decided_by = "offline"
+                    continue
+                r.decisions[s].evidence_score, r.decisions[s].rank = od.evidence_score, od.rank
+                if r.decisions[s].decided_by is None:
+                    r.decisions[s].decided_by = "llm"
+    t_decide = time.perf_counter() - t0
+    tokens = {s: int(sum(r.decisions[s].tokens for r in docs)) for s in strats}
+    run = FilterRun(
+        condition=cond,
+        strategy=strategy,
+        strategies=strats,
+        params={
+            "condition": cond,
+            "strategy": strategy,
+            "strategies": strats,
+            "top_k": k,
+            "decider": decider,
+            "retrieval": settings.model_dump() if hasattr(settings, "model_dump") else dict(settings),
+            "calibration": calib.to_dict(),
+            "index": index_key if isinstance(index_key, (dict, str, int, float, type(None))) else str(index_key),
+            "doc_ids": list(doc_ids) if doc_ids is not None else None,
+            **({"decide": decide} if decide != "per-strategy" else {}),
+            **({"cascade": cascade.to_dict()} if cascade is not None and decider == "llm" else {}),
+            **(extra_params or {}),
+        },
+        documents=docs,
+        tokens=tokens,
+        timings={"embed_retrieve": t_retrieve, "decide": t_decide},
+        backend=backend,
+        usage=_usage_delta(usage_before, _usage(llm)) if usage_before is not None else {},
+        cuts=cuts,
+        cascade=cascade_reports,
+    )
+    run.timings["total"] = time.perf_counter() - t_all
+    if save:
+        run.run_id = ws.save_run("filter", run.params, run.to_dict(text_chars=_EVIDENCE_TEXT_SAVED))
+    return run
+
+
+def _usage(llm: LLM) -> dict[str, Any]:
+    """The LLM's usage totals so far (calls, tokens, cost)."""
+    return llm.usage.snapshot()["total"]
+
+
+def _usage_delta(a: dict | None, b: dict | None) -> dict[str, Any]:
+    if not a or not b:
+        return {}
+    return {k: (b.get(k, 0) - a.get(k, 0)) if isinstance(b.get(k), (int, float)) else b.get(k) for k in b}
+
+
+def compare_runs(a: dict[str, Any], b: dict[str, Any], strategy: str | None = None) -> dict[str, Any]:
+    """Compare two saved filter runs (``Workspace.runs("filter")`` entries or ``FilterRun.to_dict()``).
+
+    Args:
+        a, b: The runs (``{"run_id", "params", "result"}`` or a run dict).
+        strategy: Strategy to compare (default: each run's own strategy).
+
+    Returns:
+        ``{"a": run_id, "b": run_id, "params_changed": {name: [a, b]}, "only_a": [...],
+        "only_b": [...], "both": [...], "agreement": fraction of documents with the
+        same decision}``; document entries are ``{"doc_id", "file"}``.
+    """
+    ra = a.get("result", a)
+    rb = b.get("result", b)
+    pa = a.get("params", ra.get("params", {}))
+    pb = b.get("params", rb.get("params", {}))
+    sa = strategy or ra.get("strategy", "combined")
+    sb = strategy or rb.get("strategy", "combined")
+
+    def dec(r, s):
+        return {d["doc_id"]: (d["decisions"].get(s, {}).get("decision"), d.get("file", "")) for d in r.get("documents", [])}
+
+    da, db = dec(ra, sa), dec(rb, sb)
+    common = sorted(set(da) & set(db))
+    only_a = [{"doc_id": i, "file": da[i][1]} for i in common if da[i][0] is True and db[i][0] is not True]
+    only_b = [{"doc_id": i, "file": db[i][1]} for i in common if db[i][0] is True and da[i][0] is not True]
+    both = [{"doc_id": i, "file": da[i][1]} for i in common if da[i][0] is True and db[i][0] is True]
+    same = sum(da[i][0] == db[i][0] for i in common)
+    changed = {}
+    flat_a, flat_b = _flatten(pa), _flatten(pb)
+    for key in sorted(set(flat_a) | set(flat_b)):
+        if flat_a.get(key) != flat_b.get(key):
+            changed[key] = [flat_a.get(key), flat_b.get(key)]
+    return {
+        "a": a.get("run_id", ra.get("run_id")),
+        "b": b.get("run_id", rb.get("run_id")),
+        "strategy": [sa, sb],
+        "params_changed": changed,
+        "only_a": only_a,
+        "only_b": only_b,
+        "both": both,
+        "agreement": same / len(common) if common else 1.0,
+    }
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+    else:
+        out[prefix[:-1]] = d
+    return out

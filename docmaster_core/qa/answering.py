@@ -1,0 +1,271 @@
+"""Passage selection for questions, the offline "not found" answer, and quotes that
+point at the supporting words (used by :func:`docmaster_core.qa.ask.ask`).
+
+Selection: each document's combined (RRF) list is widened to ``pool_factor * top_k``
+candidates, repeated passages are dropped, and every candidate is scored by
+``0.5 * cosine(node, question) + 0.5 * best unit support + 0.1 * passage coverage``
+(+0.3 for an element the question names, e.g. "Table 2"), where a unit's support is
+``coverage * (0.6 + 0.4 * answer-type match)`` (see :mod:`~docmaster_core.text.answer_units`). The best
+``top_k`` become ``E1..En``, best first, so the passage quoted first is the one whose
+words answer. A table passage is given as its caption followed by its best-supported
+rows, each with its column headers, so a cell is always quoted with its row.
+
+The passage text given to the model may thus differ from the node's raw text (table
+rows re-rendered, an adjacent equation or lead-in sentence added, "Figure 2." written
+"Figure 2:"); page, box and node id stay the node's own.
+
+Not found (offline): :func:`~docmaster_core.text.answer_units.verdict` over the selected passages (for deep
+mode, also over pairs of passages from two different sections). The answer then says
+"The documents do not say ..." and lists the closest passages with ``supports=False``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..text.words import normalize_ws, split_sentences
+from ..model import Answer, Citation, Evidence, NodeType
+from ..text import answer_units as S
+from .candidates import combined_candidates, dedupe_candidates
+from ..text.answer_units import rank_answer_units
+
+__all__ = ["Selection", "select_passages", "rerank_evidence", "table_text", "not_found_answer", "best_quote",
+           "citation_of", "rank_answer_units"]
+
+MAX_TABLE_ROWS = 6
+# "Figure 2. Residual ..." would split into "Figure 2." and the caption: label + colon
+_CAPTION_LABEL = re.compile(r"^(\W*(?:Fig(?:ure)?\.?|Table))\s*([0-9IVX]+)\.(?=\s)")
+
+
+@dataclass
+class Selection:
+    """Passages chosen for a question and the offline verdict.
+
+    Attributes:
+        evidence: ``E1..En``, best supported first.
+        verdict: The :class:`~docmaster_core.text.answer_units.Verdict` over them.
+        profile: The question's :class:`~docmaster_core.text.answer_units.QuestionProfile`.
+    """
+
+    evidence: list[Evidence]
+    verdict: S.Verdict
+    profile: S.QuestionProfile
+
+
+def _node_units(tree, nid: int, text: str) -> tuple[list[str], str]:
+    n = tree.nodes[nid]
+    extra = n.extra if isinstance(n.extra, dict) else {}
+    return S.passage_units(text, n.type.value, extra.get("rows"), extra.get("caption")), n.type.value
+
+
+def table_text(tree, nid: int, profile: S.QuestionProfile, bg: S.Background, max_chars: int = 1500) -> str | None:
+    """A table passage for a question: caption, then the ``MAX_TABLE_ROWS`` rows with the
+    best support (each ``"row | header: cell | ..."``), separated by blank lines; None
+    when the node is not a table with rows."""
+    n = tree.nodes[nid]
+    extra = n.extra if isinstance(n.extra, dict) else {}
+    if n.type != NodeType.TABLE or not extra.get("rows"):
+        return None
+    rows = S.table_rows(extra["rows"])
+    if not rows:
+        return None
+    sc = S.score_units(profile, rows, ["TABLE"] * len(rows), bg)
+    lex = sc.coverage * (0.6 + 0.4 * sc.type_match)
+    best = np.argsort(-lex, kind="stable")[:MAX_TABLE_ROWS]
+    cap = normalize_ws(str(extra.get("caption") or ""))
+    if len(cap) > 400:
+        cap = cap[:400].rsplit(" ", 1)[0] + " ..."
+    parts = ([cap] if cap else []) + [rows[int(i)] for i in best]
+    out = "\n\n".join(parts)
+    return out[:max_chars]
+
+
+def _score_passage(profile, bg, units, ntype, full_text) -> tuple[float, float]:
+    """``(best unit support, passage coverage)``."""
+    if not units:
+        return 0.0, 0.0
+    sc = S.score_units(profile, units, [ntype] * len(units), bg)
+    lex = sc.coverage * (0.6 + 0.4 * sc.type_match)
+    whole = S.score_units(profile, [full_text], [ntype], bg)
+    pcov = float(whole.coverage[0])
+    # the passage as one unit (an equation with its lead-in sentence), slightly discounted
+    best = max(float(lex.max()), 0.9 * pcov * (0.6 + 0.4 * float(whole.type_match[0])))
+    return best, pcov
+
+
+def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
+                    cands: Sequence[tuple[float, int, int, str]], top_k: int) -> list[Evidence]:
+    """Score candidates ``(cosine, doc index, node id, strategies)`` for the question and
+    return the best ``top_k`` as evidence ``E1..En`` (tables given as :func:`table_text`)."""
+    from ..retrieval.corpus import evidence_text, node_evidence
+
+    scored = []
+    for cos, di, nid, who in cands:
+        tree = view.docs[di].tree
+        text = table_text(tree, nid, profile, bg) or _with_equation(tree, nid, evidence_text(tree, nid))
+        if tree.nodes[nid].type in (NodeType.IMAGE, NodeType.TABLE):
+            text = _CAPTION_LABEL.sub(r"\1 \2:", text, count=1)
+        units, ntype = _node_units(tree, nid, text)
+        heading = " ".join(tree.nodes[nid].section_path[-1:])
+        best, pcov = _score_passage(profile, bg, units, ntype, f"{heading} {text}")
+        s = 0.5 * float(cos) + 0.5 * best + 0.1 * pcov + (0.3 if "reference" in who else 0.0)
+        scored.append((s, cos, di, nid, who, text))
+    scored.sort(key=lambda t: -t[0])
+    out = []
+    for i, (s, cos, di, nid, who, text) in enumerate(scored[:top_k]):
+        e = node_evidence(view, di, nid, who, cos, f"E{i + 1}")
+        e.text = text
+        out.append(e)
+    return out
+
+
+def _verdict_texts(evidence: Sequence[Evidence], pairs: bool) -> list[str]:
+    """Passage texts with their section path; with ``pairs``, also the union of the two
+    best passages of two different sections (a question that needs two sections)."""
+    texts = [f"{' '.join(e.section_path)} {e.text}" for e in evidence]
+    if pairs:
+        top = list(evidence[:6])
+        for a in range(len(top)):
+            for b in range(a + 1, len(top)):
+                if top[a].section_path[:1] != top[b].section_path[:1] or top[a].doc_id != top[b].doc_id:
+                    texts.append(texts[a] + " " + texts[b])
+    return texts
+
+
+def _keyword_candidates(view, question: str, qv: np.ndarray, doc_index: Sequence[int], per_doc: int,
+                        have: set) -> list[tuple[float, int, int, str]]:
+    """The ``per_doc`` best BM25 nodes of each document (exact terms the embedder blurs:
+    names, line items, symbols) not already among the candidates."""
+    from ..retrieval.keyword import keyword_scores
+
+    ks = keyword_scores(view, question)
+    out = []
+    for di in doc_index:
+        a, b = int(view.offsets[di]), int(view.offsets[di + 1])
+        sub = ks[a:b]
+        for r in np.argsort(-sub, kind="stable")[:per_doc]:
+            if sub[r] <= 0:
+                break
+            if (di, int(r)) not in have and view.docs[di].tree.nodes[int(r)].type != NodeType.ROOT:
+                out.append((float(view.emb[a + int(r)] @ qv), di, int(r), "keyword"))
+    return out
+
+
+def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.ndarray,
+                     per_section: int = 2) -> list[tuple[float, int, int, str]]:
+    """Replace a section heading (TITLE node, given with its generated summary) by the
+    section's ``per_section`` content nodes closest to the question: a citation then
+    points at the document's own words on their page, e.g. a table rather than a
+    summary that repeats its cells without headers."""
+    out: list[tuple[float, int, int, str]] = []
+    have = {(c[1], c[2]) for c in cands if view.docs[c[1]].tree.nodes[c[2]].type != NodeType.TITLE}
+    for c in cands:
+        cos, di, nid, who = c
+        tree = view.docs[di].tree
+        if tree.nodes[nid].type not in (NodeType.TITLE, NodeType.ROOT):
+            out.append(c)
+            continue
+        if tree.nodes[nid].type == NodeType.ROOT:
+            continue
+        start = int(view.offsets[di])
+        sub = [i for i in tree.subtree(nid) if tree.nodes[i].type.is_content and (di, i) not in have]
+        if not sub:
+            continue
+        sims = view.emb[[start + i for i in sub]] @ qv
+        for j in np.argsort(-sims, kind="stable")[:per_section]:
+            i = sub[int(j)]
+            have.add((di, i))
+            out.append((float(sims[int(j)]), di, i, f"{who}+section"))
+    return out
+
+
+def _with_equation(tree, nid: int, text: str) -> str:
+    """An equation is given with the sentence that introduces it (the last sentence of
+    the preceding TEXT sibling), and a paragraph followed by an equation with that
+    equation, so a formula question can quote both."""
+    n = tree.nodes[nid]
+    if n.parent is None:
+        return text
+    sib = tree.nodes[n.parent].children
+    k = sib.index(nid) if nid in sib else -1
+    if n.type == NodeType.EQUATION and k > 0:
+        prev = tree.nodes[sib[k - 1]]
+        if prev.type == NodeType.TEXT and prev.content:
+            lead = split_sentences(prev.content)[-1:]
+            return "\n\n".join(lead + [text])
+    if n.type == NodeType.TEXT and 0 <= k < len(sib) - 1:
+        nxt = tree.nodes[sib[k + 1]]
+        if nxt.type == NodeType.EQUATION and nxt.content and len(text) < 1300:
+            return text + "\n\n" + normalize_ws(nxt.content)
+    return text
+
+
+def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, pool_factor: int = 3,
+                    candidates=None) -> Selection:
+    """Choose the passages that answer ``question`` over ``doc_ids`` (module docstring).
+
+    Args:
+        retr: The :class:`~docmaster_core.retrieval.retriever.Retriever`.
+        question: The question.
+        doc_ids: Documents searched (all in ``retr.view``).
+        top_k: Passages to return.
+        pool_factor: Candidates per document = ``pool_factor * top_k``.
+        candidates: Extra ``(cosine, doc index, node id, strategies)`` found by the
+            deep mode's sub-queries, pooled with the question's own candidates.
+
+    Returns:
+        A :class:`Selection`.
+    """
+    view = retr.view
+    profile = S.profile_question(question)
+    doc_index = [i for i, d in enumerate(view.docs) if d.doc_id in set(doc_ids)]
+    bg = S.doc_background(view, doc_index)
+    deep = candidates is not None
+    cands, qv = combined_candidates(retr, question, doc_ids, pool_factor * top_k, view)
+    cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
+    if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool
+        cands = list(candidates) + cands
+    candidates = dedupe_candidates(_expand_sections(view, cands, qv), view, (pool_factor + 1) * top_k)
+    ev = rerank_evidence(view, profile, bg, candidates, top_k)
+    v = S.verdict(profile, bg, _verdict_texts(ev, pairs=deep)) if ev else S.Verdict(
+        False, "no passage was retrieved", 0.0, 0.0, [])
+    return Selection(ev, v, profile)
+
+
+def best_quote(question: str, text: str, node_type: str = "TEXT", max_words: int = 60) -> str:
+    """The unit of ``text`` that best covers the question's terms and answer type
+    (used when a model's quote is not verbatim in its passage)."""
+    units = split_sentences(text, max_words=max_words)
+    if not units:
+        return ""
+    if len(units) == 1:
+        return units[0]
+    profile = S.profile_question(question)
+    from collections import Counter
+
+    df: Counter = Counter()
+    for u in units:
+        df.update(set(S.terms_of(u)))
+    sc = S.score_units(profile, units, [node_type] * len(units), S.Background(len(units), df))
+    return units[int(np.argmax(sc.coverage * (0.6 + 0.4 * sc.type_match)))]
+
+
+def citation_of(e: Evidence, quote: str, file: str = "", supports: bool = True) -> Citation:
+    """A :class:`Citation` of passage ``e`` with its page (that of the quoted words,
+    :meth:`~docmaster_core.model.Evidence.page_of`), section path, node id and box."""
+    return Citation(evidence_id=e.evidence_id, doc_id=e.doc_id, node_id=e.node_id, page=e.page_of(quote),
+                    section_path=list(e.section_path), quote=quote, file=file,
+                    bbox=tuple(e.bbox) if e.bbox else None, supports=supports)
+
+
+def not_found_answer(question: str, sel: Selection, files: dict[str, str], backend: str, n_closest: int = 3) -> Answer:
+    """The plain "not found" answer with the closest passages marked as not answering."""
+    q = normalize_ws(question)
+    closest = [citation_of(e, best_quote(question, e.text, e.node_type), files.get(e.doc_id, ""), supports=False)
+               for e in sel.evidence[:n_closest]]
+    text = (f'{S.NOT_FOUND_PREFIX} what the question asks ("{q}"): {sel.verdict.reason}.'
+            + (" The closest passages are listed below; they do not answer the question." if closest else ""))
+    return Answer(text, [], 0, backend, outcome="not_found", closest=closest, reason=sel.verdict.reason)

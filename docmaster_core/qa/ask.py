@@ -1,0 +1,440 @@
+"""Follow-up question answering over chosen documents (SPEC F7), with a deep mode.
+
+``ask`` retrieves passages with the same tri-modal pipeline as the filter (the
+combined, RRF-fused lists of tree traversal, semantic search and hyper-edge matching,
+per document), widens the pool with BM25 nodes, and keeps the ``top_k`` passages that
+best *answer* the question (term coverage against the document's background, answer
+type, cosine; tables row by row with headers; see
+:mod:`~docmaster_core.qa.answering`), numbers them ``E1..En`` and asks the
+LLM for an answer with citations. With the offline backend, when the offline evidence
+(:func:`~docmaster_core.text.answer_units.verdict`) says the documents do not hold
+the answer, no answer is extracted: the result says "The documents do not say ..."
+with outcome ``not_found`` and the closest passages marked as not answering; an LLM
+may reply ``"found": false`` itself. Citations are checked against the passages given: a citation whose
+id was not given is dropped, and document, page, section path and node id are always
+taken from the passage itself, so every citation points at a passage the model saw.
+When a quote does not occur in its passage, the passage's sentence that best covers
+the question is quoted instead. Each citation carries file, page, section path, node
+id, quote and the passage's page box (PDF points).
+
+Deep mode (from Doc-Researcher, arXiv 2510.21603, Sec. 3: query decomposition and
+iterative "deep research" retrieval): the question is split into sub-queries (the
+LLM's ``decompose`` when the backend offers one, else a rule-based split at
+conjunctions, semicolons and comparisons; the full question is always kept); each
+sub-query is retrieved; then, for ``rounds - 1`` more rounds, each sub-query vector
+is moved towards the centroid of its best new passages (Rocchio pseudo-relevance
+feedback, ``q' = normalise(q + beta * mean(top-3))``) and retrieved again, stopping
+early when a round finds no new passage. The union (at most ``2 * top_k`` passages,
+each sub-query's best two guaranteed) is answered as one.
+
+Which documents: ``docs`` given (file names, paths or doc ids), else the matches of
+the last saved filter run, else every document of the workspace.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..config import RetrievalSettings
+from ..errors import LLMError, RetrievalError
+from ..model import Answer, Citation, Evidence
+from ..protocols import LLM, Embedder, RunStore
+from .answering import not_found_answer, select_passages
+from .candidates import combined_candidates, dedupe_candidates
+from ..text.answer_units import NOT_FOUND_PREFIX
+from ..retrieval.retriever import Retriever, check_top_k
+
+__all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations",
+           "searchable_documents"]
+
+
+@dataclass
+class QAResult:
+    """The result of :func:`ask`.
+
+    Attributes:
+        question: The question.
+        answer: The :class:`Answer` (citations validated).
+        evidence: The passages given to the model, ``E1..En``.
+        doc_ids: Documents searched.
+        doc_source: ``"given"``, ``"last-filter-run"`` or ``"all"``.
+        sub_queries: Sub-queries used (deep mode; else just the question).
+        rounds: Retrieval rounds run.
+        dropped_citations: Citation ids the model gave that were not among the passages.
+        timings: Seconds: ``retrieve``, ``answer``, ``total``.
+        run_id: Id of the saved run, or None.
+        warnings: One line per document that could not be searched (e.g. its vector
+            file is missing; ``docmaster check --repair`` rebuilds it).
+        verdict: The offline evidence on whether the documents answer the question
+            (:meth:`~docmaster_core.text.answer_units.Verdict.to_dict`); it decides
+            the outcome for the offline backend, an LLM decides for itself.
+    """
+
+    question: str
+    answer: Answer
+    evidence: list[Evidence]
+    doc_ids: list[str]
+    doc_source: str
+    sub_queries: list[str] = field(default_factory=list)
+    rounds: int = 1
+    dropped_citations: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    run_id: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    verdict: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def evidence_doc_ids(self) -> list[str]:
+        """Distinct documents the passages came from, in passage order."""
+        return list(dict.fromkeys(e.doc_id for e in self.evidence))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "question": self.question,
+            "answer": self.answer.to_dict(),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "doc_ids": list(self.doc_ids),
+            "doc_source": self.doc_source,
+            "sub_queries": list(self.sub_queries),
+            "rounds": self.rounds,
+            "dropped_citations": list(self.dropped_citations),
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "evidence_doc_ids": self.evidence_doc_ids,
+            "warnings": list(self.warnings),
+            "outcome": self.answer.outcome,
+            "verdict": dict(self.verdict),
+        }
+
+
+def select_documents(ws, docs: Sequence[str] | None = None) -> tuple[list[str], str]:
+    """The documents a question is asked over.
+
+    Returns:
+        ``(doc_ids, source)``: the given documents (``"given"``), else the matches of the
+        newest filter run (``"last-filter-run"``), else all documents (``"all"``).
+
+    Raises:
+        RetrievalError: a given document is unknown, the last filter run matched
+            nothing, or the workspace is empty.
+    """
+    from ..errors import WorkspaceError
+
+    if docs:
+        out = []
+        for ref in docs:
+            try:
+                out.append(ws.document(ref).doc_id)
+            except WorkspaceError as e:
+                raise RetrievalError(str(e)) from e
+        return list(dict.fromkeys(out)), "given"
+    runs = ws.runs("filter")
+    if runs:
+        res = runs[0]["result"]
+        known = {d.doc_id for d in ws.documents()}
+        m = [d for d in res.get("matches", []) if d in known]
+        if not m:
+            raise RetrievalError(
+                f"the last filter run (#{runs[0]['run_id']}, condition {res.get('condition', '')!r}) matched no "
+                "document; name documents with --docs or run another filter"
+            )
+        return m, "last-filter-run"
+    all_ids = [d.doc_id for d in ws.documents()]
+    if not all_ids:
+        raise RetrievalError(f"workspace {ws.path} has no documents")
+    return all_ids, "all"
+
+
+def searchable_documents(view, doc_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``doc_ids`` into the ones the corpus view holds and warnings for the rest.
+
+    A document is missing from the view when its vector file is missing or does not
+    match its tree (:func:`~docmaster_core.retrieval.corpus.load_corpus` skips it).
+
+    Returns:
+        ``(searchable doc_ids, warnings)``.
+
+    Raises:
+        RetrievalError: none of the documents can be searched.
+    """
+    ok = [d for d in doc_ids if view.has(d)]
+    skipped = getattr(view, "skipped", {}) or {}
+    warnings = [skipped.get(d, f"document {d} cannot be searched; skipped") for d in doc_ids if not view.has(d)]
+    if doc_ids and not ok:
+        raise RetrievalError("no chosen document can be searched: " + warnings[0])
+    return ok, warnings
+
+
+def gather_evidence(retr: Retriever, question: str | np.ndarray, doc_ids: Sequence[str], top_k: int,
+                    per_doc: int | None = None) -> list[Evidence]:
+    """The ``top_k`` passages for a question over ``doc_ids``, numbered ``E1..En``.
+
+    For a text question (and no ``per_doc``) the passages are chosen by answer support
+    (:func:`~docmaster_core.qa.answering.select_passages`: a wider candidate
+    pool re-ranked by term coverage, answer type and cosine; tables given row by row
+    with their headers). Otherwise candidates are each document's combined (RRF) list
+    of ``per_doc`` nodes (default ``top_k``), ordered by cosine with the question.
+    Passages repeating another passage (:func:`dedupe_candidates`) are dropped and the
+    candidate lists widened (up to 4x) to fill ``top_k``.
+
+    Raises:
+        RetrievalError: ``top_k`` or ``per_doc`` < 1.
+    """
+    from ..retrieval.corpus import node_evidence
+
+    check_top_k(top_k)
+    check_top_k(per_doc, "per_doc")
+    if isinstance(question, str) and per_doc is None:
+        from .answering import select_passages
+
+        return select_passages(retr, question, doc_ids, top_k).evidence
+    view = retr.view
+    per = per_doc or top_k
+    prev = -1
+    chosen: list[tuple[float, int, int, str]] = []
+    for _ in range(3):
+        cands = combined_candidates(retr, question, doc_ids, per, view)[0]
+        chosen = dedupe_candidates(cands, view, top_k)
+        if len(chosen) >= top_k or len(cands) <= prev or len(chosen) == min(len(cands), top_k):
+            break
+        prev = len(cands)
+        per *= 2
+    return [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(chosen)]
+
+
+_SPLIT_RE = re.compile(r"\s*(?:;|\?\s+|\.\s+(?=[A-Z])|,?\s+and\s+(?:also\s+)?(?=(?:what|which|how|why|when|where|who|whether|does|do|is|are|did|list|give)\b))\s*", re.I)
+_COMPARE_RE = re.compile(r"\b(?:compare|difference between|differences between|contrast)\s+(.+?)\s+(?:and|with|vs\.?|versus)\s+(.+?)(?:\s+(?:in terms of|on|regarding|for)\s+(.+))?\??$", re.I)
+
+
+def decompose_question(question: str, llm=None, max_sub: int = 4) -> list[str]:
+    """Sub-queries of a question (Doc-Researcher query decomposition), the question first.
+
+    Splits at semicolons, sentence ends, and "and" before a new wh-/auxiliary clause, and turns
+    "compare A and B (in terms of C)" into one sub-query per side.
+
+    Returns:
+        1 to ``max_sub + 1`` distinct strings.
+    """
+    q = " ".join(question.split())
+    subs: list[str] = []  # rule-based: no backend offers a decomposition task
+    m = _COMPARE_RE.search(q)
+    if m:
+        aspect = f" {m.group(3).rstrip('?')}" if m.group(3) else ""
+        a, b = m.group(1), m.group(2).rstrip("?")
+        bw = b.split()
+        if not aspect and len(a.split()) <= 3 and len(bw) > 2:
+            # "compare how A and B <predicate>": the predicate belongs to both sides
+            subs = [f"{a} {' '.join(bw[1:])}", b]
+        else:
+            subs = [f"{a}{aspect}", f"{b}{aspect}"]
+    else:
+        parts = [p.strip(" ,?") for p in _SPLIT_RE.split(q) if p and p.strip(" ,?")]
+        subs = [p for p in parts if len(p.split()) >= 3] if len(parts) > 1 else []
+    out = [q]
+    for s in subs[:max_sub]:
+        if s.lower() != q.lower() and s not in out:
+            out.append(s)
+    return out
+
+
+def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k: int, llm, rounds: int,
+                   beta: float = 0.5) -> tuple[list[Evidence], list[str], int]:
+    from ..retrieval.corpus import node_evidence
+
+    view = retr.view
+    subs = decompose_question(question, llm)
+    qs: list[str | np.ndarray] = list(subs)  # text in round 1 (explicit references), vectors after
+    seen: dict[tuple[int, int], tuple[float, str, int]] = {}  # (doc, node) -> (best cos, strategy, sub-query)
+    guaranteed: list[tuple[int, int]] = []
+    ran = 0
+    for rnd in range(max(1, rounds)):
+        ran = rnd + 1
+        new_any = False
+        for si, q in enumerate(qs):
+            cands, qv = combined_candidates(retr, q, doc_ids, top_k, view)
+            cands = cands[:top_k]
+            fresh = [(c, di, nid, who) for c, di, nid, who in cands if (di, nid) not in seen]
+            for c, di, nid, who in cands:
+                key = (di, nid)
+                if key not in seen or c > seen[key][0]:
+                    seen[key] = (c, who, si)
+            if rnd == 0:
+                guaranteed.extend((di, nid) for _, di, nid, _ in cands[:2])
+            if fresh:
+                new_any = True
+                top = np.stack([view.emb[view.docs[di].start + nid] for _, di, nid, _ in fresh[:3]])
+                v = qv + beta * top.mean(axis=0)
+                qs[si] = (v / max(np.linalg.norm(v), 1e-12)).astype(np.float32)
+        if not new_any:
+            break
+    limit = 2 * top_k
+    order = list(dict.fromkeys(guaranteed))[:limit]
+    rest = sorted((k for k in seen if k not in order), key=lambda k: -seen[k][0])
+    order += rest[: max(0, limit - len(order))]
+    order.sort(key=lambda k: -seen[k][0])
+    kept = dedupe_candidates([(seen[k][0], k[0], k[1], seen[k][1]) for k in order], view, len(order))
+    ev = [node_evidence(view, di, nid, who, c, f"E{i + 1}") for i, (c, di, nid, who) in enumerate(kept)]
+    return ev, subs, ran
+
+
+def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict[str, str],
+                       question: str = "") -> tuple[Answer, list[str]]:
+    """Keep only citations of given passages and fill them from the passages.
+
+    Every kept citation takes document, node id, page, section path and page box from
+    its passage, so it can only point at a passage the model was given. A quote that
+    does not occur verbatim (whitespace-normalised) in its passage is replaced by the
+    passage's sentence that best covers the question (not its opening words). An
+    answer whose outcome is ``not_found`` keeps no supporting citation: the passages
+    it named move to ``closest`` with ``supports=False``.
+
+    Returns:
+        ``(answer, dropped_ids)``; the answer's citations are rebuilt in place.
+    """
+    from .answering import best_quote, citation_of
+
+    by_id = {e.evidence_id: e for e in evidence}
+    kept, dropped, seen = [], [], set()
+    for c in answer.citations:
+        e = by_id.get(c.evidence_id)
+        if e is None:
+            dropped.append(c.evidence_id)
+            continue
+        if c.evidence_id in seen:
+            continue
+        seen.add(c.evidence_id)
+        norm = " ".join(e.text.split())
+        quote = " ".join((c.quote or "").split())
+        if not quote or quote not in norm:
+            quote = best_quote(question, e.text, e.node_type) or " ".join(norm.split()[:40])
+        kept.append(citation_of(e, quote, files.get(e.doc_id, ""), supports=c.supports))
+    closest = []
+    for c in answer.closest:
+        e = by_id.get(c.evidence_id)
+        if e is not None:
+            closest.append(citation_of(e, c.quote if c.quote and c.quote in " ".join(e.text.split())
+                                       else best_quote(question, e.text, e.node_type),
+                                       files.get(e.doc_id, ""), supports=False))
+    if answer.outcome == "not_found":
+        closest = closest or [citation_of(by_id[k.evidence_id], k.quote, k.file, supports=False) for k in kept]
+        kept = []
+    answer.citations = kept
+    answer.closest = closest
+    return answer, dropped
+
+
+def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings, question: str, *,
+        docs: Sequence[str] | None = None, top_k: int | None = None, deep: bool = False, rounds: int = 3,
+        retriever: Retriever | None = None, load_index=None, index_key: object = None, save: bool = True,
+        on_piece: Callable[[str], None] | None = None) -> QAResult:
+    """Answer ``question`` over chosen documents with cited passages (SPEC F7).
+
+    Args:
+        ws: The workspace.
+        embedder: The node embedder.
+        llm: The LLM facade (``answer``).
+        settings: RetrievalSettings.
+        question: The question.
+        docs: Document references; default the last filter run's matches (else all).
+        top_k: Passages given to the model (default ``settings.top_k``; deep mode up to
+            twice that); must be >= 1 when given.
+        deep: Query decomposition and iterative retrieval (Doc-Researcher).
+        rounds: Retrieval rounds in deep mode.
+        retriever, load_index, index_key: As in :func:`~docmaster_core.filtering.run.run_filter`.
+        save: Save the run (kind ``"ask"``) in the workspace.
+        on_piece: Called with each piece of the answer's text as it comes (a chat
+            model's tokens; an offline or not-found answer in word groups); the result
+            is the same as without it (see :func:`answer_pieces`).
+
+    Documents that cannot be searched (vector file missing or damaged) are skipped and
+    named in ``QAResult.warnings``.
+
+    Raises:
+        RetrievalError: empty question, ``top_k`` < 1, unknown documents, or nothing to
+            search.
+    """
+    t_all = time.perf_counter()
+    q = " ".join((question or "").split())
+    if not q:
+        raise RetrievalError("the question is empty")
+    check_top_k(top_k)
+    k = top_k if top_k is not None else settings.top_k
+    doc_ids, source = select_documents(ws, docs)
+    retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
+    doc_ids, warnings = searchable_documents(retr.view, doc_ids)
+    t0 = time.perf_counter()
+    if deep:
+        evidence, subs, ran = _deep_evidence(retr, q, doc_ids, k, llm, rounds)
+        di_of = {d.doc_id: i for i, d in enumerate(retr.view.docs)}
+        sel = select_passages(retr, q, doc_ids, max(1, len(evidence)), candidates=[
+            (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
+    else:
+        sel, subs, ran = select_passages(retr, q, doc_ids, k), [q], 1
+    evidence = sel.evidence
+    t_ret = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    backend = llm.backend_name
+    files = {d.doc_id: d.file_name for d in ws.documents()}
+    if not evidence:
+        ans = Answer(f"{NOT_FOUND_PREFIX} anything about this: no passage was retrieved from the chosen documents.",
+                     [], 0, backend, outcome="not_found", reason="no passage was retrieved")
+    elif not sel.verdict.found and llm.is_offline:
+        ans = not_found_answer(q, sel, files, backend)
+    else:
+        ans = _llm_answer(llm, q, evidence, doc_ids[0] if len(doc_ids) == 1 else None, on_piece)
+    streamed = bool(evidence) and not llm.is_offline  # a chat model's answer came as tokens
+    if on_piece is not None and not streamed:
+        for piece in answer_pieces(ans.text):
+            on_piece(piece)
+    ans, dropped = validate_citations(ans, evidence, files, q)
+    t_ans = time.perf_counter() - t0
+    out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
+                   {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings,
+                   verdict=sel.verdict.to_dict())
+    if save:
+        params = {"question": q, "docs": doc_ids, "doc_source": source, "top_k": k, "deep": deep,
+                  "verdict": sel.verdict.to_dict(),
+                  "rounds": rounds if deep else 1, "backend": backend}
+        out.run_id = ws.save_run("ask", params, out.to_dict())
+    return out
+
+
+def answer_pieces(text: str, words: int = 4) -> Iterator[str]:
+    """``text`` in groups of ``words`` words (with their spaces), for display as a stream."""
+    toks = (text or "").split(" ")
+    for i in range(0, len(toks), words):
+        chunk = " ".join(toks[i:i + words])
+        yield chunk if i + words >= len(toks) else chunk + " "
+
+
+def _llm_answer(llm: LLM, question: str, evidence: list[Evidence], doc_id: str | None,
+                on_piece: Callable[[str], None] | None) -> Answer:
+    """The backend's answer; with ``on_piece`` and a chat model, streamed token by token
+    (citations from its ``[E3]`` markers, validated afterwards like any answer). A
+    failure gives an answer with empty text and ``error`` set."""
+    if on_piece is None or llm.is_offline:
+        try:
+            return llm.answer(question, evidence, doc_id=doc_id)
+        except LLMError as e:
+            return Answer("", [], 0, llm.backend_name, error=str(e))
+    parts: list[str] = []
+    error = None
+    try:
+        for piece in llm.answer_stream(question, evidence, doc_id=doc_id):
+            parts.append(str(piece))
+            on_piece(str(piece))
+    except LLMError as e:
+        error = str(e)
+    text = "".join(parts)
+    by_id = {e.evidence_id: e for e in evidence}
+    cited = list(dict.fromkeys(m for m in _MARK.findall(text) if m in by_id))
+    cites = [Citation(i, by_id[i].doc_id, by_id[i].node_id, by_id[i].page, list(by_id[i].section_path), "")
+             for i in cited]
+    return Answer(text, cites, 0, llm.backend_name, error=error)
+
+
+_MARK = re.compile(r"\[(E\d+)\]")

@@ -1,0 +1,476 @@
+"""Answer support: which passages answer a question, which words to quote, and when
+the documents do not hold the answer.
+
+Used by :func:`docmaster_core.qa.ask.ask` (passage selection and the offline
+decline decision) and by the offline answerer (sentence choice, :func:`rank_answer_units`).
+
+Signals (all computed per *unit*: a sentence of a passage, or one row of a table
+rendered with its column headers, ``"OpenAI GPT | MNLI: 82.1 | ... | Average: 75.1"``):
+
+- **term coverage**: the question's content terms (light-stemmed, question words and
+  generic verbs dropped) found in the unit, each weighted by its inverse document
+  frequency over the nodes of the searched document(s) (the *document background*),
+  divided by the total weight of the question's terms; a term the document never uses
+  gets the largest weight, so a question about something the document does not
+  mention keeps a low coverage everywhere;
+- **answer type**: a number for "how many / how much / what score ..." questions (with
+  the asked unit when the question names one, "in dollars", "in milliseconds"), an
+  equation or ``=`` for formula questions, a caption for "which figure/table" questions;
+- **similarity**: the embedding cosine of the unit with the question.
+
+Passages are ranked by their best unit's support (plus their own coverage), so the
+passage quoted first is the one whose words answer, not only the most similar one.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .words import normalize_ws, split_sentences
+
+__all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
+           "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
+           "rank_answer_units"]
+
+NOT_FOUND_PREFIX = "The documents do not say"
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*")
+_NUM = re.compile(r"(?<![a-z])\d[\d,]*(?:\.\d+)?")
+
+# question words, auxiliaries, pronouns and generic verbs/nouns that carry no topic
+_STOP = set("""
+a an the of to in on at by for from with without into onto over under about as and or but nor not no
+is are was were be been being am do does did done doing has have had having can could may might must shall
+should will would what which who whom whose when where why how that this these those there here it its
+they them their we our you your he she his her i me my one ones than then so such also very much many
+any some each every all both either neither other another more most less least few
+use used uses using give gives given giving obtain obtains obtained reach reaches reached achieve achieves
+achieved get gets got make makes made take takes taken took involve involved involves depict depicts
+depicted show shows shown showed describe described describes report reported reports according
+mention mentioned mentions say says said state stated states value number amount kind type paper
+document documents article work study authors author section figure table main specific exactly
+typically normally
+""".split())
+
+_NUMBER_Q = re.compile(
+    r"^(?:how (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
+    r"what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
+    r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
+    r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
+    r"learning rate|batch size|interval|range|timeout|budget|parameters?)\b)", re.I)
+_FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
+                        r"loss function|objective|recast)\b", re.I)
+_CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure|fig\.|table) \d+\b", re.I)
+
+# an asked unit: canonical name -> spellings that show a passage gives it
+UNITS: dict[str, tuple[str, ...]] = {
+    "dollar": ("$", "dollar", "usd", "us$"),
+    "euro": ("€", "euro", "eur"),
+    "tonne": ("tonne", "tons", "ton", "tco2"),
+    "co2": ("co2", "co 2", "carbon dioxide"),
+    "kwh": ("kwh", "kilowatt", "mwh", "joule"),
+    "millisecond": ("ms", "millisecond", "msec"),
+    "second": ("second", "sec", " s "),
+    "minute": ("minute", "min"),
+    "hour": ("hour", "hrs", " h "),
+    "day": ("day",),
+    "week": ("week",),
+    "year": ("year",),
+    "byte": ("byte", "kb", "mb", "gb", "tb", "octet"),
+    "percent": ("%", "percent"),
+    "parameter": ("parameter", "param"),
+    "duration": ("second", "minute", "hour", "day", "week", "month", "year", "epoch", "step", "iteration",
+                 " ms ", " s ", " h "),
+}
+_UNIT_Q = re.compile(
+    r"\b(?:in|of|per|many|much) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
+    r"milliseconds?|ms|seconds?|minutes?|hours?|days?|weeks?|years?|bytes?|kilobytes?|megabytes?|"
+    r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price)\b", re.I)
+_UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kwh", "ms": "millisecond",
+               "kilobyte": "byte", "megabyte": "byte", "gigabyte": "byte", "percentage": "percent",
+               "monetary": "dollar", "price": "dollar"}
+
+
+def _stem(w: str) -> str:
+    """A light English stemmer: plural and verb endings (``models`` -> ``model``)."""
+    if w[0].isdigit() or len(w) <= 3:
+        return w
+    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
+        if w.endswith(suf) and len(w) - len(suf) >= 3 and not w.endswith("ss") and not w.endswith("us"):
+            w = w[: len(w) - len(suf)] + rep
+            break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def terms_of(text: str, keep_stop: bool = False) -> list[str]:
+    """Stemmed content words of a text, in order (lower-cased; hyphenated words also
+    give their parts; stop words and question words dropped unless ``keep_stop``)."""
+    out: list[str] = []
+    for tok in _WORD.findall((text or "").lower()):
+        # a compound ("bert-base", "phc-u373") counts by its parts; a number keeps its dots
+        parts = [tok] if (tok[0].isdigit() or ("-" not in tok and "." not in tok)) else [
+            p for p in re.split(r"[.\-]", tok) if p]
+        for p in parts:
+            if not keep_stop and (p in _STOP or (len(p) < 2 and not p.isdigit())
+                                  or (p.endswith("ly") and len(p) > 5)):
+                continue
+            out.append(_stem(p))
+    return out
+
+
+@dataclass
+class QuestionProfile:
+    """What a question asks for.
+
+    Attributes:
+        text: The question, whitespace-normalised.
+        terms: Distinct stemmed content terms.
+        answer_type: ``"number"``, ``"formula"``, ``"caption"`` or ``"description"``.
+        units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
+        numbers: Numbers written in the question (not an answer when found again).
+        words: ``{term: the question's word}`` (for messages).
+        soft_units: Units implied but not named ("how long" -> ``duration``): they raise
+            the type match of a unit that gives one, but never decide "not found".
+    """
+
+    text: str
+    terms: list[str]
+    answer_type: str
+    units: list[str] = field(default_factory=list)
+    numbers: set[str] = field(default_factory=set)
+    words: dict[str, str] = field(default_factory=dict)
+    soft_units: list[str] = field(default_factory=list)
+
+
+def profile_question(question: str) -> QuestionProfile:
+    """The :class:`QuestionProfile` of a question (rules, no model)."""
+    q = normalize_ws(question)
+    # "how long / how many ..." ask for a quantity: "long", "many" are no topic terms
+    terms = list(dict.fromkeys(terms_of(re.sub(
+        r"\bhow (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b", " ", q, flags=re.I))))
+    if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
+            r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
+            r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
+        atype = "caption"
+    elif _FORMULA_Q.search(q):
+        atype = "formula"
+    elif _NUMBER_Q.search(q):
+        atype = "number"
+    else:
+        atype = "description"
+    units = []
+    for m in _UNIT_Q.finditer(q):
+        u = (m.group(1) or m.group(2) or m.group(3) or "").lower().replace(" ", "-")
+        u = u.rstrip("s") if u not in ("ms",) else u
+        u = _UNIT_CANON.get(u, u)
+        if u.startswith("kilowatt"):
+            u = "kwh"
+        if u in UNITS and u not in units:
+            units.append(u)
+    if units and atype == "description":
+        atype = "number"
+    soft = ["duration"] if re.match(r"^\s*(?:for )?how long\b", q, re.I) else []
+    words: dict[str, str] = {}
+    for tok in re.findall(r"[A-Za-z0-9]+", q):
+        for t in terms_of(tok):
+            words.setdefault(t, tok)
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft)
+
+
+@dataclass
+class Background:
+    """Document frequencies of terms over the nodes of the searched documents.
+
+    Attributes:
+        n_nodes: Number of nodes counted.
+        df: ``{term: nodes containing it}``.
+    """
+
+    n_nodes: int
+    df: Counter
+
+    def weight(self, term: str) -> float:
+        """IDF weight ``log(1 + N / (1 + df))``; largest for a term the documents never use."""
+        return math.log1p(self.n_nodes / (1.0 + self.df.get(term, 0)))
+
+    def has(self, term: str) -> bool:
+        """True when some node uses ``term``."""
+        return self.df.get(term, 0) > 0
+
+
+_BG_CACHE: dict[tuple, Background] = {}
+
+
+def doc_background(view, doc_indices: Sequence[int]) -> Background:
+    """The :class:`Background` of the given documents of a corpus view (cached per
+    view signature and document set)."""
+    key = (id(view), getattr(view, "signature", ()), tuple(sorted(doc_indices)))
+    bg = _BG_CACHE.get(key)
+    if bg is not None:
+        return bg
+    df: Counter = Counter()
+    n = 0
+    for di in doc_indices:
+        for node in view.docs[di].tree.nodes:
+            text = node.content or ""
+            if isinstance(node.extra, dict) and node.extra.get("caption"):
+                text += " " + str(node.extra["caption"])
+            df.update(set(terms_of(text)))
+            n += 1
+    bg = Background(n, df)
+    if len(_BG_CACHE) > 64:
+        _BG_CACHE.clear()
+    _BG_CACHE[key] = bg
+    return bg
+
+
+def table_rows(rows: Any, max_rows: int = 200) -> list[str]:
+    """Table rows as self-contained units: ``"row label | header: cell | ..."``.
+
+    Args:
+        rows: ``[[cell, ...], ...]`` with the header row first (a node's ``extra["rows"]``).
+
+    Returns:
+        One string per body row with a non-empty cell (at most ``max_rows``).
+    """
+    if not isinstance(rows, list) or len(rows) < 2 or not all(isinstance(r, list) for r in rows):
+        return []
+    header = [normalize_ws(str(c)) for c in rows[0]]
+    out = []
+    for r in rows[1:max_rows + 1]:
+        cells = [normalize_ws(str(c)) for c in r]
+        if not any(cells[1:]) and not cells[:1]:
+            continue
+        parts = [cells[0]] if cells and cells[0] else []
+        for j, c in enumerate(cells[1:], start=1):
+            if c:
+                h = header[j] if j < len(header) and header[j] else f"column {j + 1}"
+                parts.append(f"{h}: {c}")
+        if len(parts) > 1 or (parts and any(ch.isdigit() for ch in parts[0])):
+            out.append(" | ".join(parts))
+    return out
+
+
+def passage_units(text: str, node_type: str = "TEXT", rows: Any = None, caption: str | None = None) -> list[str]:
+    """The quotable units of a passage: its sentences, or for a table its caption's
+    sentences and its rows with column headers (:func:`table_rows`)."""
+    if node_type == "TABLE" and rows:
+        tr = table_rows(rows)
+        if tr:
+            return split_sentences(caption or "", max_words=60) + tr
+    return split_sentences(text, max_words=60)
+
+
+@dataclass
+class UnitScores:
+    """Support of each unit for a question; arrays have shape (n_units,), float64.
+
+    Attributes:
+        coverage: Weighted fraction of the question's terms in the unit, in [0, 1].
+        type_match: Answer-type match in [0, 1].
+        cosine: Embedding cosine with the question.
+        support: The combined score ``0.45 cos + 0.35 coverage + 0.2 type``.
+    """
+
+    coverage: np.ndarray
+    type_match: np.ndarray
+    cosine: np.ndarray
+    support: np.ndarray
+
+
+_LABEL_NUM = re.compile(r"\b(?:table|figure|fig\.?|section|sec\.?|eqn?\.?|equation|appendix|step|stage)\s*"
+                        r"\(?[0-9ivx]+(?:\.\d+)*\)?|\[\d+(?:\s*[,\u2013-]\s*\d+)*\]|^\s*\d+(?:\.\d+)*\s+(?=[a-z])")
+
+
+def _has_unit(text_l: str, unit: str) -> bool:
+    padded = f" {text_l} "
+    return any(s in padded for s in UNITS.get(unit, (unit,)))
+
+
+def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> float:
+    """How well a unit's form fits the asked answer type, in [0, 1]."""
+    low = unit.lower()
+    if profile.answer_type == "number":
+        # element labels and reference marks are not answers: "Table 1", "Eq. (2)", "[36]"
+        low = _LABEL_NUM.sub(" ", low)
+        nums = [n for n in _NUM.findall(low) if n not in profile.numbers]
+        if not nums:
+            return 0.0
+        if profile.units or profile.soft_units:
+            return 1.0 if any(_has_unit(low, u) for u in profile.units + profile.soft_units) else 0.4
+        return 1.0
+    if profile.answer_type == "formula":
+        if node_type == "EQUATION" or "=" in unit or re.search(r"[\u2200-\u22ff\u0391-\u03c9]|softmax|exp\(|log\(", low):
+            return 1.0
+        return 0.3
+    if profile.answer_type == "caption":
+        return 1.0 if re.match(r"^\s*(?:figure|fig\.|table)\s*\d+", low) else 0.2
+    return 0.5
+
+
+def score_units(profile: QuestionProfile, units: Sequence[str], node_types: Sequence[str], bg: Background,
+                cosine: np.ndarray | None = None) -> UnitScores:
+    """Score units for a question (see the module docstring).
+
+    Args:
+        profile: From :func:`profile_question`.
+        units: Unit texts, length n.
+        node_types: The node type name of each unit's passage, length n.
+        bg: The document background (term weights).
+        cosine: float (n,) cosines with the question, or None (0.0).
+
+    Returns:
+        :class:`UnitScores`.
+    """
+    n = len(units)
+    w = np.array([bg.weight(t) for t in profile.terms], dtype=np.float64)
+    total = float(w.sum()) or 1.0
+    cov = np.zeros(n)
+    tm = np.zeros(n)
+    for i, u in enumerate(units):
+        present = set(terms_of(u))
+        if profile.terms:
+            cov[i] = float(sum(wt for t, wt in zip(profile.terms, w) if t in present)) / total
+        tm[i] = type_match(profile, u, node_types[i] if i < len(node_types) else "TEXT")
+    cos = np.zeros(n) if cosine is None else np.asarray(cosine, dtype=np.float64)
+    return UnitScores(cov, tm, cos, 0.45 * cos + 0.35 * cov + 0.2 * tm)
+
+
+@dataclass
+class Verdict:
+    """Whether the searched documents answer a question (offline evidence).
+
+    Attributes:
+        found: False when the documents do not hold the answer.
+        reason: One line: why not (or the evidence when found).
+        doc_coverage: Weighted fraction of the question's terms the documents use at all.
+        best_coverage: Coverage of the best passage (its text with its section path).
+        missing_terms: Question terms no node of the documents uses.
+        unit_found: False when the question asks for a unit no top passage gives.
+    """
+
+    found: bool
+    reason: str
+    doc_coverage: float
+    best_coverage: float
+    missing_terms: list[str]
+    unit_found: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"found": self.found, "reason": self.reason, "doc_coverage": round(self.doc_coverage, 4),
+                "best_coverage": round(self.best_coverage, 4), "missing_terms": list(self.missing_terms),
+                "unit_found": self.unit_found}
+
+
+# decision thresholds, chosen on the "tune" half of eval/qa_cases.tsv (answerable questions: best
+# coverage >= 0.7, document coverage 1.0; unanswerable: best <= 0.26, document <= 0.58) with a margin
+# towards answering, then reported on the held-out half (README)
+MIN_DOC_COVERAGE = 0.7
+MIN_BEST_COVERAGE = 0.4
+# a passage this well covered overrides (a) (a paraphrased question word the document never uses)
+STRONG_BEST_COVERAGE = 0.5
+
+
+def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[str]) -> Verdict:
+    """Decide whether the documents answer the question.
+
+    Not found when (a) the question's terms the documents never use carry more than
+    ``1 - MIN_DOC_COVERAGE`` of the question's term weight and no passage covers
+    ``STRONG_BEST_COVERAGE`` of it, or (b) no passage covers
+    ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a unit ("in dollars",
+    "in milliseconds") that none of the passages gives.
+
+    Args:
+        profile: The question.
+        bg: Background of the searched documents.
+        passage_texts: The best passages' texts (each with its section path), best first.
+    """
+    terms = profile.terms
+    if not terms:
+        return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
+    w = np.array([bg.weight(t) for t in terms])
+    total = float(w.sum()) or 1.0
+    missing = [t for t in terms if not bg.has(t)]
+    doc_cov = float(sum(wt for t, wt in zip(terms, w) if bg.has(t))) / total
+    best = 0.0
+    for p in passage_texts:
+        present = set(terms_of(p))
+        best = max(best, float(sum(wt for t, wt in zip(terms, w) if t in present)) / total)
+    unit_found = True
+    if profile.units:
+        low = [f" {normalize_ws(p).lower()} " for p in passage_texts]
+        unit_found = any(any(_has_unit(t, u) for t in low) for u in profile.units)
+    if doc_cov < MIN_DOC_COVERAGE and best < STRONG_BEST_COVERAGE:
+        why = "they never mention " + ", ".join(f'"{profile.words.get(t, t)}"' for t in missing[:4])
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    if best < MIN_BEST_COVERAGE:
+        why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    if not unit_found:
+        why = f"no passage gives a value in {', '.join(profile.units)}"
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    return Verdict(True, f"passage coverage {best:.2f}, document coverage {doc_cov:.2f}", doc_cov, best, missing)
+
+
+def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[str], cosine: np.ndarray,
+                      owner: Sequence[int] | None = None, min_cos: float | None = None) -> np.ndarray:
+    """Order answer sentences by support: ``0.3 cos + 0.45 coverage + 0.25 type`` plus
+    ``0.15 * (1 - passage rank / passages)`` (the passages come best first), with term
+    weights from the sentences themselves (their own background).
+
+    A table row (a unit with ``" | "`` in a TABLE passage) is covered together with its
+    table's caption (the passage's first unit), so "What is X's score in table T?" is
+    answered by X's row; the caption itself counts half for a number question.
+
+    Args:
+        question: The question.
+        units: Candidate sentences / table rows, length n.
+        node_types: Node type of each unit's passage, length n.
+        cosine: float (n,) sentence-question cosines.
+        owner: int (n,) passage index of each unit (None: every unit its own passage).
+        min_cos: When given, only units with cosine >= ``min_cos`` or covering at least
+            half of the question's term weight are returned (a table row only when it
+            shares a term with the question itself).
+
+    Returns:
+        int64 (m,) unit indices, best first (m = n without ``min_cos``).
+    """
+    profile = profile_question(question)
+    df: Counter = Counter()
+    for u in units:
+        df.update(set(terms_of(u)))
+    n = len(units)
+    own = np.arange(n) if owner is None else np.asarray(owner)
+    first: dict[int, int] = {}
+    for i in range(n):
+        first.setdefault(int(own[i]), i)
+    is_row = np.array([node_types[i] == "TABLE" and " | " in units[i] for i in range(n)], dtype=bool)
+    whole: dict[int, str] = {}
+    for i in range(n):
+        whole[int(own[i])] = whole.get(int(own[i]), "") + " " + units[i]
+    # a table row is covered with its caption, an equation with its lead-in sentence
+    ctx = [f"{units[first[int(own[i])]]} {units[i]}" if is_row[i]
+           else whole[int(own[i])] if node_types[i] == "EQUATION" else units[i] for i in range(n)]
+    sc = score_units(profile, ctx, node_types, Background(max(n, 1), df), cosine)
+    tm = sc.type_match.copy()
+    if profile.answer_type == "number":
+        cap = np.array([node_types[i] == "TABLE" and not is_row[i] for i in range(n)], dtype=bool)
+        tm[cap] *= 0.5
+    # the passages come best supported first (select_passages): a small prior by rank
+    prior = 0.15 * (1.0 - own / float(max(int(own.max()) + 1, 1))) if n else np.zeros(0)
+    support = 0.3 * sc.cosine + 0.45 * sc.coverage + 0.25 * tm + prior
+    order = np.argsort(-support, kind="stable").astype(np.int64)
+    if min_cos is not None:
+        ok = (sc.cosine >= min_cos) | (sc.coverage >= 0.5)
+        if is_row.any():  # a row must itself name something the question asks about
+            own_cov = score_units(profile, units, node_types, Background(max(n, 1), df)).coverage
+            ok &= ~is_row | (own_cov > 0)
+        order = order[ok[order]]
+    return order

@@ -1,0 +1,51 @@
+"""Word tokens of conditions and passages, shared by lexical retrieval (BM25) and the
+filter's lexical evidence: lower-case tokens with hyphenated words split and joined,
+and a condition's topic terms (stop words removed)."""
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+
+__all__ = ["STOPWORDS", "tokens", "token_counts", "condition_terms"]
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+#: Words that carry no topic in a filter condition.
+STOPWORDS = frozenset(
+    """a an the of on in or and to for with by as is are be been being was were does do did has have had
+    paper papers document documents article report its it their they them this that these those such e g i
+    ie eg example examples via into from at than then there which who whom whose what when where why how any
+    all some each other own same so not no nor only also can could should would may might must will shall
+    one ones""".split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case word tokens; a hyphenated word gives its parts and the joined form."""
+    out: list[str] = []
+    for w in _TOKEN.findall((text or "").lower()):
+        if "-" in w:
+            parts = [p for p in w.split("-") if p]
+            out.extend(parts)
+            out.append("".join(parts))
+        else:
+            out.append(w)
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def token_counts(text: str) -> dict[str, int]:
+    """Occurrences of each :func:`tokens` token of ``text``, memoised: the same passage
+    is scored by several strategies, condition parts and conditions (65,536 texts kept).
+    Callers must not modify the result."""
+    return dict(Counter(tokens(text)))
+
+
+def condition_terms(condition: str) -> list[str]:
+    """The distinct topic terms of a condition (stop words and 1-character tokens removed), in order."""
+    seen: dict[str, None] = {}
+    for t in tokens(condition):
+        if t not in STOPWORDS and len(t) > 1:
+            seen.setdefault(t, None)
+    return list(seen)

@@ -1,0 +1,141 @@
+"""Section roles: what part of a document a node belongs to (DocMaster challenge C3).
+
+A document's answer to a filter condition lives in particular places. What a paper
+*claims* is stated in its front matter (title, abstract), introduction, method and
+conclusion; its experiments say what it was evaluated on; a mention in related work or
+in the reference list is someone else's work. Flat chunks cannot know which is which;
+the document tree can, because every node carries its section path.
+
+Each node of a view gets one role code (:data:`ROLES`), from the headings on its
+section path (outermost first: the first heading that names a role decides, so
+"4.2 Datasets" under "4 Experiments" is ``experiments``), and for content with no
+heading above it (directly under ROOT) ``front``. Headings are matched case-insensitively
+after their numbering ("3.2", "IV.", "A.") is stripped. Manuals and reports have their
+own roles (``safety``, ``operation``, ``financial``).
+
+The role is used by :mod:`~docmaster_core.filtering.evidence` to weight a node's evidence; the weights live in
+:class:`~docmaster_core.filtering.decider.OfflineCalibration`.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..model import DocumentTree, NodeType
+
+__all__ = ["ROLES", "ROLE_CODE", "heading_role", "path_role", "evidence_weight", "node_roles", "view_roles"]
+
+#: Role names; the index of a name is its code in :func:`view_roles`.
+ROLES = ("body", "front", "abstract", "introduction", "method", "experiments", "conclusion", "related",
+         "appendix", "back", "safety", "operation", "financial")
+#: Role name -> int code.
+ROLE_CODE = {r: i for i, r in enumerate(ROLES)}
+
+_NUMBERING = re.compile(r"^\s*(?:(?:[0-9]+|[ivxlc]+|[a-z])(?:[.)][0-9]*)*[.)]?\s+|(?:[0-9]+\.)+[0-9]*\s*)", re.IGNORECASE)
+
+# first match wins, in this order (e.g. "Experimental setup and results" -> experiments)
+_ROLE_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("back", re.compile(r"^(references|bibliography|works cited|literature cited|acknowledge?ments?|reference list)\b")),
+    ("appendix", re.compile(r"^(appendix|appendices|supplementary|supplemental)\b")),
+    ("abstract", re.compile(r"^(abstract|summary|executive summary|highlights)\b")),
+    ("related", re.compile(r"\b(related work|related works|prior work|previous work|background|literature review|"
+                           r"related literature|related research|preliminaries)\b")),
+    ("introduction", re.compile(r"^(introduction|overview|motivation|about this (manual|guide|document))\b")),
+    ("conclusion", re.compile(r"\b(conclusions?|concluding|discussion|future work|limitations|closing remarks)\b")),
+    ("experiments", re.compile(r"\b(experiments?|experimental|evaluations?|results?|empirical|ablations?|"
+                               r"benchmarks?|case stud(y|ies)|findings|analysis|performance)\b")),
+    ("safety", re.compile(r"\b(safety|warnings?|cautions?|hazards?|precautions?|danger)\b")),
+    ("financial", re.compile(r"\b(statements? of (income|operations|cash flows?|financial position)|balance sheets?|"
+                             r"financial (statements|results|highlights)|income statements?|cash flows?|revenues?|"
+                             r"earnings|consolidated)\b")),
+    ("operation", re.compile(r"\b(operat(ing|ion)|instructions?|how to use|using (the|your)|cleaning|maintenance|"
+                             r"installation|troubleshooting|getting started|care)\b")),
+    ("method", re.compile(r"\b(method(s|ology)?|approach|model|framework|architecture|algorithms?|proposed|"
+                          r"system|design|formulation|our)\b")),
+]
+
+
+def heading_role(heading: str) -> str | None:
+    """The role a section heading names, or None.
+
+    Args:
+        heading: Heading text, e.g. ``"4.2 Related Work"``.
+
+    Returns:
+        A name of :data:`ROLES` other than ``body``/``front``, or None when the heading
+        names no role (e.g. ``"3 Sparse JL transforms"``).
+    """
+    h = _NUMBERING.sub("", (heading or "").strip().lower(), count=1).strip(" .:")
+    if not h:
+        return None
+    for role, pat in _ROLE_PATTERNS:
+        if pat.search(h):
+            return role
+    return None
+
+
+def path_role(section_path) -> str:
+    """The role of a node with this section path (outermost named heading; ``front``
+    for an empty path, ``body`` when no heading names a role)."""
+    if not section_path:
+        return "front"
+    for h in section_path:
+        r = heading_role(h)
+        if r is not None:
+            return r
+    return "body"
+
+
+def evidence_weight(section_path, related_weight: float) -> float:
+    """How much a passage counts as the document's *own* evidence, by its section role:
+    0 in back matter (cited work), ``related_weight`` in related work / background,
+    1 elsewhere."""
+    r = path_role(section_path)
+    return 0.0 if r == "back" else (float(related_weight) if r == "related" else 1.0)
+
+
+def node_roles(tree: DocumentTree) -> np.ndarray:
+    """Role code of every node of a document tree.
+
+    A node takes the role named by the outermost heading on its section path that
+    names one; content with no heading above it is ``front``; content under headings
+    that name no role is ``body``. ROOT is ``front``.
+
+    Args:
+        tree: The document tree.
+
+    Returns:
+        int8 (|V|,) codes into :data:`ROLES`, indexed by node id.
+    """
+    out = np.zeros(len(tree.nodes), dtype=np.int8)
+    cache: dict[tuple[str, ...], int] = {}
+    for nd in tree.nodes:
+        path = tuple(nd.section_path)
+        if nd.type == NodeType.ROOT or not path:
+            out[nd.id] = ROLE_CODE["front"]
+            continue
+        code = cache.get(path)
+        if code is None:
+            code = ROLE_CODE[path_role(path)]
+            cache[path] = code
+        out[nd.id] = code
+    return out
+
+
+def view_roles(view) -> np.ndarray:
+    """Role code of every row of a :class:`~docmaster_core.retrieval.corpus.CorpusView`
+    (cached on the view).
+
+    Returns:
+        int8 (N,) codes into :data:`ROLES`; reference lists and acknowledgements (the
+        view's ``back_matter`` flag) are ``back``.
+    """
+
+    def build() -> np.ndarray:
+        parts = [node_roles(dv.tree) for dv in view.docs]
+        r = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
+        r[view.back_matter] = ROLE_CODE["back"]
+        return r
+
+    return view.aux("section_roles", build)

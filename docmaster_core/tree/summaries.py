@@ -1,0 +1,209 @@
+"""Bottom-up node summaries of a document tree (SPEC F2, DocMaster Sec. 2.2).
+
+Leaves first: TEXT, TABLE, IMAGE and EQUATION nodes are summarised from their own
+content (content of at most ``max_leaf_words`` words is its own summary, no LLM
+call; with the offline backend a long table is summarised by its caption, header
+row and first rows, since sentence centrality means nothing for table rows). Then TITLE nodes from the deepest level up, and finally ROOT, are summarised
+from their children's summaries with :meth:`LLM.summarize_section`. Every node ends
+with a non-empty summary (fallback: the title text, or "<type> on page N").
+
+On the OpenAI path the calls of one level run on up to ``llm.max_concurrency``
+threads; the offline backend is called once per level with the whole batch.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Literal, Sequence
+
+from ..errors import LLMError
+from ..model import DocumentTree, Node, NodeType
+from ..protocols import LLM
+from ..text.words import count_words, normalize_ws, truncate_words
+
+__all__ = ["summarize_tree", "leaf_text"]
+
+logger = logging.getLogger(__name__)
+
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
+
+
+def leaf_text(node: Node) -> str:
+    """The text a content node is summarised from (whitespace normalised).
+
+    TABLE markdown becomes one line per row, cells separated by ``"; "``, rule lines
+    dropped, the caption (``extra["caption"]``) first when it is not in the content.
+    IMAGE: the caption (content or ``extra["caption"]``). TEXT, EQUATION: the content.
+    """
+    content = node.content or ""
+    caption = str((node.extra or {}).get("caption") or "")
+    if node.type == NodeType.TABLE:
+        rows = []
+        for line in content.splitlines():
+            line = line.strip()
+            if not line or _TABLE_RULE.match(line):
+                continue
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            row = "; ".join(c for c in cells if c)
+            if row:
+                rows.append(row.rstrip(".") + ".")
+        text = " ".join(rows) if rows else content
+        if caption and normalize_ws(caption) not in normalize_ws(text):
+            text = caption.rstrip(".") + ". " + text
+        return normalize_ws(text)
+    if node.type == NodeType.IMAGE:
+        return normalize_ws(content or caption)
+    return normalize_ws(content)
+
+
+def _label(tree: DocumentTree, node: Node) -> str:
+    """Last-resort summary: the title text, else a description of the node."""
+    if node.type == NodeType.TITLE and normalize_ws(node.content):
+        return normalize_ws(node.content)
+    if node.type == NodeType.ROOT:
+        return normalize_ws(tree.title) or normalize_ws(tree.source) or "Document"
+    where = f" in section {node.section_path[-1]}" if node.section_path else ""
+    return f"{node.type.value.capitalize()} on page {node.page_start}{where}"
+
+
+def _run(
+    llm: LLM,
+    items: Sequence[Any],
+    single: Callable[[Any], str],
+    many: Callable[[list[Any]], list[str]] | None,
+    fallback: Callable[[Any], str],
+    on_error: str,
+    failures: list[str],
+) -> list[str]:
+    """Apply ``many`` (one batch) or ``single`` (thread pool); LLM errors -> fallback."""
+    if not items:
+        return []
+    if many is not None:
+        try:
+            return many(list(items))
+        except LLMError as e:
+            if on_error == "raise":
+                raise
+            failures.append(str(e))
+            return [fallback(x) for x in items]
+
+    def guarded(x: Any) -> str:
+        try:
+            return single(x)
+        except LLMError as e:
+            if on_error == "raise":
+                raise
+            failures.append(str(e))
+            return fallback(x)
+
+    workers = max(1, int(llm.max_concurrency))
+    if workers == 1 or len(items) == 1:
+        return [guarded(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(guarded, items))
+
+
+def summarize_tree(
+    tree: DocumentTree,
+    llm: LLM,
+    *,
+    max_section_words: int = 80,
+    max_leaf_words: int = 50,
+    on_error: Literal["fallback", "raise"] = "fallback",
+) -> int:
+    """Fill ``node.summary`` for every node of ``tree``, bottom-up, in place.
+
+    Args:
+        tree: The document tree (pre-order, ROOT first).
+        llm: Any :class:`~docmaster_core.llm.base.LLM` backend.
+        max_section_words: Word bound of TITLE and ROOT summaries.
+        max_leaf_words: Word bound of content-node summaries; shorter content is
+            its own summary.
+        on_error: ``"fallback"``: a failed LLM call (transport, schema, budget)
+            gives the truncated content (leaves) or truncated joined child summaries
+            (sections) and a logged warning; ``"raise"``: the :class:`LLMError`
+            propagates.
+
+    Returns:
+        The number of LLM calls that failed (0 = every summary came from the LLM or
+        needed none); their nodes got fallback summaries.
+
+    Raises:
+        LLMError: only with ``on_error="raise"``.
+        ValueError: for an unknown ``on_error``.
+    """
+    if on_error not in ("fallback", "raise"):
+        raise ValueError(f"on_error must be 'fallback' or 'raise', not {on_error!r}")
+    nodes = tree.nodes
+    doc_id = tree.doc_id or None
+    failures: list[str] = []
+
+    # 1. leaves
+    pending: list[tuple[int, str]] = []
+    for n in nodes:
+        if not n.type.is_content:
+            continue
+        text = leaf_text(n)
+        if not text:
+            n.summary = _label(tree, n)
+        elif count_words(text) <= max_leaf_words:
+            n.summary = text
+        elif n.type == NodeType.TABLE and llm.is_offline:
+            n.summary = truncate_words(text, max_leaf_words)  # caption, header row, first rows
+        else:
+            pending.append((n.id, text))
+    # the offline backend summarises a batch at once (vectorised); a chat model is asked
+    # once per item on its threads, so that one failure falls back for that item only
+    many_leaf = llm.summarize_many if llm.is_offline else None
+    results = _run(
+        llm,
+        [t for _, t in pending],
+        lambda t: llm.summarize(t, doc_id=doc_id, max_words=max_leaf_words),
+        (lambda ts: many_leaf(ts, doc_id=doc_id, max_words=max_leaf_words)) if many_leaf else None,
+        lambda t: truncate_words(t, max_leaf_words),
+        on_error,
+        failures,
+    )
+    for (nid, text), s in zip(pending, results):
+        nodes[nid].summary = normalize_ws(s) or truncate_words(text, max_leaf_words)
+
+    # 2. TITLE levels from the deepest up, then ROOT (depth 0)
+    internal = [n for n in nodes if not n.type.is_content]
+    many_sec = llm.summarize_section_many if llm.is_offline else None
+    for depth in sorted({n.depth for n in internal}, reverse=True):
+        level = [n for n in internal if n.depth == depth]
+        items: list[tuple[str, list[str]]] = []
+        targets: list[Node] = []
+        for n in level:
+            title = _label(tree, n)
+            kids = [nodes[c].summary for c in n.children if normalize_ws(nodes[c].summary)]
+            if not kids:
+                n.summary = title
+                continue
+            items.append((title, kids))
+            targets.append(n)
+        results = _run(
+            llm,
+            items,
+            lambda it: llm.summarize_section(it[0], it[1], doc_id=doc_id, max_words=max_section_words),
+            (lambda its: many_sec(its, doc_id=doc_id, max_words=max_section_words)) if many_sec else None,
+            lambda it: truncate_words(" ".join(it[1]), max_section_words) or it[0],
+            on_error,
+            failures,
+        )
+        for n, (title, kids), s in zip(targets, items, results):
+            n.summary = normalize_ws(s) or truncate_words(" ".join(kids), max_section_words) or title
+
+    # 3. guarantee non-empty
+    for n in nodes:
+        if not normalize_ws(n.summary):
+            n.summary = _label(tree, n)
+    if failures:
+        logger.warning(
+            "summarize_tree(%s): %d LLM call(s) failed, fallback summaries used; first error: %s",
+            tree.doc_id,
+            len(failures),
+            failures[0],
+        )
+    return len(failures)
