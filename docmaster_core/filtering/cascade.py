@@ -53,7 +53,7 @@ never guessed.
 Limits, stated plainly: the normal approximation is asymptotic (SUPG's guarantee). With
 a few dozen documents and a handful of matches, a match ranked far down the list is
 rarely sampled, and then the bound cannot see it: the stated probability is then an
-approximation, and the README measures how often the targets are met on labelled
+approximation, and docs/results/cascade.md measures how often the targets are met on labelled
 conditions.
 """
 from __future__ import annotations

@@ -29,7 +29,7 @@ documents of the run that score best on that signal (all of them in a smaller
 collection). Documents added far below it, e.g. unrelated ones, then move neither
 statistic, so the decisions of the documents already there do not flip: doubling the
 88-document corpus with 88 unrelated PDFs changed 0.66 % of the combined decisions with
-the pool and 9.33 % with statistics over the whole collection (README,
+the pool and 9.33 % with statistics over the whole collection (docs/results/filter.md,
 ``scripts/stability_filter.py``). The price: a document must score above the median of
 the 44 best to be kept, so in a collection where far more than ~40 documents match a
 condition the rule keeps too few (measured only up to 176 documents and 20 matches;
@@ -48,7 +48,7 @@ z is the document's *evidence score*; it ranks the collection. The cut (``cut``)
   strict for the second or too loose for the first. Anchoring the cut to the strongest
   evidence adapts to both. ``rel_rho`` = 0.35 and ``rel_z_min`` = 0.5 were chosen by
   leave-one-condition-out over the 24 public conditions P1-P12, Q1-Q12 (the choice in
-  23 of 24 folds); README for the figures.
+  23 of 24 folds); docs/results/filter.md for the figures.
 * ``zscore`` (the rule before): keep ``z >= z_threshold and d >= floor``, an outlier
   rule that keeps only the top few documents when many match.
 
@@ -70,14 +70,14 @@ The priors are the typical collection statistics of the 88-document corpus (medi
 over the 12 public conditions of the per-condition dense median 0.28 and scale 0.08;
 lexical median 0.5). ``prior_z_threshold`` and ``prior_lam`` were chosen on conditions
 P1, P3, ..., P11 by simulating random sub-collections of 2-7 documents (half of them
-holding at least one match), and checked on P2, ..., P12 (see the README): the former
+holding at least one match), and checked on P2, ..., P12 (see docs/results/filter.md): the former
 fixed rule ``d >= 0.55`` rejected clear matches whose dense score was 0.40-0.53
 (macro-F1 0.31 / 0.22 on the two halves against 0.89 / 0.57 for this rule).
 
 Calibration: the parameters were chosen on half of the public labelled conditions
 (P1, P3, P5, P7, P9, P11 of ``../shared/eval``), one setting for all strategies (it is
 one decider), maximising the mean F1 over the five strategies; the other half is
-reported separately (see the README and ``scripts/eval_all.sh``). Instructions inside
+reported separately (see docs/results/filter.md and ``scripts/eval_all.sh``). Instructions inside
 document text are only text to embed and count: they cannot change a decision beyond
 their similarity to the condition.
 """

@@ -26,7 +26,7 @@ the ``combined`` strategy of the offline decider (:func:`document_signals`):
   signals are the *minimum* over parts (a soft AND: a document is only as good as its
   weakest part). A simple condition is one part.
 
-Measured on the 24 public conditions (README), with the section-role weights of the
+Measured on the 24 public conditions (docs/results/filter.md), with the section-role weights of the
 passages: combined average precision 0.769 before, 0.784 after (flat 0.783 with the
 same decider).
 """

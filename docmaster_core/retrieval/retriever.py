@@ -82,7 +82,7 @@ class Retriever:
         index_key: Hashable identifying the index parameters ``load_index`` serves
             (part of the hyper-edge cache key).
         keyword: Also fuse node-level BM25 (:mod:`.keyword`) into ``combined`` (default
-            False: the paper's tri-modal fusion; measured in the README).
+            False: the paper's tri-modal fusion; measured in docs/results/filter.md).
         combined_factor: The combined list holds ``combined_factor * top_k`` items.
     """
 

@@ -23,7 +23,7 @@ write and are cut off by the next write. Readers map the files read-only and nev
 block; a reader whose store is stale brings it up to date under the lock.
 
 ``DOCMASTER_VECTORS_DTYPE`` (``float16``, the default, or ``float32``) chooses the
-stored precision; the README's scale section measures the filter's quality with both.
+stored precision; docs/results/scale.md measures the filter's quality with both.
 """
 from __future__ import annotations
 

@@ -371,7 +371,7 @@ class Verdict:
 
 # decision thresholds, chosen on the "tune" half of eval/qa_cases.tsv (answerable questions: best
 # coverage >= 0.7, document coverage 1.0; unanswerable: best <= 0.26, document <= 0.58) with a margin
-# towards answering, then reported on the held-out half (README)
+# towards answering, then reported on the held-out half (docs/results/qa.md)
 MIN_DOC_COVERAGE = 0.7
 MIN_BEST_COVERAGE = 0.4
 # a passage this well covered overrides (a) (a paraphrased question word the document never uses)
