@@ -38,6 +38,22 @@ def test_prf_conventions():
     assert prf(np.array([1, 0], bool), np.zeros(2, bool))["recall"] == 0.0
 
 
+def test_keep_all_baseline_and_prevalence_bands():
+    from docmaster_core.evaluation.harness import keep_all_baseline, keep_all_f1, prevalence_bands
+
+    assert keep_all_f1(100, 50) == pytest.approx(2 * 0.5 / 1.5)
+    assert keep_all_f1(10, 0) == 0.0
+    conds = {"rare": {"n": 100, "positives": 2, "combined": {"f1": 0.8}},
+             "mid": {"n": 100, "positives": 20, "combined": {"f1": 0.6}},
+             "common": {"n": 100, "positives": 70, "combined": {"f1": 0.9}}}
+    base = keep_all_baseline(conds)
+    assert base["per_condition"]["common"] == pytest.approx(2 * 0.7 / 1.7)
+    assert base["macro_f1"] == pytest.approx(np.mean([keep_all_f1(100, k) for k in (2, 20, 70)]))
+    bands = prevalence_bands(conds, ["combined"])
+    assert [b["conditions"] for b in bands.values()] == [["rare"], ["mid"], ["common"]]
+    assert bands[">30%"]["combined"] == 0.9 and bands["<10%"]["keep_all"] == pytest.approx(2 * 0.02 / 1.02)
+
+
 def test_ranking_quality_by_hand():
     y = np.array([1, 0, 1, 0, 0], bool)
     # ranking by score: pos, neg, pos, neg, neg -> AP = (1/1 + 2/3) / 2; best cut after rank 3: F1 = 2*2/(3+2)
@@ -182,6 +198,14 @@ def test_cli_eval_filter(tmp_path, embedder, capsys):
                  "--strategy", "combined", "flat", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["strategies"] == ["combined", "flat"] and len(out["conditions"]) == 1
+    # one match among the toy documents: keeping all of them scores 2p / (1 + p)
+    p = 1 / len(TOY_DOCS)
+    assert out["keep_all"]["macro_f1"] == pytest.approx(2 * p / (1 + p))
+    (band,) = out["bands"].values()
+    assert band["keep_all"] == pytest.approx(2 * p / (1 + p)) and set(band) >= {"combined", "flat", "conditions"}
+    assert main(["eval", "filter", "--workspace", str(ws.path), "--cases", str(tmp_path / "cases.tsv"),
+                 "--strategy", "combined"]) == 0
+    assert "keep everything" in capsys.readouterr().out
     assert main(["eval", "filter", "--workspace", str(ws.path)]) == 2
     assert main(["eval", "retrieval", "--workspace", str(ws.path)]) == 2
 

@@ -49,6 +49,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                   + "  ".join(f"{c[s]['f1']:>9.3f}" for s in strategies))
         for m in ("precision", "recall", "f1", "ap", "best_f1"):
             print(f"{'macro ' + m:18}  " + "  ".join(f"{res['macro'][s][m]:>9.3f}" for s in strategies))
+        print(f"{'keep everything':18}  " + "  ".join(f"{res['keep_all']['macro_f1']:>9.3f}" for _ in strategies)
+              + "   (macro-F1 of deciding every document yes: the floor a rule must beat)")
+        for band, b in res["bands"].items():
+            print(f"{'F1 prevalence ' + band:18}  " + "  ".join(f"{b[s]:>9.3f}" for s in strategies)
+                  + f"   (keep everything {b['keep_all']:.3f}; {len(b['conditions'])} conditions)")
         for h, ks in res["halves"].items():
             print(f"{'F1 half ' + h:18}  " + "  ".join(f"{res['macro_half'][h][s]:>9.3f}" for s in strategies)
                   + f"   ({', '.join(ks)})")

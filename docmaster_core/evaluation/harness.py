@@ -199,6 +199,45 @@ def _doc_map(ws, files: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     return m, missing
 
 
+#: Prevalence bands of a condition (share of the labelled documents that meet it):
+#: ``(name, low, high)``, low inclusive, high exclusive.
+PREVALENCE_BANDS = (("<10%", 0.0, 0.10), ("10-30%", 0.10, 0.30), (">30%", 0.30, 1.01))
+
+
+def keep_all_f1(n: int, positives: int) -> float:
+    """F1 of keeping every one of ``n`` labelled documents when ``positives`` meet the
+    condition: precision = prevalence p, recall = 1, so F1 = 2p / (1 + p); 0.0 when no
+    document meets it (every kept document is a false positive)."""
+    if positives == 0:
+        return 0.0
+    p = positives / max(n, 1)
+    return 2.0 * p / (1.0 + p)
+
+
+def keep_all_baseline(conditions: dict[str, Any]) -> dict[str, Any]:
+    """The keep-everything baseline of :func:`eval_filter`'s conditions: ``{"macro_f1",
+    "per_condition": {key: F1}}``; a decision rule below it is worse than no filter."""
+    per = {k: keep_all_f1(c["n"], c["positives"]) for k, c in conditions.items()}
+    return {"macro_f1": float(np.mean(list(per.values()))) if per else 0.0, "per_condition": per}
+
+
+def prevalence_bands(conditions: dict[str, Any], strategies: Sequence[str]) -> dict[str, Any]:
+    """Macro-F1 per prevalence band (:data:`PREVALENCE_BANDS`) for each strategy and the
+    keep-everything baseline: ``{band: {"conditions": [keys], strategy: F1, "keep_all": F1}}``
+    (bands with no condition are left out)."""
+    out: dict[str, Any] = {}
+    for name, lo, hi in PREVALENCE_BANDS:
+        ks = [k for k, c in conditions.items() if lo <= c["positives"] / max(c["n"], 1) < hi]
+        if not ks:
+            continue
+        band: dict[str, Any] = {"conditions": ks}
+        for s in strategies:
+            band[s] = float(np.mean([conditions[k][s]["f1"] for k in ks]))
+        band["keep_all"] = float(np.mean([keep_all_f1(conditions[k]["n"], conditions[k]["positives"]) for k in ks]))
+        out[name] = band
+    return out
+
+
 def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: RetrievalSettings, cases: Sequence[FilterCase], texts: dict[str, str], *,
                 strategies: Sequence[str] = EVAL_STRATEGIES, top_k: int | None = None, decider: str = "auto",
                 calibration=None, load_index=None, index_key: object = None, retriever: Retriever | None = None,
@@ -216,7 +255,9 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
     Returns:
         ``{"strategies", "conditions": {key: {"text", "n", "positives", strategy: prf}},
         "macro": {strategy: {precision, recall, f1, ap, best_f1}}, "macro_half": {"A"|"B": {strategy: f1}},
-        "halves": {"A": [...], "B": [...]}, "loco": leave-one-condition-out F1 and cut gaps
+        "halves": {"A": [...], "B": [...]}, "keep_all": the keep-everything baseline
+        (:func:`keep_all_baseline`), "bands": macro-F1 per prevalence band
+        (:func:`prevalence_bands`), "loco": leave-one-condition-out F1 and cut gaps
         (:func:`~docmaster_core.evaluation.loco.loco_f1`; None for one condition),
         "missing_files": [...], "undecided": n,
         "latency": {"embed_retrieve_mean", "embed_retrieve_max", "decide_mean"} (seconds)}``.
@@ -280,6 +321,8 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
         "decider": decider,
         "conditions": out_c,
         "macro": {s: macro(keys, s) for s in strats},
+        "keep_all": keep_all_baseline(out_c),
+        "bands": prevalence_bands(out_c, strats),
         "macro_half": {h: {s: macro(ks, s)["f1"] for s in strats} for h, ks in halves.items()},
         "halves": halves,
         "loco": loco_f1(ranked, strats) if len(ranked) >= 2 else None,
