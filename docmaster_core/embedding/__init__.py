@@ -6,11 +6,12 @@ from .embedders import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    cpu_capability,
     cpu_has_bf16,
     get_embedder,
     model_dir,
     resolve_backend,
 )
 
-__all__ = ["DIM", "Embedder", "HashingEmbedder", "SentenceTransformerEmbedder", "cpu_has_bf16", "get_embedder",
+__all__ = ["DIM", "Embedder", "HashingEmbedder", "SentenceTransformerEmbedder", "cpu_capability", "cpu_has_bf16", "get_embedder",
            "model_dir", "resolve_backend"]

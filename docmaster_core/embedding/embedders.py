@@ -9,6 +9,7 @@ when torch sees one), ``torch-bf16`` (the same model in bfloat16), ``onnx`` and
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..errors import EmbeddingError
 from ..protocols import Embedder
 
 __all__ = ["Embedder", "SentenceTransformerEmbedder", "HashingEmbedder", "get_embedder", "resolve_backend",
-           "cpu_has_bf16", "model_dir", "DIM"]
+           "cpu_has_bf16", "cpu_capability", "model_dir", "DIM"]
 
 DIM = 384
 
@@ -58,15 +59,44 @@ def _cuda_available() -> bool:
         return False
 
 
-def cpu_has_bf16() -> bool:
-    """Whether the CPU multiplies bfloat16 natively (Intel AMX-BF16 or AVX512-BF16; read
-    from ``/proc/cpuinfo``, so False off Linux). Without it torch emulates bf16, slower
-    than float32."""
+#: CPU classes of :func:`cpu_capability`, best first, with the /proc/cpuinfo flags that make each.
+CPU_CLASSES = (
+    ("amx", ("amx_bf16",)),
+    ("avx512_bf16", ("avx512_bf16",)),
+    ("vnni", ("avx512_vnni", "avx_vnni")),
+    ("avx2", ("avx2",)),
+)
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_capability() -> str:
+    """The matrix-multiply class of this CPU, read once from the ``/proc/cpuinfo`` flags.
+
+    Returns one of, best first:
+
+    * ``amx``: Intel AMX tiles (``amx_bf16``, with ``amx_int8``); native bfloat16 and int8.
+    * ``avx512_bf16``: native bfloat16 dot products (and AVX512-VNNI).
+    * ``vnni``: ``avx512_vnni`` or ``avx_vnni``: u8 x s8 dot products accumulate in 32 bits.
+    * ``avx2``: no VNNI; ONNX Runtime's u8 x s8 kernels sum pairs of products in 16 bits
+      (``vpmaddubsw``), which saturates with 8-bit weights (why ``onnx-int8`` uses 7-bit
+      weights; :data:`.onnx_embedder.INT8_RECIPE`); bfloat16 is emulated, slower than fp32.
+    * ``baseline``: none of these, or no ``/proc/cpuinfo`` (not Linux).
+    """
     try:
-        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+        flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split())
     except OSError:
-        return False
-    return any(f in flags.split() for f in ("amx_bf16", "avx512_bf16"))
+        return "baseline"
+    for name, needs in CPU_CLASSES:
+        if flags.intersection(needs):
+            return name
+    return "baseline"
+
+
+def cpu_has_bf16() -> bool:
+    """Whether the CPU multiplies bfloat16 natively (Intel AMX-BF16 or AVX512-BF16;
+    :func:`cpu_capability`, so False off Linux). Without it torch emulates bf16, slower
+    than float32."""
+    return cpu_capability() in ("amx", "avx512_bf16")
 
 
 def resolve_backend(settings: EmbeddingSettings) -> str:
@@ -75,7 +105,7 @@ def resolve_backend(settings: EmbeddingSettings) -> str:
     ``auto`` becomes ``torch`` (float32) when torch sees a GPU or ``quantize=True`` asks
     for the torch int8 path; on a CPU with native bfloat16 (:func:`cpu_has_bf16`) it is
     ``torch-bf16``, the fastest backend whose filter AP stays within 0.01 of float32
-    (README, "Past one machine"; onnx-int8 is faster but loses 0.016); else ``torch``.
+    (docs/results/scale.md; onnx-int8 is faster but loses 0.016); else ``torch``.
     """
     if settings.backend != "auto":
         return settings.backend
