@@ -59,7 +59,7 @@ from .base import clean_text, heading_numbering, is_caption, normalize_heading, 
 from .pdf.common import FRONT_BACK_MATTER, Line, PageInfo
 from .pdf.layout import mark_headers_footers
 from .pdf.opening import first_line, open_pdf
-from .pdf.spans import PUA_SHIFT, apply_ligature_map, extract_page_lines, text_flags
+from .pdf.spans import PUA_SHIFT, apply_ligature_map, extract_page_lines
 
 __all__ = ["LayoutParser", "layout_available", "TOC_LINE_RE"]
 
@@ -194,34 +194,6 @@ def _fix_cell(text: str, lig: dict[int, str]) -> str:
     return clean_text(t)
 
 
-def _bullet_fix(page, lines: list[Line]) -> None:
-    """A bullet drawn with a letter of a symbol font ("l" in Wingdings, "n"/"q"/"u" in
-    ZapfDingbats, or a lone "l" span before a capitalised item) is written "•"."""
-    d = page.get_text("rawdict" if False else "dict", flags=text_flags())
-    starts: list[tuple[float, float]] = []
-    for b in d.get("blocks", ()):
-        for ln in b.get("lines", ()):
-            spans = [s for s in ln.get("spans", ()) if s.get("text", "").strip()]
-            if len(spans) < 2:
-                continue
-            s0, s1 = spans[0], spans[1]
-            t0 = s0["text"].strip()
-            font = s0.get("font", "").lower()
-            symbol_font = any(k in font for k in ("wingding", "dingbat", "symbol", "webding"))
-            if len(t0) == 1 and (symbol_font or (t0 in "lnqu§" and s1["text"].strip()[:1].isupper()
-                                                 and s1["bbox"][0] - s0["bbox"][2] > 0.15 * float(s0.get("size", 10)))):
-                starts.append((float(s0["bbox"][0]), float(s0["bbox"][1])))
-    if not starts:
-        return
-    for l in lines:
-        if len(l.text) > 2 and l.text[1] == " " and l.text[0] in "lnqu§" or (l.text[:1] and not l.text[:1].isalnum()
-                                                                             and l.text[1:2] == " "):
-            for x, y in starts:
-                if abs(l.x0 - x) < 1.5 and abs(l.y0 - y) < 3.0:
-                    l.text = "•" + l.text[1:]
-                    break
-
-
 # --------------------------------------------------------------------------------------
 # the parser
 # --------------------------------------------------------------------------------------
@@ -341,7 +313,6 @@ class LayoutParser:
             page = doc[pno]
             try:
                 lines, _ = extract_page_lines(page, pno)
-                _bullet_fix(page, lines)
             except Exception as exc:
                 warnings.append(f"page {pno + 1}: {type(exc).__name__}: {exc}")
                 lines = []
