@@ -182,6 +182,30 @@ def _ordered(lines: list[Line]) -> list[Line]:
     return out
 
 
+_OPEN_END_RE = re.compile(r"(?:-|,|\b(?:with|of|over|and|or|the|a|an|in|on|for|to|by|from|per))$", re.I)
+
+
+def _join_wrapped_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Join the continuation lines of wrapped cells that the grid put on rows of their
+    own: a row with text only where the row above has text, too few cells to be a
+    row, and text that continues (lower-case start, or the cell above ends open:
+    "Baseline store with" + "write-ahead log")."""
+    out: list[list[str]] = []
+    for r in rows:
+        if out:
+            prev = out[-1]
+            filled = [j for j, c in enumerate(r) if c]
+            pfilled = sum(1 for c in prev if c)
+            if filled and len(filled) < max(2, 0.5 * len(r)) and pfilled >= 2 \
+                    and all(j < len(prev) and prev[j] for j in filled) \
+                    and all(r[j][:1].islower() or _OPEN_END_RE.search(prev[j]) for j in filled):
+                for j in filled:
+                    prev[j] = (prev[j][:-1] + r[j]) if prev[j].endswith("-") and r[j][:1].islower() else (prev[j] + " " + r[j])
+                continue
+        out.append(list(r))
+    return out
+
+
 def _fix_cell(text: str, lig: dict[int, str]) -> str:
     """Cell text from the table grid: ligatures and private-use glyphs repaired."""
     from .base import fix_ligatures
@@ -446,7 +470,8 @@ class LayoutParser:
                 continue
             t = _join_lines(_ordered(b.lines))
             nh = normalize_heading(t)
-            if heading_numbering(t) is not None or nh in FRONT_BACK_MATTER:
+            hn = heading_numbering(t)
+            if (hn is not None and hn[0] not in ("A", "I")) or nh in FRONT_BACK_MATTER:
                 break
             if b.bbox[1] > 0.6 * 792:
                 continue
@@ -679,6 +704,7 @@ class LayoutParser:
         if ext:
             rows = [[_fix_cell(c or "", lig) for c in r] for r in ext]
             rows = [r for r in rows if any(c for c in r)]
+            rows = _join_wrapped_rows(rows)
             # drop empty columns
             if rows:
                 keep = [j for j in range(max(len(r) for r in rows)) if any(j < len(r) and r[j] for r in rows)]
