@@ -59,7 +59,7 @@ from .base import clean_text, heading_numbering, is_caption, normalize_heading, 
 from .pdf.common import FRONT_BACK_MATTER, Line, PageInfo
 from .pdf.layout import mark_headers_footers
 from .pdf.opening import first_line, open_pdf
-from .pdf.spans import PUA_SHIFT, apply_ligature_map, extract_page_lines
+from .pdf.spans import apply_ligature_map, extract_page_lines
 
 __all__ = ["LayoutParser", "layout_available", "TOC_LINE_RE"]
 
@@ -212,8 +212,8 @@ def _fix_cell(text: str, lig: dict[int, str]) -> str:
 
     t = fix_ligatures(text or "")
     t = re.sub(r"(?<=\d)[\ue000-\uf8ff](?=\d)", ".", t)
-    if lig:
-        t = t.translate(PUA_SHIFT).translate(lig)
+    if lig:  # the document's ligature glyphs (decided on its text lines); other glyphs kept
+        t = t.translate({cp - 0xF0000 + 0xE000: v for cp, v in lig.items()})
     t = re.sub(r"<br\s*/?>", " ", t)
     return clean_text(t)
 
@@ -415,9 +415,6 @@ class LayoutParser:
         box become ``text`` boxes of their own, placed after the nearest box above."""
         orphans: list[Line] = []
         for l in p.lines:
-            if l.role in ("header", "pagenum"):
-                dropped["header"] += 1
-                continue
             lb = _lbox(l)
             la = max(_area(lb), 1e-3)
             best, best_key = None, None
@@ -434,9 +431,20 @@ class LayoutParser:
                 if inside:
                     best = min(inside, key=lambda b: _area(b.bbox))
             if best is None:
-                orphans.append(l)
+                if l.role in ("header", "pagenum"):
+                    dropped["header"] += 1
+                else:
+                    orphans.append(l)
             else:
                 best.lines.append(l)
+        # lines repeated in the top/bottom band of many pages (running headers, page
+        # numbers) are dropped unless the model put them in a box with body lines
+        for b in boxes:
+            if b.lines and all(l.role in ("header", "pagenum") for l in b.lines):
+                dropped["header"] += len(b.lines)
+                b.lines = []
+                if b.cls in ("text", "section-header", "title", "list-item", "caption", "footnote"):
+                    b.cls = "page-header"
         if not orphans:
             return
         # orphan lines: one text box per run of close lines of one block
@@ -513,6 +521,9 @@ class LayoutParser:
                     continue
                 if cls == "picture":
                     elements.extend(self._image(b, boxes, pg))
+                    continue
+                if cls == "table" and b.lines and sum(1 for l in b.lines if TOC_LINE_RE.search(l.text)) >= 0.5 * len(b.lines):
+                    toc_lines.extend(clean_text(l.text) for l in _ordered(b.lines))  # a contents list
                     continue
                 if cls == "table":
                     el = self._table(b, boxes, pg, body, lig, pages[pno])
