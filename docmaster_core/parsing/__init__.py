@@ -45,7 +45,10 @@ class AutoParser:
     Order: (1) MinerU output beside the PDF (``<stem>_content_list.json``,
     ``<stem>/**/*_content_list.json``, ...; see :func:`find_mineru_output`) is
     imported; (2) else, when the ``mineru`` command is on PATH, it is run; (3) else
-    the PyMuPDF parser is used. ``parsed.parser`` names the backend that ran.
+    the fast PyMuPDF parser is used. ``parsed.parser`` names the backend that ran.
+    The ``layout`` backend is not chosen automatically: it is 10-20x slower on a CPU
+    and, on the outlined corpus PDFs, not better at headings than the fast parser
+    (docs/results/parsing_layout.md); ask for it with ``parser="layout"``.
 
     Attributes:
         name: ``"auto"``.
