@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Heading-detection quality of the PyMuPDF parser against PDF outlines.
+"""Heading-detection quality of a parser (fast = heuristic PyMuPDF, or layout) against PDF outlines.
 
 For every corpus PDF that has an outline (bookmarks), the document is parsed with the
 outline *ignored* (``use_outline=False``), so headings come from numbering and font
@@ -32,7 +32,7 @@ Matching rules (documented here because they decide the numbers):
 
 Usage::
 
-    python scripts/eval_headings.py [--corpus DIR] [--json] [--files GLOB]
+    python scripts/eval_headings.py [--corpus DIR] [--json] [--files GLOB] [--parser fast|layout] [--max-pages N]
 
 Source: DocMaster SPEC F1 (headings "from font size / weight / numbering").
 """
@@ -100,14 +100,14 @@ def match(gold: list[str], pred: list[str]) -> list[tuple[int, int]]:
     return pairs
 
 
-def evaluate_file(path: Path, parser: PyMuPDFParser) -> dict | None:
-    """Evaluate one PDF; ``None`` when it has no outline."""
+def evaluate_file(path: Path, parser: PyMuPDFParser, max_pages: int | None = None) -> dict | None:
+    """Evaluate one PDF; ``None`` when it has no outline (or more than ``max_pages`` pages)."""
     import pymupdf
 
     doc = pymupdf.open(str(path))
     try:
         toc = doc.get_toc(simple=True)
-        if not toc:
+        if not toc or (max_pages is not None and doc.page_count > max_pages):
             return None
         full_text = "".join(normalize_heading(pg.get_text()) for pg in doc)
         gold, not_visible = [], []
@@ -161,15 +161,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     ap.add_argument("--files", default="*.pdf", help="glob inside the corpus folder")
     ap.add_argument("-v", "--verbose", action="store_true", help="list misses and false positives per file")
+    ap.add_argument("--parser", choices=["fast", "pymupdf", "layout"], default="fast",
+                    help="parser backend (fast = heuristic PyMuPDF parser, alias pymupdf; layout = PyMuPDF layout model)")
+    ap.add_argument("--max-pages", type=int, default=None, help="only documents with at most N pages")
     args = ap.parse_args(argv)
     files = sorted(Path(p) for p in glob.glob(str(Path(args.corpus) / args.files)))
     if not files:
         print(f"no PDFs under {args.corpus}", file=sys.stderr)
         return 2
-    parser = PyMuPDFParser(ParsingSettings(use_outline=False))
+    from docmaster_core.parsing import get_parser
+
+    parser = get_parser(args.parser, ParsingSettings(use_outline=False))
     rows = []
     for f in files:
-        r = evaluate_file(f, parser)
+        r = evaluate_file(f, parser, args.max_pages)
         if r is not None:
             rows.append(r)
     tp = sum(r["tp"] for r in rows)
@@ -197,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"      MISS {m!r}")
             for m in r["false_positives"]:
                 print(f"      FP   {m!r}")
-    print(f"\nOVERALL (micro, {overall['documents']} documents with an outline): "
+    print(f"\nOVERALL {args.parser} (micro, {overall['documents']} documents with an outline): "
           f"recall {overall['recall']:.3f}  precision {overall['precision']:.3f}  F1 {overall['f1']:.3f}  "
           f"(tp {tp}, visible outline entries {vis}, counted detections {det})")
     return 0

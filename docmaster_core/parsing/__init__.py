@@ -2,7 +2,10 @@
 
 Backends:
 
-* ``"pymupdf"`` — the embedded default (:class:`PyMuPDFParser`), no model download.
+* ``"fast"`` (alias ``"pymupdf"``) — the embedded heuristic parser (:class:`PyMuPDFParser`),
+  no model.
+* ``"layout"`` — PyMuPDF's layout model via ``pymupdf4llm`` (:class:`LayoutParser`,
+  ONNX, offline; ~0.5-0.9 s a page on 2 CPU cores).
 * ``"mineru"`` — an installed MinerU run as a subprocess (:class:`MinerUParser`).
 * ``"mineru-import"`` — MinerU output produced elsewhere (:func:`import_mineru`).
 * ``"auto"`` — MinerU output next to the PDF if present, else an installed MinerU,
@@ -20,11 +23,14 @@ from ..model import ParsedDocument
 from .base import Parser
 from .mineru import MinerUParser, find_mineru_output, import_mineru
 from .pymupdf_parser import PyMuPDFParser
+from .layout_model import LayoutParser, layout_available
 
 __all__ = [
     "Parser",
     "AutoParser",
     "PyMuPDFParser",
+    "LayoutParser",
+    "layout_available",
     "MinerUParser",
     "get_parser",
     "parse_document",
@@ -39,7 +45,10 @@ class AutoParser:
     Order: (1) MinerU output beside the PDF (``<stem>_content_list.json``,
     ``<stem>/**/*_content_list.json``, ...; see :func:`find_mineru_output`) is
     imported; (2) else, when the ``mineru`` command is on PATH, it is run; (3) else
-    the PyMuPDF parser is used. ``parsed.parser`` names the backend that ran.
+    the fast PyMuPDF parser is used. ``parsed.parser`` names the backend that ran.
+    The ``layout`` backend is not chosen automatically: it is 10-20x slower on a CPU
+    and, on the outlined corpus PDFs, not better at headings than the fast parser
+    (docs/results/parsing_layout.md); ask for it with ``parser="layout"``.
 
     Attributes:
         name: ``"auto"``.
@@ -71,7 +80,7 @@ def get_parser(name: str = "auto", settings: ParsingSettings | None = None) -> P
     """Return a parser by name.
 
     Args:
-        name: ``"auto"``, ``"pymupdf"`` or ``"mineru"`` (``settings.parser`` is the
+        name: ``"auto"``, ``"fast"`` (alias ``"pymupdf"``), ``"layout"`` or ``"mineru"`` (``settings.parser`` is the
             usual source of the name).
         settings: Parsing settings passed to the backend.
 
@@ -82,15 +91,20 @@ def get_parser(name: str = "auto", settings: ParsingSettings | None = None) -> P
     key = (name or "auto").lower()
     if key == "auto":
         return AutoParser(st)
-    if key == "pymupdf":
+    if key in ("pymupdf", "fast"):
         return PyMuPDFParser(st)
+    if key == "layout":
+        if not layout_available():
+            raise ConfigError("parser 'layout' requested but pymupdf4llm / pymupdf.layout is not installed; "
+                              "pip install pymupdf4llm==2.0, or use parser='fast'")
+        return LayoutParser(st)
     if key == "mineru":
         p = MinerUParser(st)
         if p.command is None:
             raise ConfigError(f"parser 'mineru' requested but {st.mineru_command!r} is not on PATH; "
                               "install MinerU or use parser='pymupdf' / 'auto'")
         return p
-    raise ConfigError(f"unknown parser {name!r}; choose 'auto', 'pymupdf' or 'mineru'")
+    raise ConfigError(f"unknown parser {name!r}; choose 'auto', 'fast' (alias 'pymupdf'), 'layout' or 'mineru'")
 
 
 def parse_document(path: str | Path, settings: ParsingSettings | None = None, parser: str = "auto") -> ParsedDocument:

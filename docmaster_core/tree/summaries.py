@@ -4,7 +4,10 @@ Leaves first: TEXT, TABLE, IMAGE and EQUATION nodes are summarised from their ow
 content (content of at most ``max_leaf_words`` words is its own summary, no LLM
 call; with the offline backend a long table is summarised by its caption, header
 row and first rows, since sentence centrality means nothing for table rows). Then TITLE nodes from the deepest level up, and finally ROOT, are summarised
-from their children's summaries with :meth:`LLM.summarize_section`. Every node ends
+from their children's summaries with :meth:`LLM.summarize_section`; ROOT from the
+abstract, else a headless abstract, else the introduction, else the first body section
+(:func:`root_sources`), never from author lists, e-mail addresses, affiliations,
+copyright lines or a table of contents. Every node ends
 with a non-empty summary (fallback: the title text, or "<type> on page N").
 
 On the OpenAI path the calls of one level run on up to ``llm.max_concurrency``
@@ -22,7 +25,7 @@ from ..model import DocumentTree, Node, NodeType
 from ..protocols import LLM
 from ..text.words import count_words, normalize_ws, truncate_words
 
-__all__ = ["summarize_tree", "leaf_text"]
+__all__ = ["summarize_tree", "leaf_text", "root_sources", "is_front_junk"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +58,107 @@ def leaf_text(node: Node) -> str:
     if node.type == NodeType.IMAGE:
         return normalize_ws(content or caption)
     return normalize_ws(content)
+
+
+_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\{[\w.,\s-]+\}@")
+# always junk in a document summary: contact, rights and contribution notes
+_STRONG_JUNK_RE = re.compile(
+    r"(©|\(c\)\s*\d{4}|\bcopyright\b|all rights reserved|\bpermission to (make|reproduce|copy)\b|"
+    r"\bgrants? permission\b|\blicen[cs]ed? under\b|\bcorresponding author\b|\bequal contribution\b|"
+    r"\bwork (done|performed) (while|at|during)\b|\blisting order is random\b)",
+    re.IGNORECASE,
+)
+# junk in short text: venue and affiliation lines
+_JUNK_RE = re.compile(
+    r"(\bproceedings of\b|\bconference on\b|\barxiv:\s*\d|\bpreprint\b|\buniversity\b|\binstitute\b|"
+    r"\bdepartment\b|\blaborator(y|ies)\b|\bsubmitted to\b|\baccepted (at|by|to)\b)",
+    re.IGNORECASE,
+)
+_LEADER_RE = re.compile(r"(?:\.\s?){4,}\s*\d")
+_TOC_HEAD = re.compile(r"^\s*(table of )?contents\s*$", re.IGNORECASE)
+
+
+def is_front_junk(text: str) -> bool:
+    """True for text that must not summarise a document: author lists, e-mail
+    addresses, affiliations, copyright and licence lines, venue notes, table-of-contents
+    lines (dot leaders), and short fragments that are not prose (fewer than 12 words or
+    no sentence end, mostly capitalised words)."""
+    t = normalize_ws(text)
+    if not t or _EMAIL_RE.search(t) or _LEADER_RE.search(t):
+        return True
+    words = t.split()
+    if len(words) < 12:
+        return True
+    if _STRONG_JUNK_RE.search(t) or (_JUNK_RE.search(t) and len(words) < 40):
+        return True
+    caps = sum(1 for w in words if w[:1].isupper())
+    if caps > 0.6 * len(words):
+        return True  # a list of names / a title block
+    return not re.search(r"[a-z]{2,}[.!?]", t)
+
+
+def root_sources(tree: DocumentTree) -> list[int]:
+    """Nodes whose summaries make the ROOT summary (DocMaster: the document's gist).
+
+    In order of preference (of a section, its children that are not junk and not
+    footnotes or captions): the abstract (a section named Abstract / Summary /
+    Executive summary / Highlights); else prose TEXT directly under ROOT (an abstract
+    without a heading), skipping author blocks, e-mail addresses, affiliations,
+    copyright lines and tables of contents (:func:`is_front_junk`); else the
+    introduction (Introduction / Overview / About this manual); else the first body
+    section (not a table of contents, front or back matter). Falls back to all ROOT
+    children that are not junk, then to all of them.
+    """
+    from .roles import heading_role
+
+    nodes = tree.nodes
+    root = nodes[0]
+    titles = [n for n in nodes[1:] if n.type == NodeType.TITLE]
+    first_pages = max(3, min(tree.n_pages or 3, 5))
+
+    def ok(c: int) -> bool:
+        n = nodes[c]
+        if (n.extra or {}).get("role") in ("footnote", "caption"):
+            return False
+        if n.type == NodeType.TEXT:
+            return not is_front_junk(n.content)
+        return n.type == NodeType.TITLE and not is_front_junk(n.summary or "")
+
+    def good_children(n: Node, limit: int = 8) -> list[int]:
+        """The section's first prose paragraphs (TEXT descendants in reading order,
+        not junk), else its subsections with a usable summary."""
+        out: list[int] = []
+        stack = list(reversed(n.children))
+        while stack and len(out) < limit:
+            c = stack.pop()
+            nd = nodes[c]
+            if nd.type == NodeType.TEXT and ok(c):
+                out.append(c)
+            elif nd.type == NodeType.TITLE:
+                stack.extend(reversed(nd.children))
+        return out or [c for c in n.children if nodes[c].type == NodeType.TITLE and ok(c)]
+
+    def has_content(n: Node) -> bool:
+        return bool(good_children(n))
+
+    for n in titles:
+        if n.page_start <= first_pages and heading_role(n.content) == "abstract" and has_content(n):
+            return good_children(n)
+    prose = [c for c in root.children if nodes[c].type == NodeType.TEXT and ok(c)]
+    if prose:
+        return prose
+    for n in titles:
+        if heading_role(n.content) == "introduction" and has_content(n):
+            return good_children(n)
+    for c in root.children:
+        n = nodes[c]
+        if n.type != NodeType.TITLE or _TOC_HEAD.match(n.content) or not has_content(n):
+            continue
+        if heading_role(n.content) in ("back", "appendix", "related"):
+            continue
+        return good_children(n)
+    rest = [c for c in root.children if ok(c)]
+    return rest or list(root.children)
 
 
 def _label(tree: DocumentTree, node: Node) -> str:
@@ -177,7 +281,8 @@ def summarize_tree(
         targets: list[Node] = []
         for n in level:
             title = _label(tree, n)
-            kids = [nodes[c].summary for c in n.children if normalize_ws(nodes[c].summary)]
+            src = root_sources(tree) if n.type == NodeType.ROOT else n.children
+            kids = [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
             if not kids:
                 n.summary = title
                 continue

@@ -130,6 +130,31 @@ def is_exponent(prev: dict, s: dict, prev_txt: str, txt: str) -> bool:
     return m is not None and (m.group(1)[-1].isdigit() or len(m.group(1)) <= 1)
 
 
+_SYMBOL_FONT_RE = re.compile(r"(wingding|dingbat|webding|symbol)", re.I)
+
+
+def is_bullet_glyph(s: dict, nxt: dict) -> bool:
+    """The first span of a line is a bullet drawn with a letter of a symbol font:
+    any single glyph of Wingdings / ZapfDingbats / Symbol, or a lone "l", "n", "q",
+    "u" or "§" (Wingdings and ZapfDingbats bullets under a substituted font name)
+    in an upright text font, set apart from the item text ("n", "q", "u", "§" only
+    before a capital) ("l Do not load ..." -> "• Do not load ...")."""
+    t = s.get("text", "").strip()
+    if len(t) != 1:
+        return False
+    if _SYMBOL_FONT_RE.search(s.get("font", "")) and not t.isdigit():
+        return True
+    nt = nxt.get("text", "").strip()
+    if t not in "lnqu§" or not nt[:1].isalpha():
+        return False
+    if font_class(s.get("font", ""))[1] or int(s.get("flags", 0)) & 2:
+        return False  # an italic / math-font "l" is a variable
+    if t != "l" and not nt[:1].isupper():
+        return False
+    size = float(s.get("size", 0.0)) or 10.0
+    return float(nxt["bbox"][0]) - float(s["bbox"][2]) > 0.15 * size or s["text"].endswith(" ") or nxt["text"].startswith(" ")
+
+
 def text_flags() -> int:
     """``get_text`` flags: the dict defaults without image data (speed)."""
     import pymupdf
@@ -170,8 +195,11 @@ def extract_page_lines(page, pno: int, textpage=None) -> tuple[list[Line], int]:
             prefix_open = True
             ital_prefix: list[str] = []
             iprefix_open = True
-            for s in spans:
+            for si, s in enumerate(spans):
                 txt = fix_ligatures(s["text"])
+                if si + 1 < len(spans) and (si == 0 or prev_txt.endswith(" ") or txt.startswith(" ")) \
+                        and is_bullet_glyph(s, spans[si + 1]):
+                    txt = ("" if si == 0 else " ") + "•" + (" " if not spans[si + 1]["text"].startswith(" ") else "")
                 if line_pua and _has_pua(txt):
                     txt = pua_text(txt, s.get("font", ""))
                 if not txt:
