@@ -132,6 +132,8 @@ class FilterSettings(BaseModel):
     related_weight: float = Field(0.25, ge=0.0, le=1.0, description="Weight of related-work / background passages.")
     pool: int | None = Field(44, ge=2, description="Robust statistics over the pool best documents (None: all).")
     z_threshold: float = Field(3.75, description="Minimum robust z-score of the zscore cut.")
+    sure_yes_z: float = Field(6.0, description="Three-way decisions: evidence score from which a kept document is sure.")
+    sure_no_z: float = Field(0.25, description="Three-way decisions: evidence score below which a dropped document is sure.")
 
 
 class IngestSettings(BaseModel):

@@ -412,6 +412,10 @@ class Decision:
             ``"score-above"`` / ``"score-below"`` (a cascade threshold, no call; see
             :mod:`docmaster_core.filtering.cascade`), ``"offline"`` (the calibrated rule),
             or None when not recorded.
+        uncertain: True when the offline evidence score lies between the sure-no and the
+            sure-yes threshold of the run's cut (three-way decisions, see
+            :func:`docmaster_core.filtering.decider.uncertain_band`): ``decision`` is then
+            the cut's best guess, and the document is where a person (or an LLM) should look.
     """
 
     decision: bool | None
@@ -424,6 +428,7 @@ class Decision:
     evidence_score: float | None = None
     rank: int | None = None
     decided_by: str | None = None
+    uncertain: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -436,6 +441,7 @@ class Decision:
             "error": self.error,
             "evidence_score": None if self.evidence_score is None else round(float(self.evidence_score), 4),
             "rank": self.rank,
+            "uncertain": bool(self.uncertain),
         }
         if self.decided_by is not None:
             out["decided_by"] = self.decided_by

@@ -149,8 +149,13 @@ for col, (name, run) in zip(res_cols, runs.items()):
         shown = with_cut(run, kept_n if kept_n != suggested else None)
         shown_runs[name] = shown
         kept = sum(d.get("match") is True for d in shown["documents"])
+        n_unc = sum(bool(d.get("uncertain")) for d in shown["documents"]) if is_offline_run(run) else 0
         how = ("by the cut" if is_offline_run(run) else f"by {md_escape(run.get('backend', ''))}; "
                f"the top {kept_n} by score shown beside")
+        if n_unc:
+            sure_kept = sum(d.get("match") is True and not d.get("uncertain") for d in shown["documents"])
+            st.markdown(f"**{sure_kept} kept, {n_unc} uncertain, {n_docs - sure_kept - n_unc} dropped** · uncertain: "
+                        "between the sure-no and sure-yes evidence scores, where the cut is often wrong (check these)")
         st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs} documents** ({how}, strategy "
                     f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
                     + (f" (evidence score >= {cut['threshold']:.2f})" if isinstance(cut.get("threshold"), (int, float))

@@ -1,5 +1,5 @@
 """Snapshot what the engine decides and answers on a workspace, to show that a change
-keeps behaviour: ``filter --json`` (every strategy, flat included) for each condition,
+keeps behaviour: ``filter --json`` (the tree, semantic, hyper-edge and combined strategies) for each condition,
 and ``ask --json`` for the first questions of a QA cases file, with the fields that
 vary from run to run (run ids, timings) removed.
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in a.conditions:
         with open(path, newline="") as f:
             for row in csv.DictReader(f, delimiter="\t"):
-                res = _run(["filter", row["text"], "-w", a.workspace, "--with-flat", "--json"], repo)
+                res = _run(["filter", row["text"], "-w", a.workspace, "--json"], repo)
                 (out / f"filter_{row['condition']}.json").write_text(json.dumps(res, indent=1, sort_keys=True))
                 print(f"filter {row['condition']}: {len(res.get('matches', []))} match", flush=True)
     if a.qa:

@@ -319,6 +319,7 @@ def normalise_run(run: dict[str, Any]) -> dict[str, Any]:
             "tokens": tokens,
             "score": main_dec.get("evidence_score"),
             "rank": main_dec.get("rank"),
+            "uncertain": bool(main_dec.get("uncertain")),
             "decided": decisions.get(main),
         })
     out = {k: v for k, v in run.items() if k not in ("documents", "cuts")}
@@ -385,7 +386,9 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         dec = d.get("decisions") or {}
         row = {"rank": d.get("rank"), "score": None if d.get("score") is None else round(float(d["score"]), 2),
                "kept": mark(d.get("match")), "file": d.get("file", d.get("doc_id", ""))}
-        if not offline:
+        if offline:  # three-way decisions: the cut is often wrong between the sure-no and sure-yes scores
+            row["certainty"] = "uncertain" if d.get("uncertain") else "sure"
+        else:
             row["by score"] = mark(d.get("by_score"))
         for c in cols:
             row[c] = mark(dec.get(c))
@@ -460,11 +463,13 @@ def compare_rows(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str,
 
 def export_csv(runs: dict[str, dict[str, Any]]) -> str:
     """CSV text: one row per (configuration, document) with the match (after any cut
-    move), the rank and evidence score of the deciding strategy, every strategy's
+    move), whether it is uncertain (three-way decisions), the rank and evidence score of
+    the deciding strategy, every strategy's
     decision (empty = not decided), rationale, tokens and evidence ids."""
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["config", "run_id", "condition", "doc_id", "file", "match", "rank", "evidence_score", *DECISION_COLUMNS,
+    w.writerow(["config", "run_id", "condition", "doc_id", "file", "match", "uncertain", "rank", "evidence_score",
+                *DECISION_COLUMNS,
                 "rationale", "tokens", "evidence_ids"])
 
     def cell(v: Any) -> str:
@@ -475,7 +480,7 @@ def export_csv(runs: dict[str, dict[str, Any]]) -> str:
             dec = d.get("decisions") or {}
             w.writerow([
                 name, run.get("run_id", ""), run.get("condition", ""), d.get("doc_id", ""), d.get("file", ""),
-                cell(d.get("match")), "" if d.get("rank") is None else d["rank"],
+                cell(d.get("match")), cell(d.get("uncertain", False)), "" if d.get("rank") is None else d["rank"],
                 "" if d.get("score") is None else round(float(d["score"]), 4), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
                 d.get("rationale", ""), _tokens(d), " ".join(e.get("evidence_id", "") for e in d.get("evidence") or []),
             ])

@@ -275,7 +275,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
             print(f"{'':4} {'':6}  ---- cut at evidence score {cut.threshold:.2f} ({cut.rule}): "
                   f"{cut.kept} of {cut.of} above ----")
             drawn = True
-        cells = "  ".join(f"{_MARK[d.decision(s)]:>9}" for s in strats)
+        cells = "  ".join(f"{_MARK[d.decision(s)] + ('?' if _is_uncertain(d, s) else ''):>9}" for s in strats)
         rank = f"{dec.rank:>4}" if dec is not None and dec.rank is not None else f"{'':>4}"
         sc = f"{dec.evidence_score:>6.2f}" if dec is not None and dec.evidence_score is not None else f"{'':>6}"
         print(f"{rank} {sc}  {clean_line(d.file_name)[:50]:50} {cells}")
@@ -289,6 +289,10 @@ def cmd_filter(args: argparse.Namespace) -> int:
     m = run.matches()
     print(f"{len(m)} of {len(run.documents)} documents match ({run.strategy}); "
           + ", ".join(f"{s} {len(run.matches(s))}" for s in strats))
+    tw = run.three_way()
+    if tw["uncertain"]:
+        print(f"{run.strategy}: {tw['kept']} kept, {tw['uncertain']} uncertain, {tw['dropped']} dropped "
+              "(uncertain: between the sure-no and sure-yes evidence scores, marked yes? / no?; check these)")
     print("tokens: " + ", ".join(f"{s} {t}" for s, t in run.tokens.items()))
     und = run.undecided()
     if und:
@@ -301,6 +305,11 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"time: retrieval {t['embed_retrieve']:.3f} s, decisions {t['decide']:.3f} s"
           + (f"; saved as run {run.run_id}" if run.run_id is not None else ""))
     return 0
+
+
+def _is_uncertain(doc, strategy: str) -> bool:
+    dec = doc.decisions.get(strategy)
+    return bool(dec is not None and dec.uncertain)
 
 
 def _undecided_message(decisions) -> str:

@@ -47,7 +47,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for key, c in res["conditions"].items():
             print(f"{clean_line(key)[:10]:10} {c['n']:>3} {c['positives']:>3}  "
                   + "  ".join(f"{c[s]['f1']:>9.3f}" for s in strategies))
-        for m in ("precision", "recall", "f1", "ap", "best_f1"):
+        for m in ("precision", "recall", "f1", "ap", "best_f1", "uncertain_share", "f1_uncertain_kept",
+                  "f1_uncertain_dropped"):
             print(f"{'macro ' + m:18}  " + "  ".join(f"{res['macro'][s][m]:>9.3f}" for s in strategies))
         print(f"{'keep everything':18}  " + "  ".join(f"{res['keep_all']['macro_f1']:>9.3f}" for _ in strategies)
               + "   (macro-F1 of deciding every document yes: the floor a rule must beat)")

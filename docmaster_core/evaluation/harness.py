@@ -254,7 +254,9 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
 
     Returns:
         ``{"strategies", "conditions": {key: {"text", "n", "positives", strategy: prf}},
-        "macro": {strategy: {precision, recall, f1, ap, best_f1}}, "macro_half": {"A"|"B": {strategy: f1}},
+        "macro": {strategy: {precision, recall, f1, ap, best_f1, uncertain_share,
+        f1_uncertain_kept, f1_uncertain_dropped}}`` (the last three: three-way decisions,
+        the uncertain documents counted as kept and as dropped), ``"macro_half": {"A"|"B": {strategy: f1}},
         "halves": {"A": [...], "B": [...]}, "keep_all": the keep-everything baseline
         (:func:`keep_all_baseline`), "bands": macro-F1 per prevalence band
         (:func:`prevalence_bands`), "loco": leave-one-condition-out F1 and cut gaps
@@ -299,6 +301,11 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
             pred = np.array([d is True for d in dec])
             entry[s] = prf(y, pred)
             entry[s]["predicted"] = [c.file for c, p in zip(cc, pred) if p]
+            # three-way decisions: F1 with the uncertain documents all kept / all dropped
+            unc = np.array([bool(getattr(by_doc[dmap[c.file]].decisions.get(s), "uncertain", False)) for c in cc])
+            entry[s]["uncertain_share"] = float(unc.mean()) if unc.size else 0.0
+            entry[s]["f1_uncertain_kept"] = prf(y, pred | unc)["f1"]
+            entry[s]["f1_uncertain_dropped"] = prf(y, pred & ~unc)["f1"]
             zs[s] = np.array([_ranking_score(d.decisions.get(s)) for d in run.documents])
             cut = run.cuts.get(s)
             elig[s] = cut.eligible if cut is not None and cut.eligible is not None else np.ones(zs[s].size, bool)
@@ -311,10 +318,10 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
     keys = list(out_c)
     halves = {"A": keys[0::2], "B": keys[1::2]}
 
+    metrics = ("precision", "recall", "f1", "ap", "best_f1", "uncertain_share", "f1_uncertain_kept", "f1_uncertain_dropped")
+
     def macro(ks: Sequence[str], s: str) -> dict[str, float]:
-        if not ks:
-            return {"precision": 0.0, "recall": 0.0, "f1": 0.0, "ap": 0.0, "best_f1": 0.0}
-        return {m: float(np.mean([out_c[k][s][m] for k in ks])) for m in ("precision", "recall", "f1", "ap", "best_f1")}
+        return {m: float(np.mean([out_c[k][s][m] for k in ks])) if ks else 0.0 for m in metrics}
 
     res = {
         "strategies": strats,

@@ -52,6 +52,19 @@ z is the document's *evidence score*; it ranks the collection. The cut (``cut``)
 * ``zscore`` (the rule before): keep ``z >= z_threshold and d >= floor``, an outlier
   rule that keeps only the top few documents when many match.
 
+Three-way decisions: a cut is one guess at how many documents match, and the documents
+near it are the ones it gets wrong. Between a *sure-no* and a *sure-yes* evidence score
+a document is **uncertain** (:func:`uncertain_band`)::
+
+    uncertain  min(thr, sure_no_z) <= z < max(thr, sure_yes_z)   (eligible documents only)
+
+Its decision stays the cut's (so F1 of the decisions is unchanged), and the run reports
+it as uncertain: offline, these are the documents a person should look at; with an LLM,
+the ones worth asking about. ``sure_yes_z`` = 6 and ``sure_no_z`` = 0.25 were chosen on
+the 34 public conditions (P, Q over the 88-document corpus, V over 59 CUAD contracts),
+pooled, as the scores above which the kept documents had precision >= 0.8 and below which
+fewer than 15 % of the matches fell (docs/results/filter.md).
+
 The floor keeps a collection without any relevant document from producing matches
 that are only relatively better, and a document whose best passages are only weakly
 similar from being kept on keywords alone. A run ranks the documents that pass it first
@@ -103,6 +116,7 @@ __all__ = [
     "robust_z",
     "calibrated_decisions",
     "cut_threshold",
+    "uncertain_band",
 ]
 
 @dataclass(frozen=True)
@@ -135,6 +149,9 @@ class OfflineCalibration:
         prior_lam: Weight of the lexical z-score in the prior rule.
         prior_z_threshold: Minimum prior z-score in small collections.
         k1: BM25 term-frequency saturation.
+        sure_yes_z: Evidence score from which a kept document is sure (three-way
+            decisions; :func:`uncertain_band`).
+        sure_no_z: Evidence score below which a dropped document is sure.
     """
 
     top_m: int = 3
@@ -155,6 +172,8 @@ class OfflineCalibration:
     prior_lam: float = 0.5
     prior_z_threshold: float = 3.0
     k1: float = 1.2
+    sure_yes_z: float = 6.0
+    sure_no_z: float = 0.25
 
     def to_dict(self) -> dict[str, float | str]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -164,6 +183,8 @@ class OfflineCalibration:
             raise ValueError(f"cut must be 'best_fraction' or 'zscore', got {self.cut!r}")
         if not 0.0 < self.rel_rho <= 1.0:
             raise ValueError(f"rel_rho must be in (0, 1], got {self.rel_rho!r}")
+        if self.sure_no_z > self.sure_yes_z:
+            raise ValueError(f"sure_no_z ({self.sure_no_z!r}) must not exceed sure_yes_z ({self.sure_yes_z!r})")
 
 
 DEFAULT_CALIBRATION = OfflineCalibration()
@@ -305,6 +326,27 @@ def cut_threshold(z: np.ndarray, calib: OfflineCalibration = DEFAULT_CALIBRATION
     return float(max(calib.rel_z_min, calib.rel_rho * top))
 
 
+def uncertain_band(thr: float, calib: OfflineCalibration = DEFAULT_CALIBRATION, mode: str = "collection"
+                   ) -> tuple[float, float]:
+    """The evidence scores between which a document is *uncertain* (three-way decisions).
+
+    Args:
+        thr: The cut's threshold (z units) in this run.
+        calib: The rule's parameters (``sure_no_z``, ``sure_yes_z``).
+        mode: ``"collection"`` or ``"prior"``; a small collection (prior mode) has no
+            band of its own: its scores are not comparable with the band's calibration.
+
+    Returns:
+        ``(sure_no, sure_yes)`` in z units: an eligible document with
+        ``sure_no <= z < sure_yes`` is uncertain; the band always contains the cut
+        (``sure_no <= thr <= sure_yes``), so a document kept by the cut is never "sure no"
+        and a dropped one never "sure yes". In prior mode both equal ``thr`` (no band).
+    """
+    if mode == "prior":
+        return float(thr), float(thr)
+    return float(min(thr, calib.sure_no_z)), float(max(thr, calib.sure_yes_z))
+
+
 def calibrated_decisions(d: np.ndarray, l: np.ndarray, calib: OfflineCalibration = DEFAULT_CALIBRATION,
                          present: np.ndarray | None = None, extra_z: np.ndarray | None = None
                          ) -> tuple[np.ndarray, np.ndarray, dict[str, float | str]]:
@@ -325,8 +367,9 @@ def calibrated_decisions(d: np.ndarray, l: np.ndarray, calib: OfflineCalibration
     Returns:
         ``(decision bool (D,), z float64 (D,), stats)``; ``stats`` holds the medians and
         scales of both signals, the ``mode`` (``"collection"``, or ``"prior"`` for a
-        collection smaller than ``calib.min_collection``), the ``cut`` rule and the
-        ``threshold`` z a document needed.
+        collection smaller than ``calib.min_collection``), the ``cut`` rule, the
+        ``threshold`` z a document needed, and ``sure_no`` / ``sure_yes``
+        (:func:`uncertain_band`).
     """
     d = np.asarray(d, dtype=np.float64)
     l2 = np.asarray(l, dtype=np.float64).reshape(d.shape[0], -1)
@@ -335,9 +378,10 @@ def calibrated_decisions(d: np.ndarray, l: np.ndarray, calib: OfflineCalibration
         z = ((d - calib.prior_dense_median) / calib.prior_dense_scale
              + calib.prior_lam * (l2.min(axis=1) - calib.prior_lex_median) / calib.lex_scale_floor)
         dec = ok & (z >= calib.prior_z_threshold) & (d >= calib.floor)
+        lo, hi = uncertain_band(calib.prior_z_threshold, calib, "prior")
         return dec, z, {"mode": "prior", "dense_median": calib.prior_dense_median, "dense_scale": calib.prior_dense_scale,
                         "lex_median": calib.prior_lex_median, "lex_scale": calib.lex_scale_floor,
-                        "cut": "prior", "threshold": calib.prior_z_threshold}
+                        "cut": "prior", "threshold": calib.prior_z_threshold, "sure_no": lo, "sure_yes": hi}
     zd, md, sd = robust_z(d, calib.dense_scale_floor, ok, calib.pool)
     parts = [robust_z(l2[:, p], calib.lex_scale_floor, ok, calib.pool) for p in range(l2.shape[1])]
     zl = np.min([p[0] for p in parts], axis=0)
@@ -347,5 +391,6 @@ def calibrated_decisions(d: np.ndarray, l: np.ndarray, calib: OfflineCalibration
         z = z + np.asarray(extra_z, dtype=np.float64)
     thr = cut_threshold(z, calib, ok)
     dec = ok & (z >= thr) & (d >= calib.floor)
+    lo, hi = uncertain_band(thr, calib)
     return dec, z, {"mode": "collection", "dense_median": md, "dense_scale": sd, "lex_median": ml, "lex_scale": sl,
-                    "cut": calib.cut, "threshold": thr}
+                    "cut": calib.cut, "threshold": thr, "sure_no": lo, "sure_yes": hi}

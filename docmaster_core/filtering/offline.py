@@ -43,6 +43,8 @@ class Cut:
         best: The best document's evidence score.
         eligible: bool (D,) documents, in run order, whose best passages pass the dense
             floor: only those can be kept, and they rank first (not serialised).
+        sure_no, sure_yes: The uncertain band (z units, :func:`~docmaster_core.filtering.decider.uncertain_band`).
+        uncertain: Documents in the band (kept and dropped ones together).
     """
 
     rule: str
@@ -51,10 +53,16 @@ class Cut:
     of: int
     best: float
     eligible: np.ndarray | None = field(default=None, repr=False)
+    sure_no: float | None = None
+    sure_yes: float | None = None
+    uncertain: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
-                "best": round(self.best, 4)}
+        out = {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
+               "best": round(self.best, 4), "uncertain": self.uncertain}
+        if self.sure_no is not None and self.sure_yes is not None:
+            out.update(sure_no=round(self.sure_no, 4), sure_yes=round(self.sure_yes, 4))
+        return out
 
 
 def _ranks(z: np.ndarray, eligible: np.ndarray) -> np.ndarray:
@@ -115,8 +123,9 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     eligible = present & (d >= calib.floor)
     ranks = _ranks(z, eligible)
     thr = float(st["threshold"])
+    unsure = eligible & (z >= st["sure_no"]) & (z < st["sure_yes"])
     cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
-              eligible=eligible)
+              eligible=eligible, sure_no=float(st["sure_no"]), sure_yes=float(st["sure_yes"]), uncertain=int(unsure.sum()))
     out = []
     for i, (evs, c) in enumerate(zip(ev_by_doc, cos_by_doc)):
         if not evs:
@@ -140,8 +149,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             ids = [best.evidence_id]
         rationale = readable_rationale(bool(dec[i]), float(z[i]), thr, int(ranks[i]), len(z),
                                        [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak)
+        if unsure[i]:
+            rationale += (f" Uncertain: its score lies between {st['sure_no']:.2g} and {st['sure_yes']:.2g}, "
+                          "where the cut is often wrong; check this document.")
         out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated",
-                            evidence_score=float(z[i]), rank=int(ranks[i])))
+                            evidence_score=float(z[i]), rank=int(ranks[i]), uncertain=bool(unsure[i])))
     return out, cut
 
 

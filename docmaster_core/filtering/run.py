@@ -165,6 +165,23 @@ class FilterRun:
         s = strategy or self.strategy
         return [d.doc_id for d in self.documents if d.decision(s) is True]
 
+    def three_way(self, strategy: str | None = None) -> dict[str, int]:
+        """Three-way counts of ``strategy`` (default: the run's): ``{"kept", "uncertain",
+        "dropped", "undecided"}``; ``kept`` and ``dropped`` are the sure decisions, an
+        uncertain document (:attr:`Decision.uncertain <docmaster_core.model.Decision.uncertain>`)
+        is counted once, whichever side of the cut it fell on."""
+        s = strategy or self.strategy
+        out = {"kept": 0, "uncertain": 0, "dropped": 0, "undecided": 0}
+        for d in self.documents:
+            dec = d.decisions.get(s)
+            if dec is None or dec.decision is None:
+                out["undecided"] += dec is not None
+            elif dec.uncertain:
+                out["uncertain"] += 1
+            else:
+                out["kept" if dec.decision else "dropped"] += 1
+        return out
+
     def undecided(self, strategy: str | None = None) -> list[str]:
         """doc_ids with no decision (error or budget) for ``strategy``."""
         s = strategy or self.strategy
@@ -180,6 +197,7 @@ class FilterRun:
             "backend": self.backend,
             "matches": self.matches(),
             "matches_by_strategy": {s: self.matches(s) for s in self.strategies},
+            "three_way": {s: self.three_way(s) for s in self.strategies},
             "tokens": dict(self.tokens),
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "usage": self.usage,

@@ -1,0 +1,81 @@
+"""Three-way filter decisions: between the sure-no and the sure-yes evidence score a
+document is *uncertain*; the run, the CLI table, the JSON and the CSV export say so."""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, LexicalStats, OfflineCalibration, uncertain_band
+from docmaster_core.filtering.offline import calibrated_document_decisions
+from docmaster_core.filtering.run import DocumentResult, FilterRun
+from docmaster_core.model import Evidence
+
+CONDITION = "Does the contract cap liability at the fees paid?"
+
+
+def _collection(n_docs: int = 40, seed: int = 0):
+    """A collection whose documents' evidence cosines spread from unrelated (~0.3) to
+    clear matches (~0.8); the text of the strongest ones names the condition's terms."""
+    rng = np.random.default_rng(seed)
+    strength = np.sort(rng.uniform(0.30, 0.80, n_docs))[::-1]
+    ev_by_doc, cos_by_doc = [], []
+    for i, s in enumerate(strength):
+        text = ("Liability is capped at the fees paid under this agreement." if s > 0.65
+                else "The parties agree to the schedule of deliveries.")
+        evs = [Evidence(f"C{k + 1}", f"doc{i}", k + 1, "combined", float(s), text, 1) for k in range(3)]
+        ev_by_doc.append(evs)
+        cos_by_doc.append(np.full(3, s, dtype=np.float32) - np.float32([0.0, 0.01, 0.02]))
+    stats = LexicalStats(n_docs, Counter({"liability": 8, "capped": 8, "fees": 10, "paid": 10}))
+    return ev_by_doc, cos_by_doc, stats
+
+
+def test_uncertain_band_contains_the_cut():
+    calib = DEFAULT_CALIBRATION
+    assert uncertain_band(2.0, calib) == (calib.sure_no_z, calib.sure_yes_z)
+    lo, hi = uncertain_band(9.0, calib)  # a cut above sure_yes_z: kept documents are never "sure no"
+    assert lo == calib.sure_no_z and hi == 9.0
+    assert uncertain_band(3.0, calib, "prior") == (3.0, 3.0)  # a small collection has no band
+    with pytest.raises(ValueError):
+        OfflineCalibration(sure_no_z=5.0, sure_yes_z=1.0)
+
+
+def test_uncertain_documents_lie_between_the_thresholds():
+    ev, cos, stats = _collection()
+    decisions, cut = calibrated_document_decisions(CONDITION, ev, cos, DEFAULT_CALIBRATION, stats)
+    z = np.array([d.evidence_score for d in decisions])
+    unsure = np.array([d.uncertain for d in decisions])
+    assert cut.sure_no <= cut.threshold <= cut.sure_yes
+    assert 0 < unsure.sum() < len(decisions) and cut.uncertain == unsure.sum()
+    # exactly the eligible documents inside the band are uncertain
+    inside = (z >= cut.sure_no) & (z < cut.sure_yes) & cut.eligible
+    assert np.array_equal(unsure, inside)
+    # the decision of an uncertain document is still the cut's: three-way flags change no decision
+    plain, _ = calibrated_document_decisions(CONDITION, ev, cos, OfflineCalibration(sure_no_z=-1e9, sure_yes_z=-1e9), stats)
+    assert [d.decision for d in decisions] == [d.decision for d in plain]
+    assert not any(d.uncertain for d in plain if d.decision)  # a band below every score marks none kept
+    assert all("Uncertain" in d.rationale for d in decisions if d.uncertain)
+    d = next(d for d in decisions if d.uncertain)
+    assert d.to_dict()["uncertain"] is True and cut.to_dict()["uncertain"] == cut.uncertain
+
+
+def test_run_counts_and_export_show_uncertain_documents():
+    from ui.filtering import export_csv, normalise_run, ranked_rows
+
+    ev, cos, stats = _collection()
+    decisions, cut = calibrated_document_decisions(CONDITION, ev, cos, DEFAULT_CALIBRATION, stats)
+    docs = [DocumentResult(f"doc{i}", f"doc{i}.pdf", {"combined": dec}, {"combined": ev[i]})
+            for i, dec in enumerate(decisions)]
+    run = FilterRun(CONDITION, "combined", ["combined"], {}, docs, {}, {}, "offline-calibrated", cuts={"combined": cut})
+    counts = run.three_way()
+    assert counts["uncertain"] == cut.uncertain and sum(counts.values()) == len(docs)
+    assert counts["kept"] == sum(d.decision and not d.uncertain for d in decisions)
+    out = run.to_dict()
+    assert out["three_way"]["combined"] == counts
+    norm = normalise_run(out)
+    rows = list(csv.DictReader(io.StringIO(export_csv({"A": norm}))))
+    assert sum(r["uncertain"] == "true" for r in rows) == counts["uncertain"]
+    assert {r["certainty"] for r in ranked_rows(norm)} == {"sure", "uncertain"}
