@@ -9,7 +9,10 @@ retrievers, filtering, question answering (one piece or streamed) and evaluation
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from .config import RetrievalSettings, Settings, get_settings
 from .embedding.embedders import Embedder, get_embedder
@@ -96,6 +99,43 @@ class DocMaster(IngestStage, IndexStage):
             WorkspaceError: no such document.
         """
         return self.ws.load_tree(self.ws.document(ref).doc_id)
+
+    @property
+    def path(self) -> Path:
+        """The workspace folder."""
+        return self.ws.path
+
+    def embeddings(self, doc_id: str, *, mmap: bool = False) -> np.ndarray:
+        """float32 (n_nodes, 384) node embeddings of a document, row i = node i
+        (memory-mapped read-only with ``mmap``).
+
+        Raises:
+            WorkspaceError: no such document or no vector file.
+        """
+        return self.ws.load_embeddings(doc_id, mmap=mmap)
+
+    def failures(self) -> list[dict[str, Any]]:
+        """Files that failed to ingest and were not ingested since: ``{"file_name", "reason", ...}``."""
+        return self.ws.failures()
+
+    def last_run_params(self, kind: str = "filter"):
+        """``(run_id, params)`` of the latest saved run of ``kind``, or None."""
+        return self.ws.last_run_params(kind)
+
+    def index_versions(self) -> list[tuple[str, str, float]]:
+        """``(doc_id, index key, saved at (s since the epoch))`` of every stored index (no index is parsed)."""
+        return self.ws.index_versions()
+
+    def warm_up(self, params: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Load what a first filter or question needs (the corpus view, the lexical
+        statistics, and the hyper-edge views of the given index parameters), so that the
+        first run does not wait for it. Safe to call from a background thread."""
+        from .filtering.decider import lexical_stats
+
+        view = self.retriever().view
+        lexical_stats(view)
+        for ip in params or [None]:
+            self.retriever(ip).hyperedges(view)
 
     # ------------------------------------------------------------------ retrieval, filter, QA (SPEC F6, F7)
     def retrieval_settings(self, **overrides: Any) -> RetrievalSettings:

@@ -79,7 +79,7 @@ def cpu_capability() -> str:
     * ``vnni``: ``avx512_vnni`` or ``avx_vnni``: u8 x s8 dot products accumulate in 32 bits.
     * ``avx2``: no VNNI; ONNX Runtime's u8 x s8 kernels sum pairs of products in 16 bits
       (``vpmaddubsw``), which saturates with 8-bit weights (why ``onnx-int8`` uses 7-bit
-      weights; :data:`.onnx_embedder.INT8_RECIPE`); bfloat16 is emulated, slower than fp32.
+      weights; :data:`.onnx.INT8_RECIPE`); bfloat16 is emulated, slower than fp32.
     * ``baseline``: none of these, or no ``/proc/cpuinfo`` (not Linux).
     """
     try:

@@ -196,14 +196,15 @@ class IndexStage:
             if stored is not None:
                 return CollectionIndex.from_json_dict(stored).stats
         self.wait_for_saves()
-        trees, embs, idxs = [], {}, {}
-        for d in self.ws.documents():
-            idxs[d.doc_id] = self.build_index(d.doc_id, p)
-            trees.append(self.ws.load_tree(d.doc_id))
-            embs[d.doc_id] = np.asarray(self.ws.load_embeddings(d.doc_id, mmap=False))
-        coll = build_collection_index(trees, embs, self.llm, self.embedder, p.settings(), doc_indexes=idxs,
-                                      n_clusters=n_clusters, link_threshold=link_threshold)
-        self._save_index(COLLECTION_KEY, cparams, coll.to_json_dict())
+        with self.ws.writing():  # re-entrant: a caller may already hold the write lock
+            trees, embs, idxs = [], {}, {}
+            for d in self.ws.documents():
+                idxs[d.doc_id] = self.build_index(d.doc_id, p)
+                trees.append(self.ws.load_tree(d.doc_id))
+                embs[d.doc_id] = np.asarray(self.ws.load_embeddings(d.doc_id, mmap=False))
+            coll = build_collection_index(trees, embs, self.llm, self.embedder, p.settings(), doc_indexes=idxs,
+                                          n_clusters=n_clusters, link_threshold=link_threshold)
+            self._save_index(COLLECTION_KEY, cparams, coll.to_json_dict())
         return coll.stats
 
     def load_collection_index(self, *, n_clusters: int | None = None, link_threshold: float = 0.5,
