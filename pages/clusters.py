@@ -78,7 +78,7 @@ with st.container(border=True):
                   help="Eq. (2) penalty per violated must-link / cannot-link.")
 params = index_params()
 backend = dm.llm.backend_name
-ws = str(dm.ws.path)
+ws = str(dm.path)
 
 if mode == "document":
     rec = choose_document(dm, W_DOC)
@@ -94,7 +94,7 @@ if mode == "document":
     if ids.size == 0:
         st.warning("This document has no TEXT nodes to cluster.")
         st.stop()
-    emb = np.asarray(dm.ws.load_embeddings(rec.doc_id))[ids]
+    emb = np.asarray(dm.embeddings(rec.doc_id))[ids]
     labels = idx.labels
     texts = [tree.nodes[int(i)].content for i in ids]
     pages = [tree.nodes[int(i)].page_start for i in ids]
@@ -122,7 +122,7 @@ else:
     emb_parts = []
     for d in coll["doc_ids"]:
         sel = ids[np.asarray([x == d for x in doc_of])]
-        emb_parts.append(np.asarray(dm.ws.load_embeddings(d))[sel])
+        emb_parts.append(np.asarray(dm.embeddings(d))[sel])
     emb = np.concatenate(emb_parts)
     texts = [trees[d].nodes[int(i)].content for d, i in zip(doc_of, ids)]
     pages = [trees[d].nodes[int(i)].page_start for d, i in zip(doc_of, ids)]

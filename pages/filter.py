@@ -45,9 +45,9 @@ by_id = {d.doc_id: d for d in docs}
 # a new browser session (e.g. after a reload) starts from the condition of the last saved run
 restored = None
 if not state.get(state.FILTER_CONDITION) and W_COND not in st.session_state \
-        and st.session_state.get(W_RESTORED) != str(dm.ws.path):
-    st.session_state[W_RESTORED] = str(dm.ws.path)
-    last = dm.ws.last_run_params("filter")
+        and st.session_state.get(W_RESTORED) != str(dm.path):
+    st.session_state[W_RESTORED] = str(dm.path)
+    last = dm.last_run_params("filter")
     if last and last[1].get("condition"):
         restored = last[0]
         state.put(state.FILTER_CONDITION, str(last[1]["condition"]))

@@ -46,7 +46,7 @@ dm = open_docmaster_or_stop()
 rec = choose_document(dm, W_DOC)
 if rec is None:
     st.stop()
-tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
 # this document's widget keys: switching documents draws new widgets, no stale labels
 W_HE, W_PASSAGES, W_SECTIONS = (state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_SECTIONS))
 params = index_params()
@@ -121,7 +121,7 @@ with c_links:
                          help="A hyper-edge can share its cluster with dozens of others; drawing every link makes "
                          "dense clumps. 10 draws every link of most documents.")
 try:
-    emb = dm.ws.load_embeddings(rec.doc_id, mmap=True)
+    emb = dm.embeddings(rec.doc_id, mmap=True)
 except DocMasterError:
     emb = None
 drawn_links = top_links(links, hes, emb, per_edge) if emb is not None else links

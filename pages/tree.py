@@ -37,7 +37,7 @@ if rec is None:
     st.stop()
 
 try:
-    tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+    tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
 except WorkspaceError as e:
     st.error(md_escape(str(e)))
     st.stop()
@@ -192,7 +192,7 @@ with right:
 
     with tab_emb:
         try:
-            emb = dm.ws.load_embeddings(rec.doc_id, mmap=True)
+            emb = dm.embeddings(rec.doc_id, mmap=True)
         except WorkspaceError as e:
             st.warning(md_escape(str(e)))
         else:

@@ -287,7 +287,7 @@ def test_label_oracle_from_public_labels():
 
 def test_per_strategy_cascade_asks_only_about_each_strategys_sample_and_band(workspace, server):
     dm = _dm(workspace, server)
-    run = dm.filter(CONDITION, cascade=TARGETS, save=False)
+    run = dm.filter(CONDITION, decide="per-strategy", cascade=TARGETS, save=False)  # combined-only is the cascade default
     assert set(run.cascade) == set(run.strategies)
     asked = sum(1 for d in run.documents for s in run.strategies
                 if d.decisions[s].decided_by == "llm" and d.evidence[s])

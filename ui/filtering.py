@@ -146,7 +146,7 @@ def render_filter_form(prefix: str, title: str) -> dict[str, Any]:
             state.seed_widget(_wkey(prefix, name), cfg.get(name, default))
         out["cascade"] = bool(st.checkbox("Cascade: call the LLM only on a sample and the uncertain band",
                                           key=_wkey(prefix, "cascade")))
-        out["combined_only"] = bool(st.checkbox("One LLM call per document (combined evidence only)",
+        out["combined_only"] = bool(st.checkbox("One LLM call per document (combined evidence only; always so with the cascade)",
                                                 key=_wkey(prefix, "combined_only")))
         c = st.columns(4)
         with c[0]:
@@ -199,10 +199,10 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
         if key not in [k for k, _ in keys]:
             keys.append((key, ip))
     try:
-        versions = dm.ws.index_versions()
+        versions = dm.index_versions()
     except Exception:  # noqa: BLE001 - warm-up only
         return False
-    token = (str(dm.ws.path), tuple(k for k, _ in keys), len(versions), max((t for *_, t in versions), default=0.0))
+    token = (str(dm.path), tuple(k for k, _ in keys), len(versions), max((t for *_, t in versions), default=0.0))
     with _WARM_LOCK:
         if token in _WARMED:
             return False
@@ -210,24 +210,14 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
 
     def _run() -> None:
         try:
-            from docmaster_core.retrieval.corpus import load_corpus
-
-            view = load_corpus(dm.ws)
-            try:
-                from docmaster_core.filtering.decider import lexical_stats
-
-                lexical_stats(view)
-            except ImportError:
-                pass
-            for _key, ip in keys:
-                dm.retriever(ip).hyperedges(view)
+            dm.warm_up([ip for _key, ip in keys])
         except Exception:  # noqa: BLE001 - a warm-up failure is reported by the real run
             with _WARM_LOCK:
                 _WARMED.discard(token)
 
     th = threading.Thread(target=_run, name="docmaster-filter-warmup", daemon=True)
     with _WARM_LOCK:
-        _WARM_THREADS[str(dm.ws.path)] = th
+        _WARM_THREADS[str(dm.path)] = th
     th.start()
     return True
 
@@ -236,7 +226,7 @@ def _wait_for_warm_up(dm: Any, timeout: float = 60.0) -> None:
     """Join a running warm-up of this workspace so that a run does not build the same
     corpus view a second time in parallel."""
     with _WARM_LOCK:
-        th = _WARM_THREADS.get(str(dm.ws.path))
+        th = _WARM_THREADS.get(str(dm.path))
     if th is not None and th.is_alive() and th is not threading.current_thread():
         th.join(timeout)
 

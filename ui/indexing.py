@@ -116,8 +116,7 @@ def collection_run(_dm: Any, workspace: str, docs_key: tuple, alpha: float, k: i
     for d in doc_ids:
         cluster_run(_dm, workspace, d, added[d], alpha, k, K, w, backend)
     _dm.wait_for_saves()
-    with _dm.ws.writing():
-        _dm.index_collection(params=params)  # stored; reuses the per-document indices
+    _dm.index_collection(params=params)  # under the workspace's write lock; reuses the per-document indices
     coll = _dm.load_collection_index(params=params)
     return {
         "doc_ids": list(coll.doc_ids),

@@ -36,7 +36,7 @@ def _no_documents_hint() -> None:
 def documents_or_stop(dm: Any) -> list:
     """The workspace's :class:`~docmaster_core.store.workspace.DocumentRecord` list; when it is
     empty, shows a hint to upload and stops the page."""
-    docs = dm.ws.documents()
+    docs = dm.documents()
     if not docs:
         _no_documents_hint()
         st.stop()
@@ -50,7 +50,7 @@ def choose_document(dm: Any, widget_key: str, label: str = "Document"):
         The chosen :class:`~docmaster_core.store.workspace.DocumentRecord`, or None (with a hint
         to upload) when the workspace is empty.
     """
-    docs = dm.ws.documents()
+    docs = dm.documents()
     if not docs:
         _no_documents_hint()
         return None
@@ -88,7 +88,7 @@ def load_tree_cached(workspace: str, doc_id: str, added_at: float):
 
 def load_embeddings_cached(dm: Any, doc_id: str) -> np.ndarray:
     """Node embeddings of a document: float32 (|V|, 384), read-only memory map."""
-    return dm.ws.load_embeddings(doc_id, mmap=True)
+    return dm.embeddings(doc_id, mmap=True)
 
 
 def node_label(tree: Any, node_id: int, width: int = 70, indent: bool = True) -> str:
@@ -128,7 +128,7 @@ def open_in_tree(dm: Any, rec: Any, node_ids: list) -> int | None:
     from .tree_view import expand_to
 
     state.put(state.DOC_ID, rec.doc_id)
-    tree = load_tree_cached(str(dm.ws.path), rec.doc_id, rec.added_at)
+    tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
     nid = next((int(i) for i in node_ids if isinstance(i, int) and 0 <= i < len(tree.nodes)), None)
     if nid is None:
         return None

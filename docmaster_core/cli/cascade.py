@@ -24,7 +24,8 @@ def add_cascade_arguments(sp: argparse.ArgumentParser) -> None:
                     help="cascade sample draws (default clip(2 sqrt(N), 20, 1000))")
     sp.add_argument("--cascade-seed", dest="cascade_seed", type=int, default=0, help="seed of the cascade sample")
     sp.add_argument("--decide", choices=["per-strategy", "combined-only"],
-                    help="LLM decider: one call per strategy (default) or one per document on the combined evidence")
+                    help="LLM decider: one call per strategy (default without --cascade) or one per document on the "
+                         "combined evidence (default with --cascade)")
 
 
 def cascade_options(args: argparse.Namespace) -> dict:
