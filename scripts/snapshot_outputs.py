@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             res = _run(["ask", row["question"], "-w", a.workspace, "--json"] +
                        (["--docs", row["file"]] if row.get("file") else []), repo)
             (out / f"ask_{i:02d}.json").write_text(json.dumps(res, indent=1, sort_keys=True))
-            print(f"ask {i}: {len(res.get('citations', []))} citations", flush=True)
+            print(f"ask {i}: {len((res.get('answer') or {}).get('citations', []))} citations", flush=True)
     return 0
 
 

@@ -8,7 +8,7 @@ import docmaster_core
 from docmaster_core import errors
 
 PUBLIC = {
-    "DocMaster", "Settings", "get_settings", "Workspace", "IndexParams",
+    "DocMaster", "FilterOptions", "Settings", "get_settings", "Workspace", "IndexParams",
     "Answer", "Citation", "Decision", "DocumentTree", "Element", "Evidence", "HyperEdge", "Node", "NodeType",
     "ParsedDocument",
     "LLM", "Embedder", "CorpusReader", "RunRecorder",

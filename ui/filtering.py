@@ -266,9 +266,12 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
                                               precision=float(config.get("precision_target", 0.9)),
                                               delta=float(config.get("delta", 0.1)),
                                               sample_budget=int(config.get("sample_budget") or 0) or None)
-    run = dm.filter(condition, strategy=decide_by, strategies=strategies, top_k=int(config["top_k"]), doc_ids=docs,
-                    params=ip, retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)},
-                    **extra)
+    from docmaster_core.filtering.options import FilterOptions
+
+    opts = FilterOptions(strategy=decide_by, strategies=tuple(strategies), top_k=int(config["top_k"]),
+                         doc_ids=None if docs is None else tuple(docs), index_params=ip,
+                         retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)}, **extra)
+    run = dm.filter(condition, opts)
     return normalise_run(run.to_dict())
 
 

@@ -209,6 +209,7 @@ _MARK = {True: "yes", False: "no", None: "?"}
 
 
 def cmd_filter(args: argparse.Namespace) -> int:
+    from ..filtering.options import FilterOptions
     from ..filtering.run import compare_runs
 
     dm = open_docmaster(args)
@@ -237,9 +238,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     strategies = ["tree", "semantic", "hyperedge", "combined"]
     if args.with_flat or args.strategy == "flat":
         strategies.append("flat")
-    extra = cascade_options(args)
-    run = dm.filter(args.condition, strategy=args.strategy, strategies=strategies, top_k=args.top_k,
-                    decider=args.decider, save=not args.no_save, **extra)
+    opts = FilterOptions(strategy=args.strategy, strategies=tuple(strategies), top_k=args.top_k,
+                         decider=args.decider, save=not args.no_save, **cascade_options(args))
+    run = dm.filter(args.condition, opts)
     warnings = list(getattr(run, "warnings", []) or [])
     decisions = [dec for d in run.documents for dec in d.decisions.values()]
     nothing_decided = bool(decisions) and all(dec.decision is None for dec in decisions)

@@ -267,6 +267,7 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
     Raises:
         RetrievalError: no labelled file is in the workspace.
     """
+    from ..filtering.options import FilterOptions
     from ..filtering.run import run_filter
 
     bad = [s for s in strategies if s not in STRATEGIES]
@@ -286,8 +287,9 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
         cc = [c for c in cases if c.condition == key and c.file in dmap]
         if not cc:
             continue
-        run = run_filter(ws, embedder, llm, settings, text, strategy=primary, strategies=strats, top_k=top_k,
-                         decider=decider, calibration=calibration, retriever=retr, save=False)
+        opts = FilterOptions(strategy=primary, strategies=tuple(strats), top_k=top_k, decider=decider,
+                             calibration=calibration, save=False)
+        run = run_filter(ws, embedder, llm, settings, text, opts, retriever=retr)
         lat_r.append(run.timings["embed_retrieve"])
         lat_d.append(run.timings["decide"])
         by_doc = {d.doc_id: d for d in run.documents}

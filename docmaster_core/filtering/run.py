@@ -47,11 +47,10 @@ from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
 from ..config import RetrievalSettings
 from ..protocols import LLM, Embedder, RunStore
-from .cascade import CascadeTargets
 from .llm_decisions import decide_with_cascade, llm_strategies
-from ..retrieval.combine import STRATEGIES
-from .decider import DEFAULT_CALIBRATION, OfflineCalibration
+from .decider import DEFAULT_CALIBRATION
 from .offline import Cut, calibrated_document_decisions, offline_decisions
+from .options import FilterOptions
 from ..retrieval.retriever import Retriever, check_top_k
 
 __all__ = [
@@ -292,21 +291,10 @@ def run_filter(
     llm: LLM | None,
     settings: RetrievalSettings,
     condition: str,
+    options: FilterOptions | None = None,
     *,
-    strategy: str = "combined",
-    strategies: Sequence[str] | None = None,
-    top_k: int | None = None,
-    doc_ids: Sequence[str] | None = None,
-    decider: str = "auto",
-    calibration: OfflineCalibration | None = None,
     retriever: Retriever | None = None,
-    load_index=None,
-    index_key: object = None,
-    max_workers: int | None = None,
-    save: bool = True,
-    extra_params: dict[str, Any] | None = None,
-    cascade: CascadeTargets | None = None,
-    decide: str | None = None,
+    **overrides: Any,
 ) -> FilterRun:
     """Filter the documents of a workspace by ``condition`` (SPEC F6).
 
@@ -317,25 +305,14 @@ def run_filter(
             with ``decider="calibrated"``.
         settings: :class:`~docmaster_core.config.RetrievalSettings`.
         condition: Natural-language condition.
-        strategy: The strategy whose decision is the run's match list.
-        strategies: Strategies to decide (default tree, semantic, hyperedge, combined,
-            plus ``strategy`` when it is ``flat``).
-        top_k: Evidence items per strategy and document (default ``settings.top_k``).
-        doc_ids: Documents to filter (default all).
-        decider: ``auto``, ``llm`` or ``calibrated`` (see the module docstring).
-        calibration: Offline rule parameters (default :data:`DEFAULT_CALIBRATION`).
-        retriever: A ready :class:`Retriever` (else built from the other arguments).
-        load_index, index_key: Hyper-edge index loader and its cache key.
-        max_workers: Parallel LLM decisions (default ``llm.max_concurrency`` or 4).
-        save: Save the run in the workspace.
-        extra_params: Extra entries for the saved parameters.
-        cascade: With the ``llm`` decider: decide by the cascade of :mod:`.cascade`
-            (LLM calls on a sample and an uncertain band only); None: every document.
-        decide: ``per-strategy`` (the LLM decides every strategy) or ``combined-only``
-            (one call per document, on the combined evidence); None: ``combined-only``
-            with a cascade (at most one call per document: on CUAD V1-V10 with a label
-            oracle it asked about 42 % of the documents, docs/results/cascade.md), else
-            ``per-strategy``.
+        options: The run's :class:`~docmaster_core.filtering.options.FilterOptions`
+            (strategies, decider, cascade, top-k, ...; its ``index_params`` and
+            ``retrieval`` are the facade's business: here the retriever and ``settings``
+            are given). None: the defaults.
+        retriever: The :class:`Retriever` searched, the one way the index is given
+            (default: one over ``ws`` without hyper-edge indexes).
+        **overrides: Fields of :class:`FilterOptions` replacing those of ``options``
+            (``run_filter(..., top_k=5)``).
 
     Returns:
         The :class:`FilterRun`.
@@ -345,19 +322,16 @@ def run_filter(
             mode, or no documents.
     """
     t_all = time.perf_counter()
-    if decide is None:
-        decide = "combined-only" if cascade is not None else "per-strategy"
+    try:
+        opts = FilterOptions.of(options, **overrides)
+    except TypeError as e:
+        raise RetrievalError(str(e)) from None
+    strategy, top_k, doc_ids, decider = opts.strategy, opts.top_k, opts.doc_ids, opts.decider
+    cascade, calibration, max_workers, save, extra_params = (opts.cascade, opts.calibration, opts.max_workers,
+                                                             opts.save, opts.extra_params)
+    decide = opts.resolved_decide()
     cond = condition_query(condition)
-    if strategy not in STRATEGIES:
-        raise RetrievalError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
-    strats = list(strategies) if strategies else list(DEFAULT_STRATEGIES)
-    if strategy not in strats:
-        strats.append(strategy)
-    bad = [s for s in strats if s not in STRATEGIES]
-    if bad:
-        raise RetrievalError(f"unknown strategy {bad[0]!r}; choose from {', '.join(STRATEGIES)}")
-    if decider not in ("auto", "llm", "calibrated"):
-        raise RetrievalError(f"unknown decider {decider!r}; choose auto, llm or calibrated")
+    strats = opts.strategy_list(DEFAULT_STRATEGIES)
     if decider == "auto":
         decider = "calibrated" if (llm is None or llm.is_offline) else "llm"
     if decider == "llm" and llm is None:
@@ -371,7 +345,8 @@ def run_filter(
     calib = calibration or DEFAULT_CALIBRATION
     check_top_k(top_k)
     k = top_k if top_k is not None else settings.top_k
-    retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
+    retr = retriever or Retriever(ws, embedder, settings)
+    index_key = retr.index_key
     view = retr.view
     if not view.docs:
         raise RetrievalError(f"workspace {ws.path} has no documents")

@@ -84,6 +84,9 @@ class Retriever:
         keyword: Also fuse node-level BM25 (:mod:`.keyword`) into ``combined`` (default
             False: the paper's tri-modal fusion; measured in docs/results/filter.md).
         combined_factor: The combined list holds ``combined_factor * top_k`` items.
+
+    Attributes:
+        index_key: As given (saved with the runs that search this retriever).
     """
 
     def __init__(self, ws, embedder, settings, *, load_index: Callable[[str], object | None] | None = None,
@@ -94,7 +97,7 @@ class Retriever:
         self.embedder = embedder
         self.settings = settings
         self._load_index = load_index
-        self._index_key = index_key
+        self.index_key = index_key
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ parts
@@ -109,7 +112,7 @@ class Retriever:
     def hyperedges(self, view: CorpusView | None = None) -> HyperEdgeView:
         """The stacked hyper-edges of the view (cached per index state)."""
         view = view or self.view
-        key = ("hyperedges", self._index_key, self._index_signature() if self._load_index else None)
+        key = ("hyperedges", self.index_key, self._index_signature() if self._load_index else None)
         return view.aux(key, lambda: build_hyperedge_view(view, self._load_index))
 
     def flat(self, view: CorpusView | None = None) -> FlatView:

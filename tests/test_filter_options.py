@@ -1,0 +1,58 @@
+"""One options object per filter run (FilterOptions), and settings sections that reject
+unknown keys."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from docmaster_core import FilterOptions
+from docmaster_core.config import get_settings
+from docmaster_core.errors import RetrievalError
+from docmaster_core.filtering.cascade import CascadeTargets
+from docmaster_core.pipeline import DocMaster
+from test_retrieval import build_toy_workspace
+
+CONDITION = "Does the paper address fact-checking or claim verification?"
+
+
+def test_options_validate_and_merge():
+    o = FilterOptions(strategies=["tree", "combined"], doc_ids=["a", "b"])
+    assert o.strategies == ("tree", "combined") and o.doc_ids == ("a", "b")
+    assert FilterOptions.of(o, top_k=3).top_k == 3 and o.top_k is None  # frozen: a new value
+    assert FilterOptions(strategy="flat").strategy_list(["tree"]) == ["tree", "flat"]
+    assert FilterOptions().resolved_decide() == "per-strategy"
+    assert FilterOptions(cascade=CascadeTargets()).resolved_decide() == "combined-only"
+    assert FilterOptions(cascade=CascadeTargets(), decide="per-strategy").resolved_decide() == "per-strategy"
+    with pytest.raises(TypeError, match="unknown filter option 'topk'"):
+        FilterOptions.of(topk=3)
+    for bad in ({"strategy": "bm25"}, {"strategies": ("tree", "x")}, {"decider": "gpt"}, {"decide": "some"},
+                {"top_k": 0}, {"strategies": "tree"}):
+        with pytest.raises(RetrievalError):
+            FilterOptions(**bad)
+
+
+def test_facade_takes_one_options_object(tmp_path, embedder):
+    ws = build_toy_workspace(tmp_path / "w", embedder)
+    dm = DocMaster(ws, embedder=embedder)
+    opts = FilterOptions(strategies=("semantic", "combined"), top_k=4, decider="calibrated", save=False)
+    a = dm.filter(CONDITION, opts)
+    b = dm.filter(CONDITION, strategies=["semantic", "combined"], top_k=4, decider="calibrated", save=False)
+    assert a.params["top_k"] == 4 and a.strategies == ["semantic", "combined"]
+    assert [(d.doc_id, d.decision("combined")) for d in a.documents] == \
+           [(d.doc_id, d.decision("combined")) for d in b.documents]
+    assert dm.filter(CONDITION, opts, top_k=2).params["top_k"] == 2  # an override replaces the field
+    with pytest.raises(RetrievalError, match="unknown filter option"):
+        dm.filter(CONDITION, opts, topk=2)
+
+
+def test_settings_sections_reject_unknown_keys(tmp_path, monkeypatch, capsys):
+    with pytest.raises(ValidationError, match="parserr"):
+        get_settings(parsing={"parserr": "fast"})
+    from docmaster_core.cli import main
+    from docmaster_core.store import Workspace
+
+    Workspace(tmp_path / "ws")  # an empty workspace
+    monkeypatch.setenv("DOCMASTER_LLM__MODLE", "gpt-4o-mini")  # a typo of MODEL
+    assert main(["docs", "--workspace", str(tmp_path / "ws")]) != 0
+    err = capsys.readouterr().err
+    assert "llm.modle" in err and "DOCMASTER_LLM__MODLE" in err
