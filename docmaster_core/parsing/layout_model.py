@@ -706,7 +706,7 @@ class LayoutParser:
         return [Element(NodeType.IMAGE, cap, pg, b.bbox, extra=extra)]
 
     def _table(self, b: _Box, boxes: list[_Box], pg: int, body: float, lig: dict[int, str], p: PageInfo) -> Element | None:
-        from .pdf.tables import _rows_to_markdown, _word_grid
+        from .pdf.tables import rows_to_markdown, word_grid
 
         rows: list[list[str]] = []
         method = "layout-grid"
@@ -724,7 +724,7 @@ class LayoutParser:
             words = []
             for l in b.lines:
                 words.append((l.x0, l.y0, l.x1, l.y1, l.text))
-            rows = _word_grid(words, body) if words else []
+            rows = word_grid(words, body) if words else []
             method = "word-grid"
         if not rows and b.lines:
             rows = [[clean_text(" ".join(q.text for q in r))] for r in _rows_of_lines(b.lines)]
@@ -732,7 +732,7 @@ class LayoutParser:
         cap = b.extra.get("caption") or ""
         if not rows and not cap:
             return None
-        md = _rows_to_markdown(rows)
+        md = rows_to_markdown(rows)
         text = md if not cap else md
         extra = {"caption": cap, "rows": rows, "markdown": md, "method": method, "region_bbox": b.bbox,
                  "layout_class": "table"}

@@ -21,7 +21,7 @@ from .common import Line, overlap_x, box_union
 from .region_env import Box, RegionEnv
 
 
-def _rows_to_markdown(rows: list[list[str]]) -> str:
+def rows_to_markdown(rows: list[list[str]]) -> str:
     if not rows:
         return ""
     ncol = max(len(r) for r in rows)
@@ -31,7 +31,7 @@ def _rows_to_markdown(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _word_grid(words: list[tuple], body: float) -> list[list[str]]:
+def word_grid(words: list[tuple], body: float) -> list[list[str]]:
     """Rows x columns of a borderless table from ``page.get_text("words")`` tuples:
     rows by clustering word centres in y, columns by gaps in the x-coverage."""
     if not words:
@@ -303,7 +303,7 @@ def _region_rows(env: RegionEnv, region_lines: list[Line], ruled: bool = True) -
     if not rows and st.tables:
         if words is None:
             words = _page_words(env, rb, exps)
-        rows = _word_grid(words, body)
+        rows = word_grid(words, body)
         method = "word-grid"
     return rb, rows, method
 
@@ -348,7 +348,7 @@ def table_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[f
         for l in region_lines:
             l.role = "region"
     boxes = [cb] + ([rb] if rb else []) + ([img_box] if img_box else [])
-    md = _rows_to_markdown(rows) if rows else ""
+    md = rows_to_markdown(rows) if rows else ""
     text = caption + ("\n\n" + md if md else "")
     env.p.items.append({
         "type": NodeType.TABLE, "bbox": box_union(boxes), "text": text, "caption_group": gid,
@@ -468,7 +468,7 @@ def layout_tables(env: RegionEnv) -> None:
         for l in lines:
             l.role = "region"
         box = box_union([rb] + [(l.x0, l.y0, l.x1, l.y1) for l in lines])
-        md = _rows_to_markdown(rows_)
+        md = rows_to_markdown(rows_)
         env.p.items.append({
             "type": NodeType.TABLE, "bbox": box, "text": (title + "\n\n" + md) if title else md, "caption_group": None,
             "extra": {"caption": title, "rows": rows_, "markdown": md, "method": "layout-" + method,
