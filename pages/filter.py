@@ -186,8 +186,9 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.session_state["dm_filter_picked"] = marker  # a click picks the document for the evidence view once
             st.session_state[W_DOC] = rows[picked[0]]["doc_id"]
             st.session_state[W_WHICH] = name
-        st.caption("Kept documents first, each group by evidence score. Tick a row's box to see its evidence below; "
-                   "green rows are inside the cut.")
+        st.caption("Kept documents first, each group by evidence score; documents whose passages are too weakly "
+                   "similar to the condition (\"below the similarity floor\") rank after all others whatever their "
+                   "score. Tick a row's box to see its evidence below; green rows are inside the cut.")
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:

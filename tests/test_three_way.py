@@ -79,3 +79,21 @@ def test_run_counts_and_export_show_uncertain_documents():
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": norm}))))
     assert sum(r["uncertain"] == "true" for r in rows) == counts["uncertain"]
     assert {r["certainty"] for r in ranked_rows(norm)} == {"sure", "uncertain"}
+
+
+def test_rows_below_the_similarity_floor_say_so():
+    """A document whose passages fail the dense floor ranks after all others even with a
+    higher score; its row says why (issue 24: ranks that contradict the score column)."""
+    from ui.filtering import normalise_run, ranked_rows
+
+    def doc(doc_id, score, rank, dec):
+        return {"doc_id": doc_id, "file": f"{doc_id}.pdf", "evidence": {},
+                "decisions": {"combined": {"decision": dec, "rationale": "r", "evidence_score": score, "rank": rank}}}
+
+    raw = {"strategy": "combined", "condition": "c", "backend": "offline-calibrated",
+           "cuts": {"combined": {"rule": "best_fraction", "threshold": 3.0, "kept": 1, "of": 3, "best": 9.0,
+                                 "eligible": 2}},
+           "documents": [doc("d1", -0.2, 3, False), doc("d2", 9.0, 1, True), doc("d3", -0.4, 2, False)]}
+    rows = {r["file"]: r for r in ranked_rows(normalise_run(raw))}
+    assert rows["d1.pdf"]["certainty"] == "below the similarity floor"
+    assert rows["d3.pdf"]["certainty"] == "sure" and rows["d2.pdf"]["certainty"] == "sure"

@@ -373,6 +373,7 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     for model-decided runs), rationale, doc_id."""
     cols = _columns(run)
     offline = is_offline_run(run)
+    n_eligible = (run.get("cut") or {}).get("eligible")
     rows = []
     for d in sorted(run.get("documents", []),
                     key=lambda d: (d.get("match") is not True, d.get("rank") is None, d.get("rank") or 0)):
@@ -381,6 +382,9 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
                "kept": mark(d.get("match")), "file": d.get("file", d.get("doc_id", ""))}
         if offline:  # three-way decisions: the cut is often wrong between the sure-no and sure-yes scores
             row["certainty"] = "uncertain" if d.get("uncertain") else "sure"
+            if isinstance(n_eligible, int) and d.get("rank") is not None and d["rank"] > n_eligible:
+                # ranked after every document with closer passages, whatever its score
+                row["certainty"] = "below the similarity floor"
         else:
             row["by score"] = mark(d.get("by_score"))
         for c in cols:

@@ -45,6 +45,9 @@ class Cut:
             floor: only those can be kept, and they rank first (not serialised).
         sure_no, sure_yes: The uncertain band (z units, :func:`~docmaster_core.filtering.decider.uncertain_band`).
         uncertain: Documents in the band (kept and dropped ones together).
+
+    ``to_dict`` adds ``eligible`` (how many documents passed the dense floor: ranks
+    ``1..eligible``; the others rank after them whatever their score).
     """
 
     rule: str
@@ -60,6 +63,8 @@ class Cut:
     def to_dict(self) -> dict[str, Any]:
         out = {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
                "best": round(self.best, 4), "uncertain": self.uncertain}
+        if self.eligible is not None:  # ranks above this count passed the dense floor; the rest rank after them
+            out["eligible"] = int(np.asarray(self.eligible).sum())
         if self.sure_no is not None and self.sure_yes is not None:
             out.update(sure_no=round(self.sure_no, 4), sure_yes=round(self.sure_yes, 4))
         return out
