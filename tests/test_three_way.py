@@ -78,7 +78,7 @@ def test_run_counts_and_export_show_uncertain_documents():
     norm = normalise_run(out)
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": norm}))))
     assert sum(r["uncertain"] == "true" for r in rows) == counts["uncertain"]
-    assert {r["certainty"] for r in ranked_rows(norm)} == {"sure", "uncertain"}
+    assert {"sure", "uncertain"} <= {r["certainty"] for r in ranked_rows(norm)}
 
 
 def test_rows_below_the_similarity_floor_say_so():
