@@ -138,6 +138,54 @@ class DocMaster(IngestStage, IndexStage):
         for ip in params or [None]:
             self.retriever(ip).hyperedges(view)
 
+    def remove(self, refs: str | Sequence[str]) -> list:
+        """Remove documents from the workspace (curating the collection).
+
+        Each reference is a file name, path, doc_id or doc_id prefix (as :meth:`document`
+        takes). All references are resolved first, under the workspace's write lock: an
+        unknown or ambiguous one raises and nothing is removed. Then the documents go in
+        one transaction with their nodes, edges, semantic indexes and the stored
+        collection-level indexes built over them; their vector files are deleted and the
+        collection vector store is rebuilt from the remaining ``vectors/`` files, so
+        ``docmaster check`` passes afterwards. Saved runs (filter, ask) are history and
+        are kept: they still name the removed documents by file name; readers skip
+        documents the workspace no longer has. Uploaded source files are not deleted.
+
+        Returns:
+            The removed :class:`~docmaster_core.store.workspace.DocumentRecord` s, in
+            the order given (duplicates once).
+
+        Raises:
+            WorkspaceError: no reference given, an unknown or ambiguous reference
+                (nothing removed).
+            WorkspaceLockedError: another process is writing the workspace.
+        """
+        from .errors import WorkspaceError
+
+        refs = [refs] if isinstance(refs, str) else list(refs or [])
+        if not refs:
+            raise WorkspaceError("no document to remove was named")
+        with self.ws.writing():
+            self.wait_for_saves()  # an index being saved in the background for a document about to go
+            recs: dict[str, Any] = {}
+            for ref in refs:
+                rec = self.ws.document(str(ref))  # raises before anything changes
+                recs.setdefault(rec.doc_id, rec)
+            self.ws.remove_documents(list(recs))
+            self._refresh_collection_store()
+        return list(recs.values())
+
+    def _refresh_collection_store(self) -> None:
+        """Rebuild the derived collection vector store after a removal (best effort: a
+        read-only store is rebuilt by the next reader that can write)."""
+        from .retrieval.corpus import node_meta
+        from .store.collection import sync_collection
+
+        try:
+            sync_collection(self.ws, node_meta)
+        except OSError:
+            pass
+
     # ------------------------------------------------------------------ retrieval, filter, QA (SPEC F6, F7)
     def retrieval_settings(self, **overrides: Any) -> RetrievalSettings:
         """``settings.retrieval`` with non-None ``overrides`` (top_k, gamma, type weights ...).
@@ -225,7 +273,8 @@ class DocMaster(IngestStage, IndexStage):
             retrieval: RetrievalSettings | None = None, **options):
         """Answer a question over chosen documents with cited passages (SPEC F7).
 
-        ``docs`` defaults to the last filter run's matches. ``deep`` adds query
+        ``docs`` defaults to the last filter run's matches (``all_docs=True``: every
+        document; ``QAResult.source_run`` names the filter run used). ``deep`` adds query
         decomposition and iterative retrieval (Doc-Researcher). Returns a
         :class:`~docmaster_core.qa.ask.QAResult`.
 

@@ -18,6 +18,7 @@ from ui.filtering import (
     export_json,
     is_offline_run,
     mark,
+    mark_removed,
     ranked_rows,
     render_filter_form,
     run_filter,
@@ -160,7 +161,10 @@ for col, (name, run) in zip(res_cols, runs.items()):
                     f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
                     + (f" (evidence score >= {cut['threshold']:.2f})" if isinstance(cut.get("threshold"), (int, float))
                        else ""))
-        rows = ranked_rows(shown)
+        rows, n_removed = mark_removed(ranked_rows(shown), set(by_id))
+        if n_removed:
+            st.caption(f"{n_removed} document(s) of this run have been removed from the workspace since (marked "
+                       "\"removed\"); run the filter again for the current collection.")
         if kept_only:
             rows = [r for r in rows if r["kept"] == mark(True)]
         if not rows:

@@ -8,10 +8,20 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError, WorkspaceLockedError
 from ui import state
-from ui.ingest import MINERU_SUFFIX, ProgressBoard, collection_rows, failure_rows, ingest_files, save_uploads
+from ui.ingest import (
+    MINERU_SUFFIX,
+    ProgressBoard,
+    collection_rows,
+    example_doc_ids,
+    failure_rows,
+    ingest_files,
+    remove_now,
+    save_uploads,
+)
 from ui.resources import allowed_root, current_docmaster, resolve_workspace
 from ui.layout import page_header
 from ui.text import md_escape
+from ui.widgets import selected_rows
 
 W_WS = "w_upload_workspace"
 W_FILES = "w_upload_files"
@@ -145,6 +155,10 @@ if last:
     )
 
 st.subheader("Collection")
+notice = state.get(state.REMOVE_NOTICE) or {}
+if notice.get("text"):
+    (st.success if notice.get("ok") else st.error)(md_escape(notice["text"]))
+    state.put(state.REMOVE_NOTICE, {**notice, "text": ""})  # said once
 rows = collection_rows(dm)
 if rows:
     df = pd.DataFrame(rows)
@@ -152,9 +166,36 @@ if rows:
     c1.metric("Documents", len(df))
     c2.metric("Pages", int(df["pages"].sum()))
     c3.metric("Nodes", int(df["nodes"].sum()))
-    st.caption("Newest first.")
-    st.dataframe(df, hide_index=True, width="stretch", key="w_upload_collection",
-                 column_config={"title": st.column_config.TextColumn("title", width="large")})
+    st.caption("Newest first. Tick rows to remove documents from the workspace.")
+    event = st.dataframe(df, hide_index=True, width="stretch", key=f"w_upload_collection_{notice.get('gen', 0)}",
+                         on_select="rerun", selection_mode="multi-row",
+                         column_config={"title": st.column_config.TextColumn("title", width="large")})
+    picked = [rows[i]["doc_id"] for i in selected_rows(event) if i < len(rows)]
+    examples = example_doc_ids(dm)
+    b1, b2, _ = st.columns([1, 1, 2])
+    with b1:
+        if st.button(f"Remove {len(picked)} selected" if picked else "Remove selected", key="w_upload_remove",
+                     icon=":material/delete:", disabled=not picked,
+                     help="Removes the ticked documents with their nodes, vectors and indexes (asks first)."):
+            state.put(state.REMOVE_PENDING, picked)
+    with b2:
+        if examples:
+            st.button("Remove the example documents", key="w_upload_remove_examples", icon=":material/layers_clear:",
+                      on_click=remove_now, args=(examples,),
+                      help="Removes the three generated example documents; your own documents stay.")
+    by_id = {r["doc_id"]: r["file"] for r in rows}
+    pending = [d for d in state.get(state.REMOVE_PENDING) or [] if d in by_id]
+    if pending:
+        with st.container(border=True):
+            st.warning(md_escape(f"Remove {len(pending)} document(s) from the workspace: "
+                                 + "; ".join(by_id[d] for d in pending[:10]) + (" ..." if len(pending) > 10 else "")
+                                 + "? Their nodes, vectors and indexes are deleted; saved filter runs keep their "
+                                 "names. The uploaded files stay in the workspace folder."))
+            y, n, _ = st.columns([1, 1, 4])
+            y.button("Remove", type="primary", key="w_upload_remove_confirm", on_click=remove_now, args=(pending,))
+            if n.button("Cancel", key="w_upload_remove_cancel"):
+                state.put(state.REMOVE_PENDING, [])
+                st.rerun()
 else:
     st.info("No documents yet: drop PDFs above and press Ingest.")
 fails = failure_rows(dm)

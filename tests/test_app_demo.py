@@ -259,18 +259,21 @@ def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
     at = _open("pages/chat.py")
     saved = Workspace(env["ws"], create=False).runs("filter")
     scope = at.radio(key="w_chat_scope")
-    assert scope.value == "filter"
+    assert scope.value == "all"  # the default, even after a filter run
     n_kept = len(saved[0]["result"]["matches"])
-    assert f"documents that passed the last filter ({n_kept})" in scope.options or \
-        any(f"({n_kept})" in o for o in scope.options)
+    assert f"documents kept by the last filter run ({n_kept})" in scope.options
+    scope.set_value("filter")
+    _run(at)
     texts = _texts(at)
     assert not any("the this" in t for t in texts)
     if n_kept:
-        assert any(t.startswith(f"Kept by the last saved filter run (#{saved[0]['run_id']}") for t in texts)
-    scope.set_value("chosen")
+        assert any(t.startswith(f"Filter run #{saved[0]['run_id']}, condition") for t in texts)
+        assert any(t.startswith(f"Answering from: the {n_kept} document") and
+                   f"kept by filter run {saved[0]['run_id']}" in t for t in texts)
+    at.radio(key="w_chat_scope").set_value("chosen")
     _run(at)
     assert at.multiselect(key="w_chat_docs").value == []  # starts empty
-    assert any("No documents in scope" in c.value for c in at.caption)
+    assert "Answering from: no document chosen yet" in _texts(at)
     at.radio(key="w_chat_scope").set_value("all")
     _run(at)
     at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval accuracy?")
@@ -346,12 +349,16 @@ def test_example_collection_shows_something_on_every_page(env, monkeypatch):
     assert "example_paper_sparse_attention.pdf" in kept and "example_report_regional_energy.pdf" not in kept
     at.switch_page("pages/chat.py")
     _run(at)
-    at.radio(key="w_chat_scope").set_value("all")
-    _run(at)
+    # the example hint's question, asked right after the example filter, with the default
+    # scope: answered from the manual (the filter kept only the paper)
+    assert at.radio(key="w_chat_scope").value == "all"
+    assert "Answering from: all 3 documents" in _texts(at)
     at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
     _run(at)
     answer = at.session_state["dm_chat_history"][-1]
+    assert answer["outcome"] == "answered" and answer["scope_label"] == "all 3 documents"
     assert answer["citations"] and answer["citations"][0]["file"] == "example_manual_water_filter.pdf"
+    assert "six months" in answer["text"]
 
 def test_cluster_colours_follow_their_group():
     """After a re-clustering that renumbers the clusters, each group keeps its colour; a
@@ -367,3 +374,135 @@ def test_cluster_colours_follow_their_group():
     assert now[1] == 0 and now[2] == 1 and now[0] == 2
     assert now[3] not in (0, 1, 2)
     assert match_colors(prev, keys, [0] * 9, 5) == {0: 0}  # merged: the tie goes to one colour
+
+def test_chat_scope_defaults_to_all_and_persists_across_pages(uploaded, env):
+    """Issue 24: the chat answers from all documents unless the user chooses otherwise,
+    says so above the chat input, and keeps the choice for the session when the user
+    leaves the Chat page and comes back."""
+    from docmaster_core import cli
+    from docmaster_core.store.workspace import Workspace
+
+    ws = Workspace(env["ws"], create=False)
+    if not ws.runs("filter"):  # a saved filter run, so that "the last filter" exists
+        assert cli.main(["filter", "The paper evaluates retrieval on question answering benchmarks.",
+                         "--workspace", str(env["ws"]), "--json"]) == 0
+    run = ws.runs("filter")[0]
+    n_docs = len(ws.documents())
+    at = _open("pages/chat.py")
+    assert at.radio(key="w_chat_scope").value == "all" and at.session_state["dm_chat_scope"] == "all"
+    assert f"Answering from: all {n_docs} documents" in _texts(at)
+    at.radio(key="w_chat_scope").set_value("filter")
+    _run(at)
+    for page in ("pages/upload.py", "pages/tree.py"):
+        at.switch_page(page)
+        _run(at)
+        at.switch_page("pages/chat.py")
+        _run(at)
+        assert at.radio(key="w_chat_scope").value == "filter", page
+        assert any(t.startswith("Answering from: ") and f"kept by filter run {run['run_id']}" in t
+                   or t == f"Answering from: no document: filter run {run['run_id']} kept none that is still in the "
+                   "workspace" for t in _texts(at)), page
+    at.radio(key="w_chat_scope").set_value("all")
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    at.switch_page("pages/chat.py")
+    _run(at)
+    assert at.radio(key="w_chat_scope").value == "all"
+    assert f"Answering from: all {n_docs} documents" in _texts(at)
+
+
+def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatch):
+    """Issue 24, the demo that does not trip: asked from the one document the example
+    filter kept, the example question is not found; the answer lists its closest
+    passages, says the other documents were not searched and "Search all 3 documents"
+    answers it from the manual. Then the collection is curated on the Upload page: a
+    ticked document is removed (after a confirmation), the Filter page marks it in the
+    run it was decided in, and "Remove the example documents" empties the workspace,
+    which ``docmaster check`` finds sound."""
+    from docmaster_core import cli
+    from docmaster_core.examples import EXAMPLE_FILES, EXAMPLE_QUESTION
+    from docmaster_core.store.workspace import Workspace
+
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "examples_ws"))
+    at = _open("pages/upload.py")
+    at.button(key="w_upload_examples").click()  # ingests, or finds them already there
+    _run(at)
+    assert sorted(_collection(at)["file"]) == sorted(EXAMPLE_FILES)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    at.button(key="w_filter_run").click()
+    _run(at)
+    run_a = at.session_state["dm_filter_runs"]["A"]
+    kept = [d["file"] for d in run_a["documents"] if d["match"]]
+    assert kept == ["example_paper_sparse_attention.pdf"]
+
+    at.switch_page("pages/chat.py")
+    _run(at)
+    at.radio(key="w_chat_scope").set_value("filter")
+    _run(at)
+    scope = f"the 1 document kept by filter run {run_a['run_id']} (of 3)"
+    assert f"Answering from: {scope}" in _texts(at)
+    at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
+    _run(at)
+    hist = at.session_state["dm_chat_history"]
+    turn = len(hist) - 1
+    msg = hist[turn]
+    assert msg["outcome"] == "not_found" and not msg["citations"] and msg["closest"]
+    assert msg["text"].startswith("The documents do not say")
+    texts = _texts(at)
+    assert f"Only {scope} was searched; the other 2 documents were not." in " ".join(texts)
+    assert "Closest passages (they do not answer the question):" in texts
+    closest_lines = [t for t in texts if t.startswith("[E")]
+    assert len(closest_lines) == len(msg["closest"]) >= 1
+    assert all("example_paper_sparse_attention.pdf" in t for t in closest_lines)
+    assert f"· {len(msg['closest'])} closest passage(s) · answered from {scope}" in " ".join(texts)
+    at.button_group(key=f"w_chat_source_{turn}").set_value("E1")  # a closest passage opens with its page
+    _run(at)
+    assert len(at.image) == 1
+    at.button(key=f"w_chat_search_all_{turn}").click()
+    _run(at)
+    hist = at.session_state["dm_chat_history"]
+    assert len(hist) == turn + 3 and hist[-2] == {"role": "user", "text": EXAMPLE_QUESTION}
+    answer = hist[-1]
+    assert answer["outcome"] == "answered" and answer["scope_label"] == "all 3 documents"
+    assert answer["citations"][0]["file"] == "example_manual_water_filter.pdf"
+    assert at.radio(key="w_chat_scope").value == "all" and at.session_state["dm_chat_scope"] == "all"
+
+    # curate: tick the paper in the collection table, remove it (asked first)
+    at.switch_page("pages/upload.py")
+    _run(at)
+    table = next(df for df in at.dataframe if df.key and df.key.startswith("w_upload_collection"))
+    row = list(table.value["file"]).index("example_paper_sparse_attention.pdf")
+    at.session_state[table.key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    _run(at)
+    at.button(key="w_upload_remove").click()
+    _run(at)
+    assert any("Remove 1 document(s) from the workspace: example_paper_sparse_attention.pdf?" in w.value
+               .replace("\\", "") for w in at.warning)
+    assert len(_collection(at)) == 3  # nothing removed before the confirmation
+    at.button(key="w_upload_remove_confirm").click()
+    _run(at)
+    assert any("Removed 1 document(s): example_paper_sparse_attention.pdf" in s.value.replace("\\", "")
+               for s in at.success)
+    assert sorted(_collection(at)["file"]) == sorted(f for f in EXAMPLE_FILES if "paper" not in f)
+    # the run the paper was kept in still shows, the paper marked as removed
+    at.switch_page("pages/filter.py")
+    _run(at)
+    files = [f for df in at.dataframe if df.key and df.key.startswith("w_filter_table_A") for f in df.value["file"]]
+    assert "example_paper_sparse_attention.pdf (removed)" in files
+    at.switch_page("pages/chat.py")
+    _run(at)
+    at.radio(key="w_chat_scope").set_value("filter")
+    _run(at)
+    assert any(t.startswith("Answering from: no document: filter run") for t in _texts(at))
+    assert at.chat_input(key="w_chat_input").disabled
+
+    at.switch_page("pages/upload.py")
+    _run(at)
+    at.button(key="w_upload_remove_examples").click()
+    _run(at)
+    assert not [df for df in at.dataframe if "doc_id" in df.value.columns]
+    assert any("No documents yet" in i.value for i in at.info)
+    assert Workspace(env["root"] / "examples_ws", create=False).documents() == []
+    assert cli.main(["check", "--workspace", str(env["root"] / "examples_ws")]) == 0

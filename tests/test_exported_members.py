@@ -57,5 +57,5 @@ def test_facade_is_the_one_way_in():
 
     for member in ("documents", "document", "tree", "ingest", "resummarize", "repair_vectors", "index", "index_document", "build_index", "load_index",
                    "has_index", "indexed_documents", "wait_for_saves", "index_collection", "load_collection_index",
-                   "index_params", "retrieval_settings", "retriever", "filter", "ask", "check_llm"):
+                   "index_params", "retrieval_settings", "retriever", "filter", "ask", "check_llm", "remove"):
         assert callable(getattr(DocMaster, member)), member

@@ -9,7 +9,62 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["citation_dicts", "ask"]
+__all__ = ["citation_dicts", "ask", "SCOPES", "chat_scope", "narrowed_note"]
+
+#: The chat's scopes, the default first: every document, those kept by the last filter
+#: run (the workspace's newest saved one, as ``docmaster ask`` without ``--all``), or a
+#: chosen set.
+SCOPES = ("all", "filter", "chosen")
+
+
+def chat_scope(scope: str, all_ids: list[str], chosen: list[str] | None,
+               last: tuple[int | None, list[str], str]) -> dict[str, Any]:
+    """The documents a chat question is answered from, and the line that says so.
+
+    Args:
+        scope: One of :data:`SCOPES` (anything else counts as ``"all"``).
+        all_ids: The workspace's doc ids.
+        chosen: The doc ids the user chose (scope ``"chosen"``).
+        last: :func:`ui.citations.last_filter` ``(run_id, kept doc ids, condition)``.
+
+    Returns:
+        ``{"scope", "doc_ids", "n", "n_all", "run_id", "label"}``; ``label`` is e.g.
+        ``"all 9 documents"`` or ``"the 3 documents kept by filter run 7 (of 9)"``
+        (:func:`docmaster_core.qa.ask.scope_line`), shown as "Answering from: ...".
+    """
+    from docmaster_core.qa.ask import scope_line
+
+    scope = scope if scope in SCOPES else "all"
+    known = set(all_ids)
+    run_id, kept, _cond = last
+    n_all = len(all_ids)
+    if scope == "filter":
+        ids = [d for d in kept if d in known]
+        if run_id is None:
+            label = "no filter run yet (run one on the Filter page)"
+        elif not ids:
+            label = f"no document: filter run {run_id} kept none that is still in the workspace"
+        else:
+            label = scope_line("last-filter-run", len(ids), n_all, run_id)
+    elif scope == "chosen":
+        ids = [d for d in (chosen or []) if d in known]
+        label = scope_line("given", len(ids), n_all) if ids else "no document chosen yet"
+    else:
+        ids = list(all_ids)
+        label = scope_line("all", n_all, n_all)
+    return {"scope": scope, "doc_ids": ids, "n": len(ids), "n_all": n_all, "run_id": run_id, "label": label}
+
+
+def narrowed_note(msg: dict[str, Any]) -> str | None:
+    """For a "not found" answer given from fewer than all documents: the line that says
+    the other documents were not searched; else None."""
+    n, n_all = int(msg.get("n_scope") or 0), int(msg.get("n_all") or 0)
+    if msg.get("outcome") != "not_found" or not n or n >= n_all:
+        return None
+    other = n_all - n
+    return (f"Only {msg.get('scope_label', f'{n} documents')} {'was' if n == 1 else 'were'} searched; "
+            f"the other {other} document{'s were' if other != 1 else ' was'} not.")
+
 
 def _ev_dict(e: Any) -> dict[str, Any]:
     return e.to_dict() if hasattr(e, "to_dict") else dict(e)

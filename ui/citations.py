@@ -12,14 +12,14 @@ empty anchor element carrying an id made of the turn number and the citation num
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
 from .render import render_page_image, section_line
 from .text import md_escape
 
-__all__ = ["renumber", "anchor_id", "linked_answer", "render_answer", "last_filter"]
+__all__ = ["renumber", "anchor_id", "linked_answer", "render_answer", "last_filter", "search_all_later"]
 
 _MARK = re.compile(r"\[(E\d+)\]")
 _ESCAPED_MARK = re.compile(r"\\\[(E\d+)\\\]")
@@ -70,29 +70,60 @@ def _citation_line(c: dict[str, Any]) -> str:
             f"{section_line(c.get('section_path') or [])}")
 
 
-def render_answer(msg: dict[str, Any], turn: int) -> None:
-    """Draw one assistant message: the answer with linked markers, the backend line,
-    the list of cited passages (each with its anchor) and the Sources control that
-    opens a cited passage with its page image.
+def _closest_line(c: dict[str, Any]) -> str:
+    quote = " ".join(str(c.get("quote") or "").split())
+    return _citation_line(c) + (f" · \u201c{quote[:240]}\u201d" if quote else "")
+
+
+def render_answer(msg: dict[str, Any], turn: int, on_search_all: Callable[[str], None] | None = None) -> None:
+    """Draw one assistant message: the answer with linked markers, the backend line
+    (with the documents it was answered from), the list of cited passages (each with
+    its anchor) and the Sources control that opens a cited passage with its page image.
+
+    A "not found" answer lists its closest passages instead (they do not answer the
+    question), as ``docmaster ask`` does; when it was answered from fewer than all
+    documents it says the others were not searched and offers to search them all.
 
     Args:
-        msg: ``{"text", "citations", "backend", "error"}`` as kept in the chat history.
+        msg: ``{"text", "citations", "closest", "outcome", "backend", "error",
+            "question", "scope_label", "n_scope", "n_all"}`` as kept in the chat history
+            (older entries may lack the later keys).
         turn: Position of the message in the history (makes anchors and keys unique).
+        on_search_all: Called with the question when "Search all documents" is pressed.
     """
+    from .chat import narrowed_note
+
     text, cites = renumber(msg.get("text", ""), list(msg.get("citations") or []))
+    closest = [] if cites else renumber(text, list(msg.get("closest") or []))[1]
     st.markdown(linked_answer(text, turn, {c["evidence_id"] for c in cites}))
     if msg.get("error"):
         st.warning(md_escape(msg["error"]))
-    st.caption(md_escape(f"{msg.get('backend', '')} · {len(cites)} citation(s)"))
-    if not cites:
+    note = narrowed_note(msg)
+    if note:
+        with st.container(border=True):
+            st.markdown(":material/info: " + md_escape(note))
+            if on_search_all is not None and msg.get("question"):
+                st.button(f"Search all {int(msg.get('n_all') or 0)} documents", key=f"w_chat_search_all_{turn}",
+                          icon=":material/travel_explore:", on_click=on_search_all, args=(msg["question"],))
+    line = f"{msg.get('backend', '')} · {len(cites)} citation(s)"
+    if closest:
+        line += f" · {len(closest)} closest passage(s)"
+    if msg.get("scope_label"):
+        line += f" · answered from {msg['scope_label']}"
+    st.caption(md_escape(line))
+    shown = cites or closest
+    if not shown:
         return
-    for c in cites:
+    if closest:
+        st.caption("Closest passages (they do not answer the question):")
+    for c in shown:
         st.html(f'<a id="{anchor_id(turn, c["evidence_id"])}"></a>')
-        st.caption(md_escape(_citation_line(c)))
-    ids = [c["evidence_id"] for c in cites]
-    pick = st.pills("Open a source", ids, key=f"w_chat_source_{turn}", help="Shows the passage and its page")
+        st.caption(md_escape(_closest_line(c) if closest else _citation_line(c)))
+    ids = [c["evidence_id"] for c in shown]
+    pick = st.pills("Open a source" if cites else "Open a closest passage", ids, key=f"w_chat_source_{turn}",
+                    help="Shows the passage and its page")
     if pick:
-        c = next(x for x in cites if x["evidence_id"] == pick)
+        c = next(x for x in shown if x["evidence_id"] == pick)
         with st.container(border=True):
             st.markdown("**" + md_escape(_citation_line(c)) + "**")
             if c.get("quote"):
@@ -131,3 +162,13 @@ def last_filter(dm: Any) -> tuple[int | None, list[str], str]:
         return None, [], ""
     kept, cond = _saved_run_matches(str(dm.ws.path), int(last[0]))
     return int(last[0]), kept, cond
+
+
+def search_all_later(question: str, scope_widget: str) -> None:
+    """Callback of "Search all documents": the chat scope becomes all documents (for
+    the rest of the session) and ``question`` is asked again on the coming run."""
+    from . import state
+
+    state.put(state.CHAT_SCOPE, "all")
+    st.session_state[scope_widget] = "all"
+    state.put(state.CHAT_PENDING, question)

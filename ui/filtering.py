@@ -49,6 +49,7 @@ __all__ = [
     "export_json",
     "evidence_node_ids",
     "mark",
+    "mark_removed",
     "with_cut",
     "ranked_rows",
     "is_offline_run",
@@ -392,6 +393,23 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         row.update({"rationale": d.get("rationale", ""), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
+
+
+def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """Rows of :func:`ranked_rows` whose document has been removed from the workspace
+    since the run get ``" (removed)"`` after their file name (the run is shown as it was
+    decided, like the saved runs).
+
+    Returns:
+        ``(rows, how many were removed)``.
+    """
+    out, n = [], 0
+    for r in rows:
+        if r.get("doc_id") and r["doc_id"] not in known:
+            r = {**r, "file": f"{r.get('file', '')} (removed)"}
+            n += 1
+        out.append(r)
+    return out, n
 
 
 def mark(v: Any) -> str:

@@ -28,6 +28,9 @@ __all__ = [
     "ingest_files",
     "collection_rows",
     "failure_rows",
+    "example_doc_ids",
+    "remove_documents",
+    "remove_now",
 ]
 
 MINERU_SUFFIX = "_content_list.json"
@@ -218,3 +221,61 @@ def collection_rows(dm: Any) -> list[dict[str, Any]]:
 def failure_rows(dm: Any) -> list[dict[str, Any]]:
     """Files that failed to ingest and were not ingested since: ``{file, reason}``."""
     return [{"file": f["file_name"], "reason": f["reason"]} for f in dm.ws.failures()]
+
+
+def example_doc_ids(dm: Any) -> list[str]:
+    """The doc ids of the example collection's documents in the workspace (by their file
+    names, :data:`docmaster_core.examples.EXAMPLE_FILES`)."""
+    from docmaster_core.examples import EXAMPLE_FILES
+
+    return [d.doc_id for d in dm.ws.documents() if d.file_name in EXAMPLE_FILES]
+
+
+def remove_documents(dm: Any, doc_ids: Sequence[str]) -> list[str]:
+    """Remove documents from the workspace (:meth:`DocMaster.remove`, under the
+    workspace's write lock) and forget them in the session: the current document,
+    per-document selections and highlights, the chat's chosen documents. The
+    session's filter results are kept as they were decided (the Filter page marks the
+    removed documents), like the saved runs.
+
+    Returns:
+        The removed documents' file names.
+
+    Raises:
+        WorkspaceError: an unknown document (nothing removed).
+        WorkspaceLockedError: another process is writing the workspace.
+    """
+    from . import state
+
+    removed = dm.remove(list(doc_ids))
+    gone = {r.doc_id for r in removed}
+    for key in (state.DOC_ID, state.FILTER_DOC):
+        if state.get(key) in gone:
+            state.put(key, None)
+    for key in (state.NODE_BY_DOC, state.TREE_EXPANDED, state.HYPEREDGE_BY_DOC, state.HIGHLIGHT):
+        cur = state.get(key) or {}
+        state.put(key, {k: v for k, v in cur.items() if k not in gone})
+    state.put(state.CHAT_DOCS, [d for d in (state.get(state.CHAT_DOCS) or []) if d not in gone])
+    return [r.file_name for r in removed]
+
+
+def remove_now(doc_ids: Sequence[str]) -> None:
+    """Button callback of the Upload page: remove ``doc_ids`` from the session's
+    workspace (:func:`remove_documents`) and leave a one-line notice for the page
+    (``state.REMOVE_NOTICE``; its ``gen`` counts removals, so the collection table is
+    drawn afresh without the old row selection)."""
+    from docmaster_core.errors import DocMasterError
+
+    from . import state
+    from .resources import current_docmaster
+
+    notice = dict(state.get(state.REMOVE_NOTICE) or {"gen": 0})
+    try:
+        names = remove_documents(current_docmaster(), doc_ids)
+    except DocMasterError as e:
+        notice.update(ok=False, text=f"Nothing removed: {e}")
+    else:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        notice.update(ok=True, text=f"Removed {len(names)} document(s): {shown}.", gen=int(notice.get("gen", 0)) + 1)
+    state.put(state.REMOVE_NOTICE, notice)
+    state.put(state.REMOVE_PENDING, [])

@@ -39,6 +39,10 @@ __all__ = [
     "HIGHLIGHT",
     "CHAT_HISTORY",
     "CHAT_DOCS",
+    "CHAT_SCOPE",
+    "CHAT_PENDING",
+    "REMOVE_PENDING",
+    "REMOVE_NOTICE",
     "INGEST_RESULTS",
     "ROUTER_ACTIVE",
     "init_state",
@@ -69,6 +73,10 @@ FILTER_DOC = "dm_filter_doc"              #: doc_id whose evidence is shown
 HIGHLIGHT = "dm_highlight"                #: dict[doc_id, list[node id]] of filter evidence
 CHAT_HISTORY = "dm_chat_history"          #: list of {"role", "text", "citations", "backend"}
 CHAT_DOCS = "dm_chat_docs"                #: list[doc_id] the chat is restricted to
+CHAT_SCOPE = "dm_chat_scope"              #: "all" | "filter" | "chosen": which documents the chat answers from
+CHAT_PENDING = "dm_chat_pending"          #: str | None, a question to ask on the next run ("Search all documents")
+REMOVE_PENDING = "dm_remove_pending"      #: list[doc_id] the Upload page asks to confirm removing
+REMOVE_NOTICE = "dm_remove_notice"        #: dict {"ok": bool, "text": str, "gen": int} of the last removal
 INGEST_RESULTS = "dm_ingest_results"      #: list[IngestResult.to_dict()] of the last upload
 ROUTER_ACTIVE = "dm_router_active"        #: True once app.py has routed a run of this session
 
@@ -109,6 +117,10 @@ def _defaults() -> dict[str, Any]:
         HIGHLIGHT: {},
         CHAT_HISTORY: [],
         CHAT_DOCS: [],
+        CHAT_SCOPE: "all",
+        CHAT_PENDING: None,
+        REMOVE_PENDING: [],
+        REMOVE_NOTICE: {"ok": True, "text": "", "gen": 0},
         INGEST_RESULTS: [],
     }
 

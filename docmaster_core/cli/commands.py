@@ -204,6 +204,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if not problems else 1
 
 
+def cmd_rm(args: argparse.Namespace) -> int:
+    dm = open_docmaster(args)
+    removed = dm.remove(args.docs)
+    left = len(dm.documents())
+    if args.json:
+        print_json({"removed": [{"doc_id": r.doc_id, "file": r.file_name} for r in removed], "documents": left})
+        return 0
+    for r in removed:
+        print(f"removed  {r.doc_id}  {clean_line(r.file_name)}")
+    print(f"{len(removed)} removed, {left} document{'s' * (left != 1)} left")
+    return 0
+
+
 # ---------------------------------------------------------------------- filter, ask, eval (SPEC F6, F7)
 _MARK = {True: "yes", False: "no", None: "?"}
 
@@ -220,6 +233,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
             print(f"error: no filter run {a if a not in runs else b} in this workspace", file=sys.stderr)
             return 1
         cmp = compare_runs(runs[a], runs[b])
+        known = {d.doc_id for d in dm.documents()}
+        cmp["removed"] = sorted({d["doc_id"] for k in ("only_a", "only_b", "both") for d in cmp[k]} - known)
         if args.json:
             print_json(cmp)
             return 0
@@ -229,7 +244,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
         for label, key in (("only in run %d" % a, "only_a"), ("only in run %d" % b, "only_b"), ("in both", "both")):
             print(f"{label}: {len(cmp[key])}")
             for d in cmp[key]:
-                print(f"    {clean_line(d['file'])}")
+                print(f"    {clean_line(d['file'])}" + (" (removed from the workspace since)"
+                                                       if d["doc_id"] not in known else ""))
         return 0
     if not args.condition:
         print("error: give a CONDITION (or --compare RUN_A RUN_B)", file=sys.stderr)
@@ -321,10 +337,13 @@ def _undecided_message(decisions) -> str:
 def cmd_ask(args: argparse.Namespace) -> int:
     dm = open_docmaster(args)
     apply_retrieval_overrides(args, dm)
-    res = dm.ask(args.question, docs=args.docs, top_k=args.top_k, deep=args.deep, save=not args.no_save)
+    res = dm.ask(args.question, docs=args.docs, top_k=args.top_k, deep=args.deep, save=not args.no_save,
+                 all_docs=args.all)
     if args.json:
         print_json(res.to_dict())
         return 0 if not res.answer.error else 1
+    scope = res.to_dict()["scope"]
+    print(f"answering from: {clean_line(scope)}", file=sys.stderr)
     for w in res.warnings:
         print(f"warning: {clean_line(w)}", file=sys.stderr)
     if res.answer.error:
@@ -345,6 +364,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     print(f"({len(res.evidence)} passage{'s' * (len(res.evidence) != 1)} from {n_from} "
           f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend}; "
           f"outcome {res.answer.outcome.replace('_', ' ')})")
+    if res.answer.outcome == "not_found" and len(res.doc_ids) < res.n_workspace:
+        n_other = res.n_workspace - len(res.doc_ids)
+        print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched; the other "
+              f"{n_other} document{'s were' if n_other != 1 else ' was'} not. Search them all with: "
+              f"docmaster ask QUESTION -w {clean_line(str(dm.ws.path))} --all", file=sys.stderr)
     return 0
 
 
@@ -377,7 +401,10 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.add_argument("question", help="the question")
     common(sp)
     knobs(sp)
-    sp.add_argument("--docs", nargs="+", help="documents (file names or doc ids); default: last filter run's matches")
+    which = sp.add_mutually_exclusive_group()
+    which.add_argument("--docs", nargs="+", help="documents (file names or doc ids); default: last filter run's matches")
+    which.add_argument("--all", action="store_true",
+                       help="answer from all documents of the workspace (default: the last filter run's matches)")
     sp.add_argument("--deep", action="store_true", help="query decomposition and iterative retrieval")
     sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
     sp.set_defaults(func=cmd_ask)
@@ -467,6 +494,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--repair", action="store_true",
                     help="remove leftovers of interrupted writes and re-embed missing vector files from the stored trees")
     sp.set_defaults(func=cmd_check)
+
+    sp = sub.add_parser("rm", help="remove documents from a workspace (nodes, vectors, indexes)")
+    sp.add_argument("docs", nargs="+", metavar="FILE_OR_DOC_ID", help="file names, paths or doc ids")
+    common(sp, llm=False)
+    sp.set_defaults(func=cmd_rm)
 
     _add_retrieval_parsers(sub, common)
     return p

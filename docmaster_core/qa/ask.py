@@ -27,8 +27,9 @@ feedback, ``q' = normalise(q + beta * mean(top-3))``) and retrieved again, stopp
 early when a round finds no new passage. The union (at most ``2 * top_k`` passages,
 each sub-query's best two guaranteed) is answered as one.
 
-Which documents: ``docs`` given (file names, paths or doc ids), else the matches of
-the last saved filter run, else every document of the workspace.
+Which documents: ``docs`` given (file names, paths or doc ids), every document with
+``all_docs``, else the matches of the last saved filter run, else every document of the
+workspace. :func:`scope_line` says which in one line (the CLI prints it).
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ from ..text.answer_units import NOT_FOUND_PREFIX
 from ..retrieval.retriever import Retriever, check_top_k
 
 __all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations",
-           "searchable_documents"]
+           "searchable_documents", "scope_line"]
 
 
 @dataclass
@@ -62,6 +63,9 @@ class QAResult:
         evidence: The passages given to the model, ``E1..En``.
         doc_ids: Documents searched.
         doc_source: ``"given"``, ``"last-filter-run"`` or ``"all"``.
+        source_run: The filter run whose kept documents were searched
+            (``doc_source == "last-filter-run"``), else None.
+        n_workspace: Documents in the workspace when the question was asked.
         sub_queries: Sub-queries used (deep mode; else just the question).
         rounds: Retrieval rounds run.
         dropped_citations: Citation ids the model gave that were not among the passages.
@@ -86,6 +90,8 @@ class QAResult:
     run_id: int | None = None
     warnings: list[str] = field(default_factory=list)
     verdict: dict[str, Any] = field(default_factory=dict)
+    source_run: int | None = None
+    n_workspace: int = 0
 
     @property
     def evidence_doc_ids(self) -> list[str]:
@@ -100,6 +106,9 @@ class QAResult:
             "evidence": [e.to_dict() for e in self.evidence],
             "doc_ids": list(self.doc_ids),
             "doc_source": self.doc_source,
+            "source_run": self.source_run,
+            "n_workspace": self.n_workspace,
+            "scope": scope_line(self.doc_source, len(self.doc_ids), self.n_workspace, self.source_run),
             "sub_queries": list(self.sub_queries),
             "rounds": self.rounds,
             "dropped_citations": list(self.dropped_citations),
@@ -111,42 +120,75 @@ class QAResult:
         }
 
 
-def select_documents(ws, docs: Sequence[str] | None = None) -> tuple[list[str], str]:
+def select_documents(ws, docs: Sequence[str] | None = None, all_docs: bool = False,
+                     with_run: bool = False) -> tuple[list[str], str] | tuple[list[str], str, int | None]:
     """The documents a question is asked over.
 
+    Args:
+        ws: The workspace.
+        docs: Document references; they win over everything else.
+        all_docs: Every document of the workspace (``docmaster ask --all``).
+        with_run: Also return the id of the filter run whose matches were chosen.
+
     Returns:
-        ``(doc_ids, source)``: the given documents (``"given"``), else the matches of the
-        newest filter run (``"last-filter-run"``), else all documents (``"all"``).
+        ``(doc_ids, source)`` (``(doc_ids, source, run_id)`` with ``with_run``): the
+        given documents (``"given"``), else with ``all_docs`` every document
+        (``"all"``), else the matches of the newest filter run (``"last-filter-run"``;
+        documents removed since are skipped), else all documents (``"all"``).
 
     Raises:
         RetrievalError: a given document is unknown, the last filter run matched
-            nothing, or the workspace is empty.
+            nothing (that is still in the workspace), or the workspace is empty.
     """
     from ..errors import WorkspaceError
 
+    def out(ids, source, run_id=None):
+        return (ids, source, run_id) if with_run else (ids, source)
+
     if docs:
-        out = []
+        found = []
         for ref in docs:
             try:
-                out.append(ws.document(ref).doc_id)
+                found.append(ws.document(ref).doc_id)
             except WorkspaceError as e:
                 raise RetrievalError(str(e)) from e
-        return list(dict.fromkeys(out)), "given"
+        return out(list(dict.fromkeys(found)), "given")
+    all_ids = [d.doc_id for d in ws.documents()]
+    if not all_ids:
+        raise RetrievalError(f"workspace {ws.path} has no documents")
+    if all_docs:
+        return out(all_ids, "all")
     runs = ws.runs("filter")
     if runs:
         res = runs[0]["result"]
-        known = {d.doc_id for d in ws.documents()}
+        known = set(all_ids)
         m = [d for d in res.get("matches", []) if d in known]
         if not m:
             raise RetrievalError(
                 f"the last filter run (#{runs[0]['run_id']}, condition {res.get('condition', '')!r}) matched no "
-                "document; name documents with --docs or run another filter"
+                "document that is in the workspace; ask over all documents with --all, name documents with "
+                "--docs, or run another filter"
             )
-        return m, "last-filter-run"
-    all_ids = [d.doc_id for d in ws.documents()]
-    if not all_ids:
-        raise RetrievalError(f"workspace {ws.path} has no documents")
-    return all_ids, "all"
+        return out(m, "last-filter-run", int(runs[0]["run_id"]))
+    return out(all_ids, "all")
+
+
+def scope_line(source: str, n: int, n_all: int, run_id: int | None = None) -> str:
+    """Which documents a question was answered from, in words (the CLI's scope line).
+
+    Examples: ``"all 9 documents"``, ``"the 3 documents kept by filter run 7 (of 9)"``,
+    ``"2 chosen documents (of 9)"``.
+    """
+    def docs(k: int) -> str:
+        return f"{k} document{'s' * (k != 1)}"
+
+    of = f" (of {n_all})" if n_all and n != n_all else ""
+    if source == "last-filter-run":
+        return f"the {docs(n)} kept by filter run {run_id}{of}" if run_id is not None else \
+            f"the {docs(n)} kept by the last filter run{of}"
+    if source == "all" or (n_all and n == n_all):
+        return f"all {docs(n)}" if n != 1 else "the 1 document"
+    return f"{n} chosen document{'s' * (n != 1)}{of}"
 
 
 def searchable_documents(view, doc_ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -330,7 +372,7 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
 def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings, question: str, *,
         docs: Sequence[str] | None = None, top_k: int | None = None, deep: bool = False, rounds: int = 3,
         retriever: Retriever | None = None, load_index=None, index_key: object = None, save: bool = True,
-        on_piece: Callable[[str], None] | None = None) -> QAResult:
+        on_piece: Callable[[str], None] | None = None, all_docs: bool = False) -> QAResult:
     """Answer ``question`` over chosen documents with cited passages (SPEC F7).
 
     Args:
@@ -340,6 +382,7 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         settings: RetrievalSettings.
         question: The question.
         docs: Document references; default the last filter run's matches (else all).
+        all_docs: Ask over every document of the workspace (``docs`` still wins).
         top_k: Passages given to the model (default ``settings.top_k``; deep mode up to
             twice that); must be >= 1 when given.
         deep: Query decomposition and iterative retrieval (Doc-Researcher).
@@ -363,7 +406,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         raise RetrievalError("the question is empty")
     check_top_k(top_k)
     k = top_k if top_k is not None else settings.top_k
-    doc_ids, source = select_documents(ws, docs)
+    doc_ids, source, source_run = select_documents(ws, docs, all_docs=all_docs, with_run=True)
+    n_workspace = len(ws.documents())
     retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
     doc_ids, warnings = searchable_documents(retr.view, doc_ids)
     t0 = time.perf_counter()
@@ -394,9 +438,10 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     t_ans = time.perf_counter() - t0
     out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
                    {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings,
-                   verdict=sel.verdict.to_dict())
+                   verdict=sel.verdict.to_dict(), source_run=source_run, n_workspace=n_workspace)
     if save:
-        params = {"question": q, "docs": doc_ids, "doc_source": source, "top_k": k, "deep": deep,
+        params = {"question": q, "docs": doc_ids, "doc_source": source, "source_run": source_run,
+                  "top_k": k, "deep": deep,
                   "verdict": sel.verdict.to_dict(),
                   "rounds": rounds if deep else 1, "backend": backend}
         out.run_id = ws.save_run("ask", params, out.to_dict())

@@ -444,13 +444,41 @@ class Workspace(IndexRunStore, IntegrityChecks):
 
     def remove_document(self, doc_id: str) -> None:
         """Delete a document, its nodes, edges, indexes and vector file."""
+        self.remove_documents([doc_id])
+
+    def remove_documents(self, doc_ids: list[str]) -> None:
+        """Delete documents with their nodes, edges, semantic indexes and vector files.
+
+        The rows go in one transaction (all documents or none); stored collection-level
+        indexes built over any of them go too (they are derived and rebuilt on demand).
+        The vector files are deleted after the commit: a crash in between leaves orphan
+        vector files at worst, which :meth:`check` reports as leftovers and
+        :meth:`repair` removes. Saved runs are history and are kept as they are. The
+        caller holds the write lock (:meth:`writing`).
+        """
+        ids = list(dict.fromkeys(str(d) for d in doc_ids))
+        if not ids:
+            return
+        gone = set(ids)
         with self.transaction() as con:
-            con.execute("DELETE FROM edges WHERE doc_id=?", (doc_id,))
-            con.execute("DELETE FROM nodes WHERE doc_id=?", (doc_id,))
-            con.execute("DELETE FROM indexes WHERE doc_id=?", (doc_id,))
-            con.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
-        with contextlib.suppress(FileNotFoundError):
-            (self.vectors_dir / f"{doc_id}.npy").unlink()
+            for doc_id in ids:
+                con.execute("DELETE FROM edges WHERE doc_id=?", (doc_id,))
+                con.execute("DELETE FROM nodes WHERE doc_id=?", (doc_id,))
+                con.execute("DELETE FROM indexes WHERE doc_id=?", (doc_id,))
+                con.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            # collection-level indexes (stored under a key that is no doc_id) name their documents
+            for key, pk, params in con.execute(
+                    "SELECT doc_id, params_key, params_json FROM indexes WHERE doc_id NOT IN "
+                    "(SELECT doc_id FROM documents)").fetchall():
+                try:
+                    docs = set(json.loads(params).get("docs") or [])
+                except (ValueError, AttributeError):
+                    docs = set()
+                if docs & gone:
+                    con.execute("DELETE FROM indexes WHERE doc_id=? AND params_key=?", (key, pk))
+        for doc_id in ids:
+            with contextlib.suppress(FileNotFoundError):
+                (self.vectors_dir / f"{doc_id}.npy").unlink()
 
     def record_failure(self, sha256: str, file_name: str, reason: str) -> None:
         """Remember that a file failed (shown by ``docs``; retried on the next ingest)."""
