@@ -108,13 +108,13 @@ if files:
             st.error(md_escape(f"{f.name}: {f.size / 2**20:.1f} MB exceeds the {max_mb} MB upload limit"))
     usable = [f for f in files if f.size <= limit]
     if st.button(f"Ingest {len(usable)} file(s)", type="primary", disabled=not usable, key="w_upload_ingest"):
-        saved = save_uploads(dm.ws.path / "uploads", ((f.name, f.getvalue()) for f in usable))
+        saved = save_uploads(dm.path / "uploads", ((f.name, f.getvalue()) for f in usable))
         # a content list whose PDF is in the same batch is picked up by the parser beside it
         pdf_stems = {p.name[:-4] for p in saved if p.suffix.lower() == ".pdf"}
         todo = [p for p in saved if not (p.name.endswith(MINERU_SUFFIX) and p.name[: -len(MINERU_SUFFIX)] in pdf_stems)]
         _ingest_with_progress(dm, todo)
 
-n_docs = len(dm.ws.documents())
+n_docs = len(dm.documents())
 with st.container(border=not n_docs):
     if not n_docs:
         st.markdown("**No PDFs at hand?** Load three small example documents the app makes itself (a paper, a "
@@ -123,7 +123,7 @@ with st.container(border=not n_docs):
                  type="primary" if not n_docs else "secondary"):
         from docmaster_core.examples import EXAMPLE_CONDITION, EXAMPLE_QUESTION, write_examples
 
-        results = _ingest_with_progress(dm, write_examples(dm.ws.path / "uploads" / "examples"))
+        results = _ingest_with_progress(dm, write_examples(dm.path / "uploads" / "examples"))
         if any(r["status"] != "failed" for r in results):
             if not state.get(state.FILTER_CONDITION):
                 state.put(state.FILTER_CONDITION, EXAMPLE_CONDITION)  # the Filter page opens with it

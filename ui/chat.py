@@ -78,7 +78,7 @@ def citation_dicts(dm: Any, citations: list[Any], evidence: list[Any] | None = N
         "text", "file", "source_path", "bbox"}]``.
     """
     by_ev = {(_ev_dict(e)["evidence_id"]): _ev_dict(e) for e in (evidence or [])}
-    docs = {d.doc_id: d for d in dm.ws.documents()}
+    docs = {d.doc_id: d for d in dm.documents()}
     trees: dict[str, Any] = {}
     out = []
     for c in citations:
@@ -89,7 +89,7 @@ def citation_dicts(dm: Any, citations: list[Any], evidence: list[Any] | None = N
         nid = c.get("node_id", ev.get("node_id", -1))
         if doc_id in docs and isinstance(nid, int) and nid >= 0 and (not text or bbox is None):
             if doc_id not in trees:
-                trees[doc_id] = dm.ws.load_tree(doc_id)
+                trees[doc_id] = dm.tree(doc_id)
             node = trees[doc_id].nodes[nid] if nid < len(trees[doc_id].nodes) else None
             if node is not None:
                 text = text or node.content

@@ -157,10 +157,10 @@ def last_filter(dm: Any) -> tuple[int | None, list[str], str]:
     Returns:
         ``(run_id, kept doc ids, condition)``; ``(None, [], "")`` when no filter was run.
     """
-    last = dm.ws.last_run_params("filter")
+    last = dm.last_run_params("filter")
     if last is None:
         return None, [], ""
-    kept, cond = _saved_run_matches(str(dm.ws.path), int(last[0]))
+    kept, cond = _saved_run_matches(str(dm.path), int(last[0]))
     return int(last[0]), kept, cond
 
 

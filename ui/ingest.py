@@ -203,10 +203,9 @@ def collection_rows(dm: Any) -> list[dict[str, Any]]:
     """
     import time
 
-    ws = dm.ws
-    with_index = {doc_id for doc_id, _key, _t in ws.index_versions()}  # one query, no index is parsed
+    with_index = {doc_id for doc_id, _key, _t in dm.index_versions()}  # one query, no index is parsed
     rows = []
-    for d in sorted(ws.documents(), key=lambda d: -float(d.added_at or 0.0)):
+    for d in sorted(dm.documents(), key=lambda d: -float(d.added_at or 0.0)):
         indexed = d.doc_id in with_index
         row = {"file": d.file_name, "title": shorten(d.title, 80),
                "added": time.strftime("%Y-%m-%d %H:%M", time.localtime(float(d.added_at or 0.0))),
@@ -220,7 +219,7 @@ def collection_rows(dm: Any) -> list[dict[str, Any]]:
 
 def failure_rows(dm: Any) -> list[dict[str, Any]]:
     """Files that failed to ingest and were not ingested since: ``{file, reason}``."""
-    return [{"file": f["file_name"], "reason": f["reason"]} for f in dm.ws.failures()]
+    return [{"file": f["file_name"], "reason": f["reason"]} for f in dm.failures()]
 
 
 def example_doc_ids(dm: Any) -> list[str]:
@@ -228,7 +227,7 @@ def example_doc_ids(dm: Any) -> list[str]:
     names, :data:`docmaster_core.examples.EXAMPLE_FILES`)."""
     from docmaster_core.examples import EXAMPLE_FILES
 
-    return [d.doc_id for d in dm.ws.documents() if d.file_name in EXAMPLE_FILES]
+    return [d.doc_id for d in dm.documents() if d.file_name in EXAMPLE_FILES]
 
 
 def remove_documents(dm: Any, doc_ids: Sequence[str]) -> list[str]:
