@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from browser_driver import (  # noqa: E402
+from support.browser_driver import (  # noqa: E402
     PAGES,
     app_server,
     chromium,

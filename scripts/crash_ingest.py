@@ -5,7 +5,7 @@
     python scripts/crash_ingest.py --kills 3 --generated --json        # no corpus needed
 
 1. A handful of PDFs (``--pdfs`` small corpus PDFs, or PDFs generated with
-   ``tests/pdf_factory.py``) are ingested once, uninterrupted, into a reference
+   ``tests/support/pdf_factory.py``) are ingested once, uninterrupted, into a reference
    workspace; its wall time ``T`` (process start included) and each document's
    signature (node count and a hash of every node's type, parent and content) are kept.
 2. Rounds: a fresh workspace; ``python -m docmaster_core ingest INPUT --workspace WS``
@@ -73,9 +73,9 @@ def pick_corpus(corpus: Path, n: int, max_kb: int) -> list[Path]:
 
 
 def generated_inputs(folder: Path, n: int) -> list[Path]:
-    """Up to 5 small PDFs made with ``tests/pdf_factory.py``."""
+    """Up to 5 small PDFs made with ``tests/support/pdf_factory.py``."""
     sys.path.insert(0, str(REPO / "tests"))
-    from pdf_factory import make_many_pages_pdf, make_paper_pdf, make_simple_pdf, make_two_column_pdf
+    from support.pdf_factory import make_many_pages_pdf, make_paper_pdf, make_simple_pdf, make_two_column_pdf
 
     folder.mkdir(parents=True, exist_ok=True)
     makers = [

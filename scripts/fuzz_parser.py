@@ -5,7 +5,7 @@
     python scripts/fuzz_parser.py --cases 15 --seed 7 --generated --json   # no corpus needed
 
 Each case is a copy of a source PDF (a handful of corpus PDFs, or PDFs generated with
-``tests/pdf_factory.py`` when the corpus is absent or ``--generated`` is given) with
+``tests/support/pdf_factory.py`` when the corpus is absent or ``--generated`` is given) with
 1-3 seeded corruptions stacked: bit flips, random overwrites, truncation, deleted or
 duplicated ranges, swapped PDF keywords (``obj``, ``stream``, ``xref`` ...), altered
 numbers (object numbers, lengths, offsets), a smashed xref table, corrupted stream
@@ -182,9 +182,9 @@ def pick_sources(corpus: Path, n: int, max_mb: float) -> list[Path]:
 
 
 def generated_sources(folder: Path) -> list[Path]:
-    """Small PDFs made with ``tests/pdf_factory.py`` (no corpus needed)."""
+    """Small PDFs made with ``tests/support/pdf_factory.py`` (no corpus needed)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from pdf_factory import make_many_pages_pdf, make_paper_pdf, make_two_column_pdf
+    from support.pdf_factory import make_many_pages_pdf, make_paper_pdf, make_two_column_pdf
 
     folder.mkdir(parents=True, exist_ok=True)
     return [make_paper_pdf(folder / "paper.pdf")["path"],

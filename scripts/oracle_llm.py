@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """A label oracle speaking the Chat Completions protocol: the LLM for cascade tests and benchmarks.
 
-It is the fake OpenAI-compatible server of ``tests/fake_openai_server.py`` (a real HTTP
+It is the fake OpenAI-compatible server of ``tests/support/fake_openai_server.py`` (a real HTTP
 server on 127.0.0.1) answering DocMaster's ``decide`` requests from a labels file: the
 decision is the document's label for the condition, optionally flipped for a given
 fraction of requests (a noisy LLM). Other tasks get an HTTP 500.
@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text  # noqa: E402
+from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text  # noqa: E402
 
 __all__ = ["normalize", "read_labels", "labels_from_eval", "write_labels", "DocumentFinder", "Oracle", "serve"]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_driver import (
+from support.browser_driver import (
     kept_lines,
     CHROMIUM,
     PAGES,

@@ -2,7 +2,7 @@
 
 The statistics run on a synthetic score distribution with known labels. The end-to-end
 cases use a small offline workspace (hashing embedder) and the fake OpenAI-compatible
-server of ``tests/fake_openai_server.py`` with a request counter: the fake model says
+server of ``tests/support/fake_openai_server.py`` with a request counter: the fake model says
 yes when the passages mention rivers, and names the document it was asked about by
 its code word, so the tests see exactly which documents cost a request.
 """
@@ -31,8 +31,8 @@ from docmaster_core.filtering.cascade import (
 )
 
 try:
-    from fake_openai_server import FakeOpenAIServer, documents_in, user_text
-    from pdf_factory import make_simple_pdf
+    from support.fake_openai_server import FakeOpenAIServer, documents_in, user_text
+    from support.pdf_factory import make_simple_pdf
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, documents_in, user_text
     from tests.pdf_factory import make_simple_pdf

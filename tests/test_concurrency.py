@@ -23,7 +23,7 @@ from docmaster_core.errors import DocMasterError
 from docmaster_core.store.workspace import Workspace
 
 try:
-    from pdf_factory import make_many_pages_pdf, make_paper_pdf, make_simple_pdf, make_two_column_pdf
+    from support.pdf_factory import make_many_pages_pdf, make_paper_pdf, make_simple_pdf, make_two_column_pdf
 except ImportError:  # tests imported as a package
     from tests.pdf_factory import make_many_pages_pdf, make_paper_pdf, make_simple_pdf, make_two_column_pdf
 

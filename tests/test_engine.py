@@ -2,7 +2,7 @@
 settings tree, LLM faults that fail fast, structured outputs with their JSON-mode
 fallback, and an ingest that says when its LLM steps failed.
 
-The OpenAI path talks HTTP to ``tests/fake_openai_server.py``; the refused endpoint is
+The OpenAI path talks HTTP to ``tests/support/fake_openai_server.py``; the refused endpoint is
 a port on 127.0.0.1 that was just bound and closed, so nothing listens there.
 """
 from __future__ import annotations
@@ -23,11 +23,11 @@ from docmaster_core.llm.offline import OfflineLLM
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, calibration_from_settings
 from docmaster_core.store.workspace import Workspace
-from net import closed_port
+from support.net import closed_port
 
 try:
-    from fake_openai_server import FakeOpenAIServer, Reply
-    from pdf_factory import make_paper_pdf, make_simple_pdf
+    from support.fake_openai_server import FakeOpenAIServer, Reply
+    from support.pdf_factory import make_paper_pdf, make_simple_pdf
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply
     from tests.pdf_factory import make_paper_pdf, make_simple_pdf

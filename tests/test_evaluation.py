@@ -20,7 +20,7 @@ from docmaster_core.evaluation.harness import (
 )
 from docmaster_core.retrieval.retriever import Retriever
 from docmaster_core.store.workspace import Workspace
-from test_retrieval import TOY_DOCS, add_toy_document, build_toy_workspace
+from support.toy import TOY_DOCS, add_toy_document, build_toy_workspace
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 BENCH = SHARED / "corpus" / "bench"

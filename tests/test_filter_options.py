@@ -10,7 +10,7 @@ from docmaster_core.config import get_settings
 from docmaster_core.errors import RetrievalError
 from docmaster_core.filtering.cascade import CascadeTargets
 from docmaster_core.pipeline import DocMaster
-from test_retrieval import build_toy_workspace
+from support.toy import build_toy_workspace
 
 CONDITION = "Does the paper address fact-checking or claim verification?"
 

@@ -13,7 +13,7 @@ from docmaster_core.model import Answer, Citation, Decision
 from docmaster_core.filtering.run import compare_runs, run_filter
 from docmaster_core.qa.ask import ask, decompose_question, select_documents
 from docmaster_core.retrieval.retriever import Retriever
-from test_retrieval import TOY_DOCS, build_toy_workspace
+from support.toy import TOY_DOCS, build_toy_workspace
 
 IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
 APPLIANCE = "Does the document give operating, cleaning or safety instructions for a household appliance?"

@@ -20,8 +20,8 @@ from docmaster_core.parsing.base import heading_numbering, numbering_level
 from docmaster_core.tree.build import build_tree
 
 try:
-    from layout_factory import make_equation_pdf, make_multiline_cell_table_pdf
-    from pdf_factory import make_many_pages_pdf, make_paper_pdf
+    from support.layout_factory import make_equation_pdf, make_multiline_cell_table_pdf
+    from support.pdf_factory import make_many_pages_pdf, make_paper_pdf
 except ImportError:  # tests imported as a package
     from tests.layout_factory import make_equation_pdf, make_multiline_cell_table_pdf
     from tests.pdf_factory import make_many_pages_pdf, make_paper_pdf
@@ -271,7 +271,7 @@ def test_page_limit_and_empty_text(tmp_path):
     with pytest.raises(ParseError, match="page limit"):
         LayoutParser(ParsingSettings(page_limit=3)).parse(tmp_path / "many.pdf")
     try:
-        from pdf_factory import make_no_text_pdf
+        from support.pdf_factory import make_no_text_pdf
     except ImportError:
         from tests.pdf_factory import make_no_text_pdf
     from docmaster_core.errors import EmptyDocumentError

@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend against a fake server speaking the real HTTP protocol.
 
-The real ``openai`` client sends real HTTP requests to ``tests/fake_openai_server.py``
+The real ``openai`` client sends real HTTP requests to ``tests/support/fake_openai_server.py``
 on 127.0.0.1; nothing is mocked. Timeouts and backoff are short so the file runs in
 a few seconds.
 """
@@ -23,7 +23,7 @@ from docmaster_core.llm.openai_backend import estimate_cost
 from docmaster_core.model import Evidence
 
 try:
-    from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+    from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
 

@@ -19,9 +19,9 @@ from docmaster_core.parsing.mineru import MinerUParser, find_middle_json, find_m
 from docmaster_core.tree.build import build_tree
 
 try:
-    from tests import pdf_factory as pf
+    from tests.support import pdf_factory as pf
 except ImportError:  # run without the repository root on sys.path
-    import pdf_factory as pf  # type: ignore[no-redef]
+    import support.pdf_factory as pf  # type: ignore[no-redef]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 MINERU = SHARED / "corpus" / "mineru"

@@ -13,9 +13,9 @@ from docmaster_core.model import NodeType
 from docmaster_core.parsing import AutoParser, PyMuPDFParser, get_parser, parse_document
 from docmaster_core.parsing.base import clean_text, fix_ligatures, heading_numbering, is_caption, normalize_heading, numbering_level
 try:
-    from tests import pdf_factory as pf
+    from tests.support import pdf_factory as pf
 except ImportError:  # run without the repository root on sys.path
-    import pdf_factory as pf  # type: ignore[no-redef]
+    import support.pdf_factory as pf  # type: ignore[no-redef]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CORPUS = SHARED / "corpus" / "pdf"

@@ -13,8 +13,8 @@ from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.llm.cache import usage_report
 from docmaster_core.tree.summaries import summarize_tree
 from docmaster_core.pipeline import DocMaster
-from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
-from pdf_factory import make_paper_pdf
+from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+from support.pdf_factory import make_paper_pdf
 
 KEY = "sk-test-PIPELINE-abcdef0123456789"
 

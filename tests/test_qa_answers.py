@@ -18,8 +18,8 @@ from docmaster_core.qa.ask import ask
 from docmaster_core.text.answer_units import profile_question, table_rows
 
 try:
-    from fake_openai_server import FakeOpenAIServer, user_text
-    from pdf_factory import make_paper_pdf
+    from support.fake_openai_server import FakeOpenAIServer, user_text
+    from support.pdf_factory import make_paper_pdf
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, user_text
     from tests.pdf_factory import make_paper_pdf

@@ -20,10 +20,10 @@ from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import ConfigError
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.store.workspace import Workspace
-from net import closed_port
+from support.net import closed_port
 
 try:
-    from pdf_factory import make_paper_pdf, make_simple_pdf, make_truncated_pdf
+    from support.pdf_factory import make_paper_pdf, make_simple_pdf, make_truncated_pdf
 except ImportError:  # tests imported as a package
     from tests.pdf_factory import make_paper_pdf, make_simple_pdf, make_truncated_pdf
 

@@ -20,7 +20,7 @@ from docmaster_core.pipeline import DocMaster
 from docmaster_core.retrieval.corpus import clear_corpus_cache
 from docmaster_core.store.collection import collection_dir
 from docmaster_core.store.workspace import Workspace
-from test_retrieval import TOY_DOCS, build_toy_workspace
+from support.toy import TOY_DOCS, build_toy_workspace
 
 N = 8  # documents in the test workspace: enough for the offline filter's cut to keep the manual
 

@@ -23,8 +23,8 @@ from docmaster_core.errors import LLMError
 from docmaster_core.llm import make_llm, prompts
 
 try:
-    from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
-    from pdf_factory import make_paper_pdf, make_simple_pdf
+    from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+    from support.pdf_factory import make_paper_pdf, make_simple_pdf
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
     from tests.pdf_factory import make_paper_pdf, make_simple_pdf

@@ -14,7 +14,7 @@ from docmaster_core.tree.summaries import leaf_text
 from docmaster_core.model import DocumentTree, Node, NodeType
 
 try:
-    from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+    from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
 

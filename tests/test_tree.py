@@ -12,9 +12,9 @@ from docmaster_core.parsing import PyMuPDFParser
 from docmaster_core.tree.build import build_tree, split_long_text, split_sentences
 
 try:
-    from tests import pdf_factory as pf
+    from tests.support import pdf_factory as pf
 except ImportError:  # run without the repository root on sys.path
-    import pdf_factory as pf  # type: ignore[no-redef]
+    import support.pdf_factory as pf  # type: ignore[no-redef]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 T, X, I, TB, EQ = NodeType.TITLE, NodeType.TEXT, NodeType.IMAGE, NodeType.TABLE, NodeType.EQUATION

@@ -49,7 +49,7 @@ def test_interrupted_writes_are_leftovers_not_damage(tmp_path, capsys):
     file do not fail ``docmaster check``; they are listed, and the next ingest (which
     holds the write lock) removes them."""
     sys.path.insert(0, str(REPO / "tests"))
-    from pdf_factory import make_simple_pdf
+    from support.pdf_factory import make_simple_pdf
 
     from docmaster_core.config import get_settings
     from docmaster_core.embedding.embedders import HashingEmbedder
@@ -72,7 +72,7 @@ def test_stored_but_unindexed_document_is_indexed_on_rerun(tmp_path):
     """A kill between the store and the index step leaves a document without its
     semantic index; the rerun skips parsing it but completes the index."""
     sys.path.insert(0, str(REPO / "tests"))
-    from pdf_factory import make_paper_pdf
+    from support.pdf_factory import make_paper_pdf
 
     from docmaster_core.config import get_settings
     from docmaster_core.embedding.embedders import HashingEmbedder

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = next((p for p in (os.environ.get("DOCMASTER_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
                              shutil.which("chromium-browser")) if p and Path(p).is_file()), None)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

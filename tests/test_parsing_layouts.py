@@ -14,9 +14,9 @@ from docmaster_core.parsing import PyMuPDFParser
 from docmaster_core.tree.build import build_tree, page_of_text
 
 try:
-    from tests import layout_factory as lf
+    from tests.support import layout_factory as lf
 except ImportError:  # pragma: no cover - run from inside tests/
-    import layout_factory as lf  # type: ignore[no-redef]
+    import support.layout_factory as lf  # type: ignore[no-redef]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CORPUS = SHARED / "corpus" / "pdf"

@@ -1,6 +1,6 @@
 """LLM faults on the OpenAI path, end to end through filter, ask, ingest and the CLI (issue 7).
 
-The real ``openai`` client talks HTTP to ``tests/fake_openai_server.py``. Each document
+The real ``openai`` client talks HTTP to ``tests/support/fake_openai_server.py``. Each document
 of a small workspace triggers one fault (the fake model recognises the document by a
 code word in the evidence): a 429 storm, HTTP 500s, timeouts, non-JSON answers, JSON
 cut off at the token limit, a reply citing evidence ids that were never given, a
@@ -25,8 +25,8 @@ from docmaster_core.llm import make_llm
 from docmaster_core.pipeline import DocMaster
 
 try:
-    from fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
-    from pdf_factory import make_simple_pdf
+    from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
+    from support.pdf_factory import make_simple_pdf
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
     from tests.pdf_factory import make_simple_pdf

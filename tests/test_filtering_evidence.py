@@ -12,7 +12,7 @@ from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, OfflineCalibra
 from docmaster_core.filtering.evidence import condition_parts, lexical_parts, strip_question
 from docmaster_core.filtering.run import run_filter
 from docmaster_core.tree.roles import ROLES, heading_role, node_roles
-from test_retrieval import TOY_DOCS, build_toy_workspace
+from support.toy import TOY_DOCS, build_toy_workspace
 
 GNN = ("gnn_molecules.pdf", "Message Passing Networks for Molecular Property Prediction", [
     (None, ["We propose a message-passing graph neural network that predicts quantum-chemical properties of molecules "

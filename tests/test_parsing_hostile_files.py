@@ -30,7 +30,7 @@ from docmaster_core.pipeline import DocMaster
 from docmaster_core.store.workspace import Workspace, storable_text
 
 try:
-    from pdf_factory import make_encrypted_pdf, make_paper_pdf, make_simple_pdf, make_truncated_pdf
+    from support.pdf_factory import make_encrypted_pdf, make_paper_pdf, make_simple_pdf, make_truncated_pdf
 except ImportError:  # tests imported as a package
     from tests.pdf_factory import make_encrypted_pdf, make_paper_pdf, make_simple_pdf, make_truncated_pdf
 

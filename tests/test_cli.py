@@ -20,7 +20,7 @@ from docmaster_core.errors import ConfigError, LLMError, RetrievalError
 from docmaster_core.model import Evidence
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.retrieval.corpus import clear_corpus_cache
-from net import closed_port
+from support.net import closed_port
 
 KETTLE = [
     ("1 Important Safety Instructions", [
