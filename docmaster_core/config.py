@@ -63,7 +63,8 @@ class EmbeddingSettings(_Section):
     backend: Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"] = Field(
         "auto",
         description="auto = torch float32 on a GPU; torch-bf16 on a CPU with native bfloat16 (AMX / AVX512-BF16), "
-                    "else torch (docs/results/scale.md); torch-bf16 = the model in bfloat16; onnx / onnx-int8 = "
+                    "else onnx fp32 (the same vectors as torch, 1.4x on AVX2; torch without onnxruntime) "
+                    "(docs/results/embedding_cpu.md); torch-bf16 = the model in bfloat16; onnx / onnx-int8 = "
                     "ONNX Runtime fp32 / per-channel int8 (fastest, filter AP -0.016), exported once into onnx_cache.")
     onnx_cache: str | None = Field(None, description="Folder of exported ONNX graphs (default ~/.cache/docmaster/onnx).")
     threads: int | None = Field(None, ge=1, description="ONNX Runtime intra-op threads (default: all cores).")

@@ -68,7 +68,8 @@ def test_auto_backend_on_a_cpu_machine():
 
     from docmaster_core.embedding.embedders import cpu_has_bf16
 
-    want = "torch" if torch.cuda.is_available() else ("torch-bf16" if cpu_has_bf16() else "torch")
+    # a CPU without native bfloat16 gets onnx float32: the same vectors as torch, faster (issue 26)
+    want = "torch" if torch.cuda.is_available() else ("torch-bf16" if cpu_has_bf16() else "onnx")
     assert resolve_backend(EmbeddingSettings()) == want
     assert get_embedder().backend == want
     assert resolve_backend(EmbeddingSettings(quantize=True)) == "torch"  # the torch int8 path it configures
