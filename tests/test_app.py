@@ -20,6 +20,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from docmaster_core.errors import ConfigError  # noqa: E402
+from ui.filtering import deciding, doc_match, evidence_list, run_cut  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 APP = str(REPO / "app.py")
@@ -254,10 +255,10 @@ def test_filter_two_configurations_and_export(uploaded):
     for name, run in runs.items():
         assert len(run["documents"]) == 2
         for d in run["documents"]:
-            assert d["match"] in (True, False) and d["evidence"], name
+            assert doc_match(run, d) in (True, False) and evidence_list(d), name
     assert set(runs["A"]["documents"][0]["decisions"]) == {"tree", "semantic", "hyperedge", "combined"}
     assert set(runs["B"]["documents"][0]["decisions"]) == {"semantic", "flat"}
-    keep_a = {d["file"]: d["match"] for d in runs["A"]["documents"]}
+    keep_a = {d["file"]: doc_match(runs["A"], d) for d in runs["A"]["documents"]}
     assert keep_a["retrieval_paper.pdf"] is True
     assert any("Differences between A and B" in s.value for s in at.subheader)
     assert len(at.download_button) == 2
@@ -292,9 +293,11 @@ def test_app_and_cli_give_the_same_decisions_and_answers(uploaded, env, capsys):
     assert sorted(by_file) == sorted(d["file"] for d in app_run["documents"])
     for d in app_run["documents"]:
         c = by_file[d["file"]]["decisions"]
-        assert d["decisions"] == {s: v["decision"] for s, v in c.items()}, d["file"]
-        assert d["score"] == c["combined"]["evidence_score"] and d["rank"] == c["combined"]["rank"]
-    assert any(d["match"] for d in app_run["documents"]) and not all(d["match"] for d in app_run["documents"])
+        assert {s: v["decision"] for s, v in d["decisions"].items()} == {s: v["decision"] for s, v in c.items()}, d["file"]
+        assert deciding(app_run, d)["evidence_score"] == c["combined"]["evidence_score"]
+        assert deciding(app_run, d)["rank"] == c["combined"]["rank"]
+    assert any(doc_match(app_run, d) for d in app_run["documents"])
+    assert not all(doc_match(app_run, d) for d in app_run["documents"])
 
     question = "Which benchmarks are used to evaluate retrieval accuracy?"
     at = _open("pages/chat.py")
@@ -325,11 +328,11 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, m
     at.button(key="w_filter_run").click()
     _run(at)
     run_a = at.session_state["dm_filter_runs"]["A"]
-    ranks = sorted(d["rank"] for d in run_a["documents"])
-    assert ranks == [1, 2] and all(d["score"] is not None for d in run_a["documents"])
-    top = next(d for d in run_a["documents"] if d["rank"] == 1)
+    ranks = sorted(deciding(run_a, d)["rank"] for d in run_a["documents"])
+    assert ranks == [1, 2] and all(deciding(run_a, d)["evidence_score"] is not None for d in run_a["documents"])
+    top = next(d for d in run_a["documents"] if deciding(run_a, d)["rank"] == 1)
     assert top["file"].startswith("storage")
-    suggested = run_a["cut"]["kept"]
+    suggested = run_cut(run_a)["kept"]
     assert any(f"kept **{suggested} of 2 documents**" in m.value for m in at.markdown)
 
     n_runs = len(Workspace(env["ws"], create=False).runs("filter"))
@@ -345,7 +348,8 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, m
         assert calls == []
     assert len(Workspace(env["ws"], create=False).runs("filter")) == n_runs
     # at 2 every document is kept; the stored run itself is unchanged
-    assert at.session_state["dm_filter_runs"]["A"]["cut"]["kept"] == suggested
+    assert run_cut(at.session_state["dm_filter_runs"]["A"])["kept"] == suggested
+    assert "moved_to" not in run_cut(at.session_state["dm_filter_runs"]["A"])
 
 
 def test_filter_condition_restored_in_a_new_session(uploaded, env):
@@ -527,7 +531,8 @@ def test_projection_pca_and_disk_cached_umap(tmp_path, monkeypatch):
 
 
 def test_filter_compare_and_export_from_engine_run():
-    from ui.filtering import compare_rows, decision_rows, export_csv, export_json, normalise_run
+    from docmaster_core.filtering.results import compare_runs
+    from ui.filtering import decision_rows, difference_rows, doc_match, evidence_list, export_csv, export_json
 
     def doc(doc_id, comb, sem):
         ev = {"doc_id": doc_id, "node_id": 3, "strategy": "semantic", "score": 0.5, "text": "t", "page": 1,
@@ -537,22 +542,26 @@ def test_filter_compare_and_export_from_engine_run():
                               "semantic": {"decision": sem, "rationale": "s", "tokens": 2}},
                 "evidence": {"combined": [{**ev, "evidence_id": "C1"}], "semantic": [{**ev, "evidence_id": "S1"}]}}
 
-    a = normalise_run({"strategy": "combined", "condition": "c", "documents": [doc("d1", True, True), doc("d2", False, True)]})
-    b = normalise_run({"strategy": "combined", "condition": "c", "documents": [doc("d1", True, False), doc("d2", False, True)]})
-    assert a["documents"][0]["match"] is True and len(a["documents"][0]["evidence"]) == 2
+    # the app renders the engine's run dict as it is (no second layout)
+    a = {"strategy": "combined", "condition": "c", "documents": [doc("d1", True, True), doc("d2", False, True)]}
+    b = {"strategy": "combined", "condition": "c", "documents": [doc("d1", True, False), doc("d2", False, True)]}
+    assert doc_match(a, a["documents"][0]) is True and len(evidence_list(a["documents"][0])) == 2
     assert decision_rows(a)[0]["tokens"] == 7
-    comp = compare_rows(a, b)
+    comp = difference_rows(a, b)
     assert [r["differs"] for r in comp] == [True, False]
+    assert [r["A strategies"] for r in comp] == ["S✓ C✓", "S✓ C✗"]  # one compact cell per run
+    assert compare_runs(a, b, documents=True)["documents"][0]["b_decisions"] == {"combined": True, "semantic": False}
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
     assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""
-    assert json.loads(export_json({"A": a}))["A"]["documents"][1]["match"] is False
+    assert json.loads(export_json({"A": a}))["A"]["documents"][1]["decisions"]["combined"]["decision"] is False
 
 
 def test_with_cut_and_ranked_rows_from_engine_run():
     """The ranked table and the movable cut on a run dict as the engine writes it: an
     offline run's decisions follow the cut; an LLM run keeps the model's decisions and
     shows the cut of the ranking beside them."""
-    from ui.filtering import export_csv, normalise_run, ranked_rows, with_cut
+    from docmaster_core.filtering.results import move_cut
+    from ui.filtering import by_score, deciding, doc_match, export_csv, ranked_rows, run_cut
 
     def doc(doc_id, score, rank, dec):
         return {"doc_id": doc_id, "file": f"{doc_id}.pdf", "evidence": {},
@@ -562,21 +571,21 @@ def test_with_cut_and_ranked_rows_from_engine_run():
     raw = {"strategy": "combined", "condition": "c", "backend": "offline-calibrated",
            "cuts": {"combined": {"rule": "best_fraction", "threshold": 3.0, "kept": 1, "of": 3, "best": 9.0}},
            "documents": [doc("d1", 1.0, 3, False), doc("d2", 9.0, 1, True), doc("d3", 2.5, 2, False)]}
-    run = normalise_run(raw)
-    assert run["cut"]["kept"] == 1
+    run = raw
+    assert run_cut(run)["kept"] == 1
     assert [r["file"] for r in ranked_rows(run)] == ["d2.pdf", "d3.pdf", "d1.pdf"]
-    moved = with_cut(run, 2)
-    assert {d["doc_id"]: d["match"] for d in moved["documents"]} == {"d1": False, "d2": True, "d3": True}
-    assert moved["cut"]["moved_to"] == 2 and moved["cut"]["suggested"] == 1
+    moved = move_cut(run, 2)  # the engine moves the cut
+    assert {d["doc_id"]: doc_match(moved, d) for d in moved["documents"]} == {"d1": False, "d2": True, "d3": True}
+    assert run_cut(moved)["moved_to"] == 2 and run_cut(moved)["suggested"] == 1
     d3 = next(d for d in moved["documents"] if d["doc_id"] == "d3")
-    assert d3["rationale"].startswith("Kept by the moved cut (top 2)")  # the text follows the moved cut
-    assert [d["match"] for d in with_cut(run, None)["documents"]] == [False, True, False]
-    assert run["documents"][2]["match"] is False  # the run itself is untouched
+    assert deciding(moved, d3)["rationale"].startswith("Kept by the moved cut (top 2)")  # the text follows the moved cut
+    assert [doc_match(run, d) for d in move_cut(run, None)["documents"]] == [False, True, False]
+    assert doc_match(run, run["documents"][2]) is False  # the run itself is untouched
     csv_rows = list(csv.DictReader(io.StringIO(export_csv({"A": moved}))))
     assert [(r["doc_id"], r["rank"], r["match"]) for r in csv_rows] == [("d1", "3", "false"), ("d2", "1", "true"),
                                                                        ("d3", "2", "true")]
-    llm = normalise_run({**raw, "backend": "gpt-4o-mini"})
-    moved = with_cut(llm, 2)
-    assert [d["match"] for d in moved["documents"]] == [False, True, False]  # the model's decisions
-    assert [d["by_score"] for d in moved["documents"]] == [False, True, True]
+    llm = {**raw, "backend": "gpt-4o-mini"}
+    moved = move_cut(llm, 2)
+    assert [doc_match(moved, d) for d in moved["documents"]] == [False, True, False]  # the model's decisions
+    assert [by_score(moved, d) for d in moved["documents"]] == [False, True, True]
     assert "by score" in ranked_rows(moved)[0]

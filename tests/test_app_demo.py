@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from ui.filtering import doc_match, evidence_list  # noqa: E402
 from test_app import APP, TIMEOUT, _collection, _doc_key, _open, _run, _texts, env, uploaded  # noqa: E402,F401
 
 
@@ -166,12 +167,11 @@ def test_top_links_keeps_the_most_similar_partners():
     assert set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (1, 2)} or \
         set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (0, 2), (1, 2)}
 
-def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
-    """Two normalised runs over the uploaded documents: A keeps the first ``keep_a``
+def _crafted_runs(env, keep_a: int, keep_b: int, ids: tuple[int, int] = (9001, 9002)) -> dict:
+    """Two runs (as the engine writes them) over the uploaded documents: A keeps the first ``keep_a``
     documents (by file name), B the first ``keep_b``; one evidence passage (a TEXT node
     with its box) per document."""
     from docmaster_core.store.workspace import Workspace
-    from ui.filtering import normalise_run
 
     ws = Workspace(env["ws"], create=False)
     docs = sorted(ws.documents(), key=lambda d: d.file_name)
@@ -184,7 +184,7 @@ def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
                 "node_type": "TEXT"}
 
     def run(rid, kept):
-        return normalise_run({
+        return ({
             "run_id": rid, "strategy": "combined", "condition": "crafted", "backend": "offline-calibrated",
             "cuts": {"combined": {"rule": "best_fraction", "threshold": 1.0, "kept": kept, "of": len(docs), "best": 5.0}},
             "documents": [{"doc_id": d.doc_id, "file": d.file_name, "evidence": {"combined": [ev(d)]},
@@ -192,7 +192,8 @@ def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
                                                       "tokens": 0, "evidence_score": 5.0 - r, "rank": r}}}
                           for r, d in enumerate(docs, 1)]})
 
-    return {"A": run(9001, keep_a), "B": run(9002, keep_b)}, docs
+    return {"A": run(ids[0], keep_a), "B": run(ids[1], keep_b)}, docs
+
 
 def test_filter_differences_table_lists_only_differences(uploaded, env):
     runs, docs = _crafted_runs(env, 1, 2)
@@ -234,7 +235,7 @@ def test_filter_row_click_opens_that_documents_evidence(uploaded, env):
     texts = _texts(at)
     assert f"{docs[1].file_name}: rejected by combined" in texts
     assert f"combined: why {docs[1].file_name}" in texts
-    ev = runs["B"]["documents"][1]["evidence"][0]
+    ev = evidence_list(runs["B"]["documents"][1])[0]
     assert any(ev["text"][:40] in t for t in texts) and len(at.image) == 1
     assert at.selectbox(key="w_filter_page").value == ev["page"]
     at.button(key="w_filter_to_tree").click()
@@ -245,6 +246,70 @@ def test_filter_row_click_opens_that_documents_evidence(uploaded, env):
     row = outline[outline["outline"].str.contains(f"#{ev['node_id']} ", regex=False)]
     assert list(row[" "]) == ["▶"]
     assert any(f"#{ev['node_id']}" in s.value for s in at.subheader)
+
+def test_filter_tables_show_each_strategy_in_one_compact_cell(uploaded, env):
+    """Issue 24: the per-strategy columns were cut off in the side-by-side tables; each
+    table now has one short ``strategies`` cell per document (T/S/H/C/F with ✓/✗)."""
+    runs, docs = _crafted_runs(env, 1, 2)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0").value
+    assert list(table_a.columns) == ["rank", "score", "kept", "file", "certainty", "strategies", "rationale"]
+    assert list(table_a["strategies"]) == ["C✓", "C✗"]
+    diff = next(df.value for df in at.dataframe if "A match" in df.value.columns)
+    assert list(diff.columns) == ["file", "A match", "B match", "A strategies", "B strategies"]
+    assert list(diff["A strategies"]) == ["C✗"] and list(diff["B strategies"]) == ["C✓"]
+
+
+def test_filter_evidence_panel_follows_the_current_run(uploaded, env):
+    """Issue 24: after a new run the evidence panel opens the new run's best document,
+    not the document (and configuration) picked in the previous run."""
+    runs, docs = _crafted_runs(env, 1, 2)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    at.session_state["w_filter_table_B_9002_0"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id and at.radio(key="w_filter_which").value == "B"
+    at.switch_page("pages/tree.py")  # a page switch keeps the pick: the runs are the same
+    _run(at)
+    at.switch_page("pages/filter.py")
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id
+    new_runs, _ = _crafted_runs(env, 1, 1, ids=(9011, 9012))  # a new run of A and B
+    at.session_state["dm_filter_runs"] = new_runs
+    _run(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[0].doc_id and at.radio(key="w_filter_which").value == "A"
+    assert f"{docs[0].file_name}: kept by combined" in _texts(at)
+
+
+def test_filter_configuration_b_survives_a_reload(uploaded, env):
+    """Issue 24: configuration B's settings are kept in the workspace, so a reload (a new
+    browser session) shows them; A keeps its own."""
+    from docmaster_core.store.workspace import Workspace
+
+    at = _open("pages/filter.py")
+    a_top_k = at.slider(key="w_filter_A_top_k").value
+    try:
+        at.slider(key="w_filter_B_top_k").set_value(7)
+        _run(at)
+        at.slider(key="w_filter_B_gamma").set_value(0.45)
+        _run(at)
+        at.multiselect(key="w_filter_B_strategies").set_value(["semantic", "combined"])
+        _run(at)
+        again = _open("pages/filter.py")  # a reload: a new session
+        assert again.slider(key="w_filter_B_top_k").value == 7
+        assert again.slider(key="w_filter_B_gamma").value == pytest.approx(0.45)
+        assert again.multiselect(key="w_filter_B_strategies").value == ["semantic", "combined"]
+        assert again.slider(key="w_filter_A_top_k").value == a_top_k
+    finally:  # the other tests of this workspace start from the defaults
+        Workspace(env["ws"], create=False).save_preference("filter_config_B", {})
+
 
 def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
     """Each [E1] marker of an answer links to its citation's anchor, the numbers are
@@ -345,7 +410,8 @@ def test_example_collection_shows_something_on_every_page(env, monkeypatch):
     assert at.text_area(key="w_filter_condition").value == EXAMPLE_CONDITION
     at.button(key="w_filter_run").click()
     _run(at)
-    kept = {d["file"] for d in at.session_state["dm_filter_runs"]["A"]["documents"] if d["match"]}
+    run_a = at.session_state["dm_filter_runs"]["A"]
+    kept = {d["file"] for d in run_a["documents"] if doc_match(run_a, d)}
     assert "example_paper_sparse_attention.pdf" in kept and "example_report_regional_energy.pdf" not in kept
     at.switch_page("pages/chat.py")
     _run(at)
@@ -434,7 +500,7 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatc
     at.button(key="w_filter_run").click()
     _run(at)
     run_a = at.session_state["dm_filter_runs"]["A"]
-    kept = [d["file"] for d in run_a["documents"] if d["match"]]
+    kept = [d["file"] for d in run_a["documents"] if doc_match(run_a, d)]
     assert kept == ["example_paper_sparse_attention.pdf"]
 
     at.switch_page("pages/chat.py")
