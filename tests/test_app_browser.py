@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from support.app import make_pdf
 from support.browser_driver import (
     kept_lines,
     CHROMIUM,
@@ -66,8 +67,6 @@ def _shots_dir(tmp_path: Path) -> Path:
 def server(tmp_path_factory, embedder):
     """The app on a workspace of two generated paper-like PDFs."""
     pytest.importorskip("playwright.sync_api")
-    from test_app import make_pdf
-
     from docmaster_core.pipeline import DocMaster
 
     root = tmp_path_factory.mktemp("browser_root")

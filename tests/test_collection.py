@@ -15,8 +15,7 @@ from docmaster_core.errors import WorkspaceError
 from docmaster_core.retrieval import corpus
 from docmaster_core.filtering.run import run_filter
 from docmaster_core.retrieval.retriever import Retriever
-from test_filter_qa import CONDITIONS
-from support.toy import TOY_DOCS, add_toy_document, build_toy_workspace
+from support.toy import CONDITIONS, TOY_DOCS, add_toy_document, build_toy_workspace
 
 STRATS = ("tree", "semantic", "hyperedge", "combined")
 

@@ -13,18 +13,8 @@ from docmaster_core.model import Answer, Citation, Decision
 from docmaster_core.filtering.run import compare_runs, run_filter
 from docmaster_core.qa.ask import ask, decompose_question, select_documents
 from docmaster_core.retrieval.retriever import Retriever
-from support.toy import TOY_DOCS, build_toy_workspace
+from support.toy import APPLIANCE, CONDITIONS, IMAGENET, TOY_DOCS, build_toy_workspace
 
-IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
-APPLIANCE = "Does the document give operating, cleaning or safety instructions for a household appliance?"
-CONDITIONS = [
-    IMAGENET,
-    APPLIANCE,
-    "Does the paper propose a retrieval-augmented generation method?",
-    "Does the document report a company's financial results, such as revenue or net income?",
-    "Does the paper address fact-checking or claim verification?",
-    "Does the paper train a model with reinforcement learning?",
-]
 
 
 @pytest.fixture(scope="module")
