@@ -175,6 +175,7 @@ def _fresh_decision_cache():
 TARGETS = CascadeTargets(recall=0.8, precision=0.8, delta=0.2, sample_budget=8, seed=0)
 
 
+@pytest.mark.slow
 def test_documents_decided_by_score_make_no_request_and_a_rerun_makes_none(workspace, server):
     dm = _dm(workspace, server)
     run = dm.filter(CONDITION, decide="combined-only", cascade=TARGETS, save=True)

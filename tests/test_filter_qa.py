@@ -78,6 +78,7 @@ def test_offline_filter_other_conditions(toy, embedder, condition):
     assert len(_matches(ws, run)) <= 2
 
 
+@pytest.mark.slow
 def test_planted_instruction_does_not_change_the_decision(tmp_path, embedder):
     """A document that tells the model to answer true is decided like one without it."""
     from docmaster_core.llm import make_llm
