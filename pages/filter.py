@@ -24,6 +24,7 @@ from ui.filtering import (
     is_offline_run,
     mark,
     mark_removed,
+    ranked_column_config,
     ranked_rows,
     render_filter_form,
     run_cut,
@@ -43,6 +44,7 @@ W_BOXES = "w_filter_boxes"
 W_KEPT_ONLY = "w_filter_kept_only"
 W_RESTORED = "dm_filter_restored_ws"  # workspace whose last condition was restored
 W_SHOWN_RUNS = "dm_filter_shown_runs"  # (config, run id, condition, time) of the runs the evidence panel follows
+
 
 page_header("Filter")
 dm = open_docmaster_or_stop()
@@ -198,11 +200,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
         table_key = f"w_filter_table_{name}_{run.get('run_id')}_{int(kept_only)}"
         event = st.dataframe(styled, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 460),
                              on_select="rerun", selection_mode="single-row", key=table_key,
-                             column_config={"rationale": st.column_config.TextColumn("rationale", width="large"),
-                                            "strategies": st.column_config.TextColumn("strategies", width="small",
-                                                                                      help=STRATEGIES_HELP),
-                                            "score": st.column_config.NumberColumn("score", format="%.2f",
-                                                                                   help="evidence score (z units)")})
+                             column_config=ranked_column_config(list(df.columns)))
         picked = selected_rows(event)
         marker = (table_key, tuple(picked))
         if picked and picked[0] < len(rows) and st.session_state.get("dm_filter_picked") != marker:

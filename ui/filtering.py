@@ -34,6 +34,7 @@ __all__ = [
     "STRATEGIES",
     "DECISION_COLUMNS",
     "STRATEGY_LETTERS",
+    "RANKED_COLUMN_WIDTHS",
     "default_config",
     "render_filter_form",
     "saved_config",
@@ -56,6 +57,7 @@ __all__ = [
     "mark",
     "mark_removed",
     "ranked_rows",
+    "ranked_column_config",
     "is_offline_run",
 ]
 
@@ -384,10 +386,17 @@ def decision_cell(decisions: dict[str, Any], columns: list[str]) -> str:
     return " ".join(f"{STRATEGY_LETTERS.get(c, c[:1].upper())}{one(decisions.get(c))}" for c in columns)
 
 
+#: Pixel widths of the ranked table's decision columns: with the row-selection box
+#: (~32 px) they fit the ~436 px that each of the side-by-side tables gets at a 1400 px
+#: window (measured in Chromium), so no decision is cut off; certainty and rationale
+#: follow, behind a horizontal scroll when the window is narrow.
+RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "strategies": 100, "file": 140}
+
+
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per document, the kept ones first, each part by evidence score (best
-    first): rank, score, kept, file, certainty (offline runs) or ``by score`` (LLM
-    runs: inside the moved cut), ``strategies`` (:func:`decision_cell`), rationale, doc_id."""
+    first): rank, score, kept, ``by score`` (LLM runs: inside the moved cut),
+    ``strategies`` (:func:`decision_cell`), file, certainty (offline runs), rationale, doc_id."""
     cols = _columns(run)
     offline = is_offline_run(run)
     n_eligible = run_cut(run).get("eligible")
@@ -401,18 +410,38 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         dec = deciding(run, d)
         rank, score = dec.get("rank"), dec.get("evidence_score")
         row = {"rank": rank, "score": None if score is None else round(float(score), 2),
-               "kept": mark(dec.get("decision")), "file": d.get("file", d.get("doc_id", ""))}
+               "kept": mark(dec.get("decision"))}
+        if not offline:
+            row["by score"] = mark(by_score(run, d))
+        row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
+        row["file"] = d.get("file", d.get("doc_id", ""))
         if offline:  # three-way decisions: the cut is often wrong between the sure-no and sure-yes scores
             row["certainty"] = "uncertain" if dec.get("uncertain") else "sure"
             if isinstance(n_eligible, int) and rank is not None and rank > n_eligible:
                 # ranked after every document with closer passages, whatever its score
                 row["certainty"] = "below the similarity floor"
-        else:
-            row["by score"] = mark(by_score(run, d))
-        row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
         row.update({"rationale": doc_rationale(run, d), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
+
+
+def ranked_column_config(columns: list[str]) -> dict:
+    """Column settings of a ranked table: the decision columns at their fixed widths
+    (:data:`RANKED_COLUMN_WIDTHS`), so they fit the half-width frame."""
+    helps = {"score": "evidence score (z units)", "strategies": STRATEGIES_HELP,
+             "by score": "inside the cut of the evidence-score ranking (the slider)"}
+    out: dict = {"rationale": st.column_config.TextColumn("rationale", width="large")}
+    for c in columns:
+        w = RANKED_COLUMN_WIDTHS.get(c)
+        if w is None:
+            continue
+        if c == "score":
+            out[c] = st.column_config.NumberColumn(c, format="%.2f", width=w, help=helps[c])
+        elif c == "rank":
+            out[c] = st.column_config.NumberColumn(c, width=w)
+        else:
+            out[c] = st.column_config.TextColumn(c, width=w, help=helps.get(c))
+    return out
 
 
 def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict[str, Any]], int]:
