@@ -303,6 +303,25 @@ class DocMaster(IngestStage, IndexStage):
         run.warnings = warnings
         return run
 
+    @staticmethod
+    def move_cut(run: Mapping[str, Any], kept: int | None, strategy: str | None = None) -> dict[str, Any]:
+        """A filter run's dict (``FilterRun.to_dict()`` or a saved run's result) with the
+        cut of its ranking moved to keep the ``kept`` best-ranked documents; nothing is
+        retrieved or decided again. See :func:`docmaster_core.filtering.results.move_cut`."""
+        from .filtering.results import move_cut
+
+        return move_cut(run, kept, strategy)
+
+    @staticmethod
+    def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], strategy: str | None = None, *,
+                     documents: bool = False) -> dict[str, Any]:
+        """Compare two filter runs (saved runs or run dicts): documents kept by one only
+        or by both, agreement, changed parameters and, with ``documents``, every document
+        side by side. See :func:`docmaster_core.filtering.results.compare_runs`."""
+        from .filtering.results import compare_runs
+
+        return compare_runs(a, b, strategy, documents=documents)
+
     def ask(self, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
             deep: bool = False, save: bool = True, params: Mapping[str, Any] | None = None,
             retrieval: RetrievalSettings | None = None, **options):

@@ -9,7 +9,6 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from docmaster_core.filtering.decider import DEFAULT_CALIBRATION
-from docmaster_core.filtering.results import move_cut
 from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
@@ -165,7 +164,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
             f"{DEFAULT_CALIBRATION.rel_rho:g} x the best document's score. Moving the cut re-uses this run: nothing is "
             "retrieved again.",
         )
-        shown = move_cut(run, kept_n if kept_n != suggested else None)  # the engine moves the cut
+        shown = dm.move_cut(run, kept_n if kept_n != suggested else None)  # the engine moves the cut
         shown_runs[name] = shown
         kept = sum(doc_match(shown, d) is True for d in shown["documents"])
         n_unc = sum(bool(deciding(shown, d).get("uncertain")) for d in shown["documents"]) if is_offline_run(run) else 0
@@ -213,7 +212,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:
-    comp = pd.DataFrame(difference_rows(shown_runs["A"], shown_runs["B"]))
+    comp = pd.DataFrame(difference_rows(dm, shown_runs["A"], shown_runs["B"]))
     kept_differs = comp["A match"] != comp["B match"]  # the kept sets, after any cut move
     n_diff = int(kept_differs.sum())
     st.subheader(f"Differences between A and B: {n_diff} document(s) kept by one only")

@@ -425,7 +425,9 @@ def test_filter_compare_and_export_from_engine_run():
     b = {"strategy": "combined", "condition": "c", "documents": [doc("d1", True, False), doc("d2", False, True)]}
     assert doc_match(a, a["documents"][0]) is True and len(evidence_list(a["documents"][0])) == 2
     assert decision_rows(a)[0]["tokens"] == 7
-    comp = difference_rows(a, b)
+    from docmaster_core.pipeline import DocMaster
+
+    comp = difference_rows(DocMaster, a, b)  # the facade's comparison (a static method)
     assert [r["differs"] for r in comp] == [True, False]
     assert [r["A strategies"] for r in comp] == ["S✓ C✓", "S✓ C✗"]  # one compact cell per run
     assert compare_runs(a, b, documents=True)["documents"][0]["b_decisions"] == {"combined": True, "semantic": False}

@@ -13,8 +13,8 @@ shape; :mod:`docmaster_core.filtering.results`); the helpers here only read it
 (:func:`deciding`, :func:`doc_match`, :func:`evidence_list`, ...). Every document has an
 offline *evidence score* and rank (whatever the decider), so the page lists the
 collection ranked, marks the suggested cut, and lets the user move it with the engine's
-:func:`~docmaster_core.filtering.results.move_cut` without retrieving again; two runs
-are compared by the engine's :func:`~docmaster_core.filtering.results.compare_runs`.
+``dm.move_cut`` (:func:`~docmaster_core.filtering.results.move_cut`) without retrieving
+again; two runs are compared by ``dm.compare_runs``, as ``docmaster filter --compare`` does.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import streamlit as st
 
-from docmaster_core.filtering.results import compare_runs, is_offline_run
+from docmaster_core.filtering.results import is_offline_run
 
 from . import state
 
@@ -498,15 +498,15 @@ def decision_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def difference_rows(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str, Any]]:
+def difference_rows(dm: Any, run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str, Any]]:
     """Side-by-side decisions of two runs per document, from the engine's comparison
-    (:func:`~docmaster_core.filtering.results.compare_runs`): file, ``A match``,
+    (``dm.compare_runs``, :func:`~docmaster_core.filtering.results.compare_runs`): file, ``A match``,
     ``B match`` (each run's deciding strategy), ``A strategies``, ``B strategies``
     (:func:`decision_cell`), ``differs`` (the match or a strategy decided in both runs
     differs), doc_id."""
     cols = _columns(run_a, run_b)
     rows = []
-    for r in compare_runs(run_a, run_b, documents=True)["documents"]:
+    for r in dm.compare_runs(run_a, run_b, documents=True)["documents"]:
         rows.append({"file": r["file"], "A match": mark(r["a"]), "B match": mark(r["b"]),
                      "A strategies": decision_cell(r["a_decisions"], cols),
                      "B strategies": decision_cell(r["b_decisions"], cols),
