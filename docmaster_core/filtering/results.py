@@ -16,7 +16,6 @@ The app renders it as it is; the command line and the app move the cut with
 """
 from __future__ import annotations
 
-import copy
 from typing import Any, Mapping
 
 __all__ = ["move_cut", "compare_runs", "three_way_counts", "is_offline_run"]
@@ -65,12 +64,23 @@ def move_cut(run: Mapping[str, Any], kept: int | None, strategy: str | None = No
         strategy: The ranking whose cut moves (default: the run's deciding strategy).
 
     Returns:
-        A new run dict (the given one is not changed) whose ``cuts[strategy]`` gains
+        A new run dict (the given one is not changed; the evidence lists are shared
+        with it, not copied) whose ``cuts[strategy]`` gains
         ``moved_to`` (documents kept, int) and ``suggested`` (the suggested cut's count).
     """
     s = strategy or run.get("strategy", "combined")
-    out = copy.deepcopy(dict(run))
-    docs = out.get("documents", [])
+    # copied where it changes (the evidence, its largest part, is shared with ``run``)
+    out = dict(run)
+    docs = []
+    for d in run.get("documents", []):
+        decs = dict(d.get("decisions") or {})
+        if decs.get(s) is not None:
+            decs[s] = dict(decs[s])
+        docs.append({**d, "decisions": decs})
+    out["documents"] = docs
+    for key in ("cuts", "matches_by_strategy", "three_way"):
+        if isinstance(run.get(key), dict):
+            out[key] = dict(run[key])
     cuts = out.setdefault("cuts", {})
     cut = dict(cuts.get(s) or {})
     decided = [(d.get("decisions") or {}).get(s) or {} for d in docs]
