@@ -295,6 +295,8 @@ def test_filter_configuration_b_survives_a_reload(app_uploaded, app_env):
 
     at = open_app("pages/filter.py")
     a_top_k = at.slider(key="w_filter_A_top_k").value
+    ws = Workspace(app_env["ws"], create=False)
+    assert ws.load_preference("filter_config_B") is None  # opening the page writes nothing
     try:
         at.slider(key="w_filter_B_top_k").set_value(7)
         run_app(at)
@@ -308,7 +310,7 @@ def test_filter_configuration_b_survives_a_reload(app_uploaded, app_env):
         assert again.multiselect(key="w_filter_B_strategies").value == ["semantic", "combined"]
         assert again.slider(key="w_filter_A_top_k").value == a_top_k
     finally:  # the other tests of this workspace start from the defaults
-        Workspace(app_env["ws"], create=False).save_preference("filter_config_B", {})
+        ws.save_preference("filter_config_B", {})
 
 
 def test_chat_citation_links_contiguous_numbers_and_scope(app_uploaded, app_env):

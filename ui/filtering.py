@@ -147,9 +147,9 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
     """
     configs = dict(state.get(state.FILTER_CONFIGS) or {})
     saved_key = f"dm_filter_config_saved_{prefix}"
-    if prefix not in configs and dm is not None:  # a new session: the configuration saved in the workspace
+    fresh = prefix not in configs and dm is not None
+    if fresh:  # a new session: the configuration saved in the workspace
         configs[prefix] = saved_config(dm, prefix)
-        st.session_state[saved_key] = configs[prefix]
     cfg = {**default_config(prefix), **configs.get(prefix, {})}
     st.markdown(f"**{title}**")
     state.seed_widget(_wkey(prefix, "strategies"), cfg["strategies"])
@@ -210,7 +210,9 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
                                                        key=_wkey(prefix, "sample_budget")))
     configs[prefix] = out
     state.put(state.FILTER_CONFIGS, configs)
-    if dm is not None and st.session_state.get(saved_key) != out:
+    if fresh:  # what the session starts from: written back only once the user changes it
+        st.session_state[saved_key] = dict(out)
+    elif dm is not None and st.session_state.get(saved_key) != out:
         if dm.save_preference(CONFIG_PREFERENCE + prefix, out):  # unsaved (read-only workspace): this session only
             st.session_state[saved_key] = dict(out)
     return out
