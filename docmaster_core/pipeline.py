@@ -173,6 +173,9 @@ class DocMaster(IngestStage, IndexStage):
                 recs.setdefault(rec.doc_id, rec)
             self.ws.remove_documents(list(recs))
             self._refresh_collection_store()
+            from .index.layout import remove_layouts
+
+            remove_layouts(self.ws.path, list(recs))  # their 2-D layouts and every collection layout
         return list(recs.values())
 
     def _refresh_collection_store(self) -> None:
