@@ -502,30 +502,6 @@ def test_md_escape_shows_markup_literally():
     assert looks_like_latex(r"\frac{a}{b} + x^{2}") and not looks_like_latex("E = mc2 (1)")
 
 
-def test_projection_pca_and_disk_cached_umap(tmp_path, monkeypatch):
-    from ui.projection import get_projection, pca_2d, projection_key, umap_path
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 16)).astype(np.float32)
-    P = pca_2d(X)
-    assert P.shape == (30, 2) and P.dtype == np.float32
-    np.testing.assert_allclose(P, pca_2d(X))
-    assert P[:, 0].var() >= P[:, 1].var()
-    monkeypatch.setenv("DOCMASTER_UI_UMAP", "off")
-    coords, method, status = get_projection(tmp_path, "k", X)
-    assert method == "PCA" and status == "disabled"
-    monkeypatch.setenv("DOCMASTER_UI_UMAP", "on")
-    key = projection_key("t", 30)
-    Y = rng.normal(size=(30, 2)).astype(np.float32)
-    umap_path(tmp_path, key).parent.mkdir(parents=True)
-    np.save(umap_path(tmp_path, key), Y, allow_pickle=False)
-    coords, method, status = get_projection(tmp_path, key, X)
-    assert method == "UMAP" and status == "ready"
-    np.testing.assert_array_equal(coords, Y)
-    coords, method, status = get_projection(tmp_path, "few", X[:3])
-    assert method == "PCA" and status == "too few points"
-
-
 def test_filter_compare_and_export_from_engine_run():
     from ui.filtering import compare_rows, decision_rows, export_csv, export_json, normalise_run
 

@@ -375,6 +375,25 @@ def test_cluster_colours_follow_their_group():
     assert now[3] not in (0, 1, 2)
     assert match_colors(prev, keys, [0] * 9, 5) == {0: 0}  # merged: the tie goes to one colour
 
+def test_cluster_names_follow_their_members():
+    """Issue 24: a re-clustering keeps each group's name (and colour) while most of its
+    members stay; only the points that leave their group's successor change name, and
+    a new group gets a name the previous drawing did not use."""
+    from ui.cluster_colors import match_clusters
+
+    keys = list(range(10))
+    first = match_clusters(None, keys, [0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
+    assert first == {0: 0, 1: 1, 2: 2}
+    prev = {k: first[lab] for k, lab in zip(keys, [0, 0, 0, 0, 1, 1, 1, 2, 2, 2])}
+    # renumbered by PC-KMeans; point 3 moved from group 0 to group 1's successor; group 2 split
+    labels = [5, 5, 5, 7, 7, 7, 7, 1, 1, 4]
+    now = match_clusters(prev, keys, labels)
+    assert now[5] == 0 and now[7] == 1 and now[1] == 2
+    assert now[4] == 3  # new: not a name of the previous drawing
+    changed = [k for k, lab in zip(keys, labels) if now[lab] != prev[k]]
+    assert changed == [3, 9]  # exactly the points that left their group
+
+
 def test_chat_scope_defaults_to_all_and_persists_across_pages(uploaded, env):
     """Issue 24: the chat answers from all documents unless the user chooses otherwise,
     says so above the chat input, and keeps the choice for the session when the user

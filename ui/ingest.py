@@ -187,6 +187,11 @@ def ingest_files(dm: Any, paths: Sequence[Path], on_progress: Callable[[Any], No
         reason = " ".join(str(e).split())
         return [{"file": str(p), "status": "failed", "doc_id": None, "reason": f"{Path(p).name}: {reason}",
                  "pages": 0, "nodes": 0, "counts": {}, "timings": {}} for p in paths]
+    new = [r.doc_id for r in results if r.status == "ingested" and r.doc_id]
+    if new:
+        from .projection import queue_missing_layouts
+
+        queue_missing_layouts(dm, new)  # their UMAP layouts for the cluster view, in the background
     return [r.to_dict() for r in results]
 
 

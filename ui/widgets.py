@@ -22,10 +22,14 @@ def open_docmaster_or_stop():
     """The session's DocMaster facade; shows an error and stops the page when the
     workspace cannot be opened."""
     try:
-        return current_docmaster()
+        dm = current_docmaster()
     except DocMasterError as e:
         st.error(md_escape(f"Cannot open the workspace: {e}. Choose another folder on the Upload page."))
         st.stop()
+    from .projection import queue_missing_layouts
+
+    queue_missing_layouts(dm)  # once per workspace: the cluster view's UMAP layouts, in the background
+    return dm
 
 
 def _no_documents_hint() -> None:
