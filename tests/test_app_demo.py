@@ -525,3 +525,43 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatc
     assert any("No documents yet" in i.value for i in at.info)
     assert Workspace(env["root"] / "examples_ws", create=False).documents() == []
     assert cli.main(["check", "--workspace", str(env["root"] / "examples_ws")]) == 0
+
+
+def test_graph_default_selection_is_body_and_positions_never_share_a_row():
+    """Issue 24: the graph opens on the most connected body hyper-edge (never front
+    matter or references), on the widest section holding a readable number of
+    hyper-edges, and its fixed layout gives every hyper-edge its own row."""
+    from types import SimpleNamespace
+
+    from docmaster_core.index.hyperedges import hyperedge_roles
+    from tests.support.toy import make_tree
+    from ui.graph import default_hyperedge, labelled_hyperedges, readable_section, tree_positions
+
+    tree = make_tree("d", "d.pdf", "A paper", [
+        (None, ["Copyright notice: permission to reproduce.", "Authors and affiliations."]),
+        ("1 Method", ["We propose a model.", "It has two parts."]),
+        ("2 Results", ["It works.", "It is fast."]),
+        ("References", ["[1] Someone. A paper."]),
+    ])
+    sec = {n.content: n.id for n in tree.nodes if n.type.value == "TITLE"}
+    hes = [SimpleNamespace(id=0, section_id=0, node_ids=[1, 2], cluster=0),
+           SimpleNamespace(id=1, section_id=sec["1 Method"], node_ids=[4], cluster=0),
+           SimpleNamespace(id=2, section_id=sec["1 Method"], node_ids=[5], cluster=1),
+           SimpleNamespace(id=3, section_id=sec["2 Results"], node_ids=[7, 8], cluster=1),
+           SimpleNamespace(id=4, section_id=sec["References"], node_ids=[10], cluster=0)]
+    roles = hyperedge_roles(tree, hes)
+    assert roles[0] == "front" and roles[4] == "back" and roles[1] == "method"
+    # the front-matter and reference hyper-edges are the most connected, yet not chosen
+    links = [(0, 4), (0, 3), (4, 3), (0, 1), (2, 3)]
+    assert default_hyperedge(hes, roles, links) == 3
+    assert default_hyperedge(hes[:1], roles, []) == 0  # nothing else: front matter it is
+    assert readable_section(tree, hes, 1, cap=2) == sec["1 Method"]
+    assert readable_section(tree, hes, 1, cap=10) == 0
+    assert labelled_hyperedges(hes, links, 2, cap=2) == {0, 3, 2}
+    for passages in (False, True):
+        pos = tree_positions(tree, hes, passages)
+        for prefix in ("s:", "h:", "t:"):
+            cells = [(round(x), round(y)) for k, (x, y) in pos.items() if k.startswith(prefix)]
+            assert len(cells) == len(set(cells))
+        ys = sorted(pos[f"h:{h.id}"][1] for h in hes)
+        assert min(b - a for a, b in zip(ys, ys[1:])) >= 34
