@@ -227,13 +227,15 @@ fig.update_layout(
     yaxis={"title": f"{method} 2", "showticklabels": False},
     title={"text": f"{method} projection of {int(ids.size)} TEXT nodes", "font": {"size": 14}},
 )
-st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
 if held:
     st.info("The UMAP layout of this view is ready. The chart stays on PCA until you switch.")
     st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
               icon=":material/scatter_plot:")
 elif method == "PCA":
-    st.caption(md_escape(status_line(umap_state)))
+    if umap_state == "computing":
+        st.info(status_line(umap_state), icon=":material/hourglass_top:")
+    else:
+        st.caption(md_escape(status_line(umap_state)))
     if umap_state == "computing":
         _name = lay["name"]
 
@@ -247,6 +249,7 @@ elif method == "PCA":
 
         _wait_for_umap()
 
+st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
 sizes = frame.groupby("cluster", sort=False).size().reindex(order)
 with st.expander("Cluster sizes and sample passages"):
     rows = []

@@ -167,7 +167,7 @@ else:
 n_passages = sum(len(h.node_ids) for h in drawn)
 c_pass, c_links = st.columns([1, 2], vertical_alignment="bottom")
 with c_pass:
-    state.seed_widget(W_PASSAGES, n_passages <= 40)
+    state.seed_widget(W_PASSAGES, n_passages <= 15)
     show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn part")
 with c_links:
     state.seed_widget(W_TOPLINKS, DEFAULT_TOP_LINKS)
@@ -248,7 +248,9 @@ with left:
                 "cluster · ● dot: passage · red dashed curve: hyper-edge link (same cluster, different sections). "
                 "Click a hyper-edge to inspect it.")
     used = sorted({h.cluster for h in drawn})
-    st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge).")
+    st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge)."
+               + (" Links join hyper-edges of different sections: draw one cluster or the whole document to see them."
+                  if n_drawn == 0 and links and view == "section" else ""))
     st.caption(f"Hyper-edges drawn: {len(drawn)} of {len(hes)}"
                + (f" ({len(labelled)} labelled, the most connected; hover for the others)."
                   if len(labelled) < len(drawn) else ".")

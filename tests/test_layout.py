@@ -133,3 +133,17 @@ def test_worker_exits_when_another_holds_the_queue(tmp_path):
         r = subprocess.run([sys.executable, "-m", "docmaster_core.index.layout_worker", str(q.dir)],
                            capture_output=True, timeout=120)
     assert r.returncode == 0 and q.pending() == 1  # left for the worker holding the lock
+
+
+def test_worker_never_outlives_the_app(tmp_path):
+    """Started for a parent process that is not (any more) its parent, the worker leaves
+    the queue for the next start and exits instead of running on as an orphan."""
+    import subprocess
+    import sys
+
+    q = LayoutQueue(tmp_path)
+    q.queue.mkdir(parents=True)
+    np.save(q.queue / "1~0001~doc_y-0000000000000000.npy", np.zeros((10, 4), np.float32))
+    r = subprocess.run([sys.executable, "-m", "docmaster_core.index.layout_worker", str(q.dir), "1"],
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0 and q.pending() == 1 and not list(q.dir.glob("doc_y*.npy"))

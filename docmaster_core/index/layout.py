@@ -15,7 +15,8 @@ so it never runs in the caller: :class:`LayoutQueue` writes the job's input to
 ``layouts/queue/`` and starts one background worker process
 (``python -m docmaster_core.index.layout_worker``) that drains the queue, urgent
 jobs first, at a lower CPU priority. Its exit is collected by a reaper thread (no
-zombie processes). Until a layout is stored the reader gets the first two principal
+zombie processes), and it stops after its current job when the process that started it
+has gone (no orphan). Until a layout is stored the reader gets the first two principal
 components (:func:`pca_2d`) and a status saying why.
 
 Settings: ``settings.ui_umap`` (env ``DOCMASTER_UI_UMAP=off``) turns UMAP off: every
@@ -249,7 +250,8 @@ class LayoutQueue:
             log = open(self.dir / "worker.log", "ab")
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-W", "ignore", "-m", "docmaster_core.index.layout_worker", str(self.dir)],
+                    [sys.executable, "-W", "ignore", "-m", "docmaster_core.index.layout_worker", str(self.dir),
+                     str(os.getpid())],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                     cwd=str(Path(__file__).resolve().parents[2]),
                 )

@@ -1,4 +1,4 @@
-"""The background layout worker: ``python -m docmaster_core.index.layout_worker LAYOUTS_DIR``.
+"""The background layout worker: ``python -m docmaster_core.index.layout_worker LAYOUTS_DIR [PARENT_PID]``.
 
 Drains ``LAYOUTS_DIR/queue/`` (job files ``<priority>~<seq>~<name>.npy`` holding
 float32 (n, d) embeddings, priority ``0`` = someone is waiting for it, ``1`` =
@@ -8,7 +8,10 @@ coordinates (:func:`docmaster_core.index.layout.umap_2d`) to ``LAYOUTS_DIR/<name
 (temporary file + rename) or, on failure, the one-line reason to ``<name>.failed``,
 then deletes the job file. One worker per workspace: a second one exits at once
 (``LAYOUTS_DIR/worker.lock``, ``flock``). Runs at a lower CPU priority (nice +10).
-Exit code 0 when the queue is empty, 2 on bad arguments.
+With ``PARENT_PID`` it stops after the current job once that process (the app that
+started it) has gone, leaving the rest of the queue for the next start: it never
+outlives the app as an orphan. Exit code 0 when the queue is empty or the parent has
+gone, 2 on bad arguments.
 """
 from __future__ import annotations
 
@@ -25,8 +28,9 @@ def _next_job(queue: Path) -> Path | None:
     return jobs[0] if jobs else None
 
 
-def run(layouts: Path) -> int:
-    """Drain the queue of ``layouts``; returns the number of layouts written."""
+def run(layouts: Path, parent: int | None = None) -> int:
+    """Drain the queue of ``layouts`` (stopping early once process ``parent`` has
+    gone); returns the number of layouts written."""
     from .layout import umap_2d
 
     queue = layouts / "queue"
@@ -38,6 +42,8 @@ def run(layouts: Path) -> int:
         except OSError:
             return 0  # another worker drains this queue
         while True:
+            if parent is not None and os.getppid() != parent:
+                return done  # the app that started us has gone: leave the rest for its next start
             job = _next_job(queue)
             if job is None:
                 return done
@@ -69,14 +75,14 @@ def run(layouts: Path) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point; returns the exit code."""
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python -m docmaster_core.index.layout_worker LAYOUTS_DIR", file=sys.stderr)
+    if len(argv) not in (1, 2) or not Path(argv[0]).is_dir() or (len(argv) == 2 and not argv[1].isdigit()):
+        print("usage: python -m docmaster_core.index.layout_worker LAYOUTS_DIR [PARENT_PID]", file=sys.stderr)
         return 2
     try:
         os.nice(10)
     except OSError:
         pass
-    run(Path(argv[0]))
+    run(Path(argv[0]), int(argv[1]) if len(argv) == 2 else None)
     return 0
 
 
