@@ -112,14 +112,15 @@ def render_page_image(
     boxes: Sequence[Sequence[float]] = (),
     labels: Sequence[str] | None = None,
     caption: str | None = None,
+    zoom: float = ZOOM,
 ) -> bool:
-    """Show page ``page`` (1-based) of the document with boxes; returns False (and
-    says why) when the PDF is not available."""
+    """Show page ``page`` (1-based) of the document with boxes, rendered at ``zoom``
+    pixels per PDF point; returns False (and says why) when the PDF is not available."""
     pdf = resolve_pdf(source_path)
     if pdf is None:
         st.info(f"Page image unavailable: the source PDF is not on disk ({one_line(source_path)}).")
         return False
-    img = page_with_boxes(pdf, page, boxes, labels)
+    img = page_with_boxes(pdf, page, boxes, labels, zoom=zoom)
     if img is None:
         st.info(f"Page {page} could not be rendered from {pdf.name}.")
         return False
