@@ -83,6 +83,17 @@ def _run(at: AppTest) -> AppTest:
     return at
 
 
+@pytest.fixture(autouse=True)
+def fresh_chat():
+    """Every test starts with no stored chat conversation: the app keeps it in the
+    workspace (a reload shows it again), and the app tests share one workspace."""
+    root = os.environ.get("DOCMASTER_WORKSPACE_ROOT")
+    if root:
+        for log in Path(root).glob("*/chat/history.json"):
+            log.unlink(missing_ok=True)
+    yield
+
+
 def _open(page: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     _run(at)

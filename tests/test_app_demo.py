@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from test_app import APP, TIMEOUT, _collection, _doc_key, _open, _run, _texts, env, uploaded  # noqa: E402,F401
+from test_app import APP, TIMEOUT, _collection, _doc_key, _open, _run, _texts, env, fresh_chat, uploaded  # noqa: E402,F401
 
 
 def _widget_texts(at: AppTest) -> list[str]:
@@ -505,12 +505,12 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatc
     _run(at)
     at.button(key="w_upload_remove").click()
     _run(at)
-    assert any("Remove 1 document(s) from the workspace: example_paper_sparse_attention.pdf?" in w.value
+    assert any("Remove 1 document from the workspace: example_paper_sparse_attention.pdf?" in w.value
                .replace("\\", "") for w in at.warning)
     assert len(_collection(at)) == 3  # nothing removed before the confirmation
     at.button(key="w_upload_remove_confirm").click()
     _run(at)
-    assert any("Removed 1 document(s): example_paper_sparse_attention.pdf" in s.value.replace("\\", "")
+    assert any("Removed 1 document: example_paper_sparse_attention.pdf" in s.value.replace("\\", "")
                for s in at.success)
     assert sorted(_collection(at)["file"]) == sorted(f for f in EXAMPLE_FILES if "paper" not in f)
     # the run the paper was kept in still shows, the paper marked as removed
@@ -573,3 +573,33 @@ def test_graph_default_selection_is_body_and_positions_never_share_a_row():
             assert len(cells) == len(set(cells))
         ys = sorted(pos[f"h:{h.id}"][1] for h in hes)
         assert min(b - a for a, b in zip(ys, ys[1:])) >= 34
+
+
+def test_chat_history_survives_a_reload(uploaded, env):
+    """Issue 24: the conversation is kept in the workspace, so a reload (a new browser
+    session) shows it again; "Clear chat" empties it for the next session too."""
+    at = _open("pages/chat.py")
+    before = len(at.session_state["dm_chat_history"])
+    at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval?")
+    _run(at)
+    hist = at.session_state["dm_chat_history"]
+    assert len(hist) == before + 2 and hist[-1]["role"] == "assistant"
+    again = _open("pages/chat.py")  # a new session on the same workspace
+    assert again.session_state["dm_chat_history"] == hist
+    assert len(again.chat_message) == len(hist)
+    assert "Which benchmarks are used to evaluate retrieval?" in _texts(again)
+    again.button[[b.label for b in again.button].index("Clear chat")].click()
+    _run(again)
+    assert _open("pages/chat.py").session_state["dm_chat_history"] == []
+
+
+def test_ingest_summary_is_plain_english():
+    from ui.ingest import ingest_summary
+
+    def res(*statuses):
+        return [{"status": s} for s in statuses]
+
+    assert ingest_summary(res("ingested", "failed", "failed")) == "1 of 3 files added to the workspace; 2 failed."
+    assert ingest_summary(res("ingested")) == "1 file added to the workspace."
+    assert ingest_summary(res("ingested", "ingested", "skipped")) == \
+        "2 of 3 files added to the workspace; 1 was already in it."
