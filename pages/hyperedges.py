@@ -210,7 +210,7 @@ def _add_section_chain(sid: int) -> None:
     while cur is not None:
         n = tree.nodes[cur]
         title = tree.title if cur == 0 else n.content
-        _add(Node(id=f"s:{cur}", label=shorten(title or "(document)", 24), title=html.escape(shorten(title, 200)),
+        _add(Node(id=f"s:{cur}", label=shorten(title or "(document)", 20), title=html.escape(shorten(title, 200)),
                   shape="box", color="#e5e7eb", font={"size": 13}, size=14, **_at(f"s:{cur}")))
         parent = n.parent
         if parent is not None:
@@ -241,7 +241,7 @@ for a, b in drawn_links:
                           smooth={"type": "curvedCW", "roundness": 0.35},
                           title="must-link (same PC-KMeans cluster, different sections)"))
 
-left, right = st.columns([3, 2], gap="large")
+left, right = st.columns([2, 1], gap="large")
 with left:
     n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
     st.markdown("**Legend** · grey box: section · coloured box H*n*: hyper-edge, coloured by its PC-KMeans "

@@ -104,7 +104,7 @@ with left:
             and (not only_ev or n.id in highlight)
         }
 
-    b1, b2, b3 = st.columns([1, 1, 2])
+    b1 = b2 = b3 = st.container(horizontal=True)  # buttons side by side, sized to their labels
     if b1.button("Expand all", key=state.doc_key(W_EXPAND_ALL, doc), icon=":material/unfold_more:", disabled=filtering):
         expanded = set(sections_with_children(tree))
     if b2.button("Collapse all", key=state.doc_key(W_COLLAPSE_ALL, doc), icon=":material/unfold_less:",
@@ -122,8 +122,8 @@ with left:
     frame = pd.DataFrame(
         {
             " ": ["▶" if i == current else ("★" if i in highlight else "") for i in rows],
+            "page": [tree.nodes[i].page_start for i in rows],  # before the outline: never pushed out of view
             "outline": [row_label(tree, i, i in open_now) for i in rows],
-            "page": [tree.nodes[i].page_start for i in rows],
         }
     )
     st.dataframe(

@@ -108,7 +108,7 @@ def labelled_hyperedges(hyperedges: Sequence[Any], links: Iterable[tuple[int, in
     return {h.id for h in top} | {selected}
 
 
-def tree_positions(tree: Any, hyperedges: Sequence[Any], show_passages: bool, *, col: float = 230.0,
+def tree_positions(tree: Any, hyperedges: Sequence[Any], show_passages: bool, *, col: float = 170.0,
                    row: float = 34.0, passage_row: float = 20.0) -> dict[str, tuple[float, float]]:
     """Fixed positions of the graph's nodes, left to right: sections by depth in columns,
     the hyper-edges in the next column, their passages (when shown) in the last; every
