@@ -16,7 +16,7 @@ seconds from the click / key press until the app's rerun has finished in the bro
 * Filter: for each condition, typing it and clicking "Run filter with A and B" until
   both per-document decision tables (one row per workspace document) are drawn.
 
-The app writes to the workspace (indexes per parameter set, filter runs, UMAP cache,
+The app writes to the workspace (indexes per parameter set, filter runs, 2-D layouts,
 LLM cache): pass ``--copy`` to benchmark a temporary copy and leave it untouched.
 
 Usage::
@@ -74,17 +74,22 @@ def _summary(xs: list[float]) -> dict[str, float]:
 
 
 def _wait_umap(page, timeout: float) -> float:
-    """Wait until the clusters chart shows UMAP (the PCA-while-UMAP caption is gone);
-    returns the seconds waited (``timeout`` when it never came)."""
+    """Wait until the clusters chart can show UMAP: the page's "UMAP layout not ready
+    yet" notice gives way to the "Switch to the UMAP layout" button (pressed here), or
+    no notice is shown (the layout was stored already); returns the seconds waited
+    (``timeout`` when it never came)."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout:
-        if page.get_by_text("Showing PCA while UMAP").count() == 0:
+        switch = page.get_by_role("button", name="Switch to the UMAP layout")
+        if switch.count():
+            switch.first.click()
             try:
-                wait_idle(page, timeout=30)
+                wait_idle(page, timeout=60)
             except TimeoutError:
                 pass
-            if page.get_by_text("Showing PCA while UMAP").count() == 0:
-                return time.perf_counter() - t0
+            return time.perf_counter() - t0
+        if page.get_by_text("UMAP layout not ready yet").count() == 0:
+            return time.perf_counter() - t0
         time.sleep(0.5)
     return timeout
 
