@@ -10,7 +10,7 @@ import streamlit as st
 
 from docmaster_core.errors import WorkspaceError
 from ui import state
-from ui.render import render_node_content, render_page_image, section_line
+from ui.render import render_node_content, render_page_image, section_line, vector_bars
 from ui.layout import page_header
 from ui.text import md_escape
 from ui.tree_view import CARET_CLOSED, CARET_OPEN, TYPE_ICON, expand_to, row_label, sections_with_children, toggle, visible_rows
@@ -211,7 +211,9 @@ with right:
             c[3].metric("std", f"{float(v.std()):.3f}")
             if node.parent is not None:
                 st.caption(f"cosine to parent #{node.parent}: {float(v @ np.asarray(emb[node.parent])):.3f}")
-            st.bar_chart(pd.DataFrame({"component": np.arange(v.shape[0]), "value": v}), x="component", y="value", height=180)
+            # a picture, not a chart: the page loads no charting library for it
+            st.image(vector_bars(v), caption=f"the {v.shape[0]} components (blue > 0, red < 0; "
+                     f"scaled to the largest, {float(np.abs(v).max()):.3f})", width="stretch")
             sims = np.asarray(emb, dtype=np.float32) @ v
             sims[node.id] = -np.inf
             top = np.argsort(-sims)[:5]
