@@ -11,6 +11,10 @@ ingested with the real embedder, and the app started as the README says with UMA
    n - maximum overlap matching points change), and one name keeps one colour.
 3. The hyper-edge graph of the Transformer paper opens on a body hyper-edge, not on its
    front matter (the copyright notice), and its graph is drawn when the page is done.
+4. The first five minutes on an empty workspace: the example collection, its filter,
+   the Chat's scope kept across page switches, the example question answered ("six
+   months") from all documents, the examples removed in one click, ``docmaster check``
+   passing.
 
 Skipped unless the ``playwright`` package and a Chromium binary are present.
 """
@@ -207,3 +211,61 @@ def test_graph_opens_on_a_body_hyperedge_not_front_matter(umap_server):
         frame = page.frame_locator("iframe[title*='agraph']").first
         assert frame.locator("canvas").count() >= 1
         assert exception_count(page) == 0
+
+
+@pytest.fixture(scope="module")
+def empty_server(tmp_path_factory):
+    """The app (UMAP off) on an empty workspace: the README's first five minutes."""
+    pytest.importorskip("playwright.sync_api")
+    root = tmp_path_factory.mktemp("browser_first_minutes")
+    with app_server(root, root / "ws", root / "server.log", {"DOCMASTER_UI_UMAP": "off"}) as url:
+        yield url, root / "ws"
+
+
+def test_first_five_minutes_chat_scope_example_answer_and_removal(empty_server):
+    """The example collection, its suggested filter, the Chat's scope kept across page
+    switches, the example question answered from all documents, the examples removed
+    in one click and ``docmaster check`` passing afterwards."""
+    from playwright.sync_api import expect
+
+    from docmaster_core import cli
+    from docmaster_core.examples import EXAMPLE_QUESTION
+    from support.browser_driver import decision_tables_ready, navigate, run_filter_button
+
+    url, ws = empty_server
+    with chromium() as page:
+        open_page(page, url)
+        timed(page, page.get_by_role("button", name="Load an example collection").click, timeout=600)
+        wait_idle(page, timeout=300)
+        assert page.get_by_text("Examples loaded").count() == 1
+        navigate(page, "Filter")
+        wait_idle(page)
+        button = run_filter_button(page)
+        expect(button).to_be_enabled(timeout=30_000)
+        timed(page, button.click, timeout=300, until=lambda: decision_tables_ready(page, 3))
+
+        navigate(page, "Chat")
+        wait_idle(page)
+        assert page.get_by_text("Answering from: all 3 documents").count() == 1  # the default
+        timed(page, page.get_by_text("documents kept by the last filter run (1)").click)
+        assert page.get_by_text(re.compile(r"Answering from: the 1 document kept by filter run \d+ \(of 3\)")).count() == 1
+        navigate(page, "Upload")
+        navigate(page, "Chat")  # the choice stays for the session
+        wait_idle(page)
+        assert page.get_by_text(re.compile(r"Answering from: the 1 document kept by filter run")).count() == 1
+        timed(page, page.get_by_text("all documents (3)").click)
+        box = page.locator("[data-testid='stChatInputTextArea']")
+        box.fill(EXAMPLE_QUESTION)
+        timed(page, lambda: box.press("Enter"), timeout=300)
+        wait_idle(page)
+        answer = page.locator("[data-testid='stChatMessage']").last.inner_text()
+        assert "six months" in answer, answer
+        assert exception_count(page) == 0
+
+        navigate(page, "Upload")
+        wait_idle(page)
+        timed(page, page.get_by_role("button", name="Remove the example documents").click, timeout=300)
+        wait_idle(page)
+        assert page.get_by_text("Removed 3 documents").count() == 1
+        assert exception_count(page) == 0
+    assert cli.main(["check", "--workspace", str(ws)]) == 0
