@@ -71,9 +71,22 @@ def document_layout(dm: Any, workspace: str, doc_id: str, added_at: float) -> di
             "status": lay.status, "name": lay.name}
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _ready_collection_layout(_dm: Any, workspace: str, docs_key: tuple) -> dict[str, Any] | None:
+    lay = _dm.collection_layout([d for d, _ in docs_key])
+    if lay.status not in ("ready", "too few points", "disabled"):
+        return None
+    return {"coords": lay.coords, "node_ids": lay.node_ids, "doc_ids": lay.doc_ids, "method": lay.method,
+            "status": lay.status, "name": lay.name}
+
+
 def collection_layout(dm: Any, doc_ids: list[str]) -> dict[str, Any]:
     """The layout of the TEXT nodes of ``doc_ids`` (rows in that order), as
-    :func:`document_layout`."""
+    :func:`document_layout` (a stored one is memoised by the documents' versions)."""
+    docs_key = tuple((d, float(dm.document(d).added_at or 0.0)) for d in doc_ids)
+    got = _ready_collection_layout(dm, str(dm.path), docs_key)
+    if got is not None:
+        return got
     lay = dm.collection_layout(doc_ids)
     return {"coords": lay.coords, "node_ids": lay.node_ids, "doc_ids": lay.doc_ids, "method": lay.method,
             "status": lay.status, "name": lay.name}
