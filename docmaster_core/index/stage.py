@@ -179,6 +179,11 @@ class IndexStage:
 
         return LayoutQueue(self.ws.path)
 
+    def _text_ids(self, doc_id: str) -> np.ndarray:
+        """(m,) int64 ids of the document's TEXT nodes, ascending (one query; no tree built)."""
+        rows = self.ws.node_columns(doc_id, ("node_id", "type"))
+        return np.asarray([int(i) for i, t in rows if t == "TEXT"], dtype=np.int64)
+
     def _doc_layout_name(self, rec: Any) -> str:
         from .layout import layout_name
 
@@ -202,8 +207,7 @@ class IndexStage:
         from .layout import Layout2D
 
         rec = self.ws.document(doc_id)
-        tree = self.ws.load_tree(rec.doc_id)
-        ids = tree.text_node_ids().astype(np.int64)
+        ids = self._text_ids(rec.doc_id)
         X = np.asarray(self.ws.load_embeddings(rec.doc_id, mmap=True)[ids], dtype=np.float32)
         name = self._doc_layout_name(rec)
         coords, method, status = self._layout_queue().layout(name, X, enabled=self.settings.ui_umap, urgent=urgent)
@@ -224,7 +228,7 @@ class IndexStage:
         recs = [self.ws.document(d) for d in doc_ids] if doc_ids is not None else self.ws.documents()
         parts, X_parts, ids_parts, docs_col = [], [], [], []
         for rec in recs:
-            ids = self.ws.load_tree(rec.doc_id).text_node_ids().astype(np.int64)
+            ids = self._text_ids(rec.doc_id)
             X_parts.append(np.asarray(self.ws.load_embeddings(rec.doc_id, mmap=True)[ids], dtype=np.float32))
             ids_parts.append(ids)
             docs_col.extend([rec.doc_id] * int(ids.size))
@@ -257,7 +261,7 @@ class IndexStage:
             if (int((rec.counts or {}).get("TEXT", 0)) < MIN_UMAP_POINTS or q.path(name).is_file()
                     or q.queued(name) or q.failure(name) is not None):
                 continue
-            ids = self.ws.load_tree(rec.doc_id).text_node_ids().astype(np.int64)
+            ids = self._text_ids(rec.doc_id)
             X = np.asarray(self.ws.load_embeddings(rec.doc_id, mmap=True)[ids], dtype=np.float32)
             q.enqueue(name, X, urgent=False)
             n += 1
