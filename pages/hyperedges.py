@@ -287,10 +287,21 @@ if clicked and clicked != state.get(state.HYPEREDGE_CLICK):
         st.rerun()  # redraw with the new highlight (same layout: fixed random seed)
 
 with right:
+    def _follow_selection() -> None:
+        """A hyper-edge chosen here that is not drawn brings its section (or cluster) into view."""
+        sel = st.session_state.get(W_HE)
+        if sel not in he_by_id or sel in drawn_ids:
+            return
+        if view == "cluster":
+            st.session_state[W_SCOPE_CLUSTER] = he_by_id[sel].cluster
+        elif view == "section":
+            st.session_state[W_SCOPE_SECTION] = readable_section(tree, hes, sel)
+
     he_id = st.selectbox(
         "Hyper-edge",
         [h.id for h in hes],
         key=W_HE,
+        on_change=_follow_selection,
         format_func=lambda i: f"H{i} · C{he_by_id[i].cluster} · {len(he_by_id[i].node_ids)} passages · "
         + shorten(he_by_id[i].summary, 60),
     )
