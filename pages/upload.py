@@ -167,17 +167,17 @@ if rows:
     c2.metric("Pages", int(df["pages"].sum()))
     c3.metric("Nodes", int(df["nodes"].sum()))
     st.caption("Newest first. Tick rows to remove documents from the workspace.")
-    # sized to fit the frame: the text columns share what the small number columns leave
-    small = {c: st.column_config.NumberColumn(c, width=58) for c in
+    # sized to fit the frame (~900 px at a 1400 px window): the doc_id stays in the data, not on screen
+    small = {c: st.column_config.NumberColumn(c, width=46) for c in
              ("pages", "nodes", "titles", "texts", "tables", "images", "equations")}
     event = st.dataframe(df, hide_index=True, width="stretch", key=f"w_upload_collection_{notice.get('gen', 0)}",
                          on_select="rerun", selection_mode="multi-row",
-                         column_config={"file": st.column_config.TextColumn("file", width=220),
-                                        "title": st.column_config.TextColumn("title", width=220),
-                                        "added": st.column_config.TextColumn("added", width=118),
-                                        "parser": st.column_config.TextColumn("parser", width=70),
-                                        "status": st.column_config.TextColumn("status", width=70),
-                                        "doc_id": st.column_config.TextColumn("doc_id", width=90), **small})
+                         column_order=[c for c in df.columns if c != "doc_id"],
+                         column_config={"file": st.column_config.TextColumn("file", width=180),
+                                        "title": st.column_config.TextColumn("title", width=150),
+                                        "added": st.column_config.TextColumn("added", width=110),
+                                        "parser": st.column_config.TextColumn("parser", width=60),
+                                        "status": st.column_config.TextColumn("status", width=60), **small})
     picked = [rows[i]["doc_id"] for i in selected_rows(event) if i < len(rows)]
     examples = example_doc_ids(dm)
     b1, b2, _ = st.columns([1, 1, 2])
