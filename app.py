@@ -4,12 +4,16 @@ Sets the page config, fills the session state with its defaults, draws the share
 sidebar settings panel and runs the chosen page. Pages live in ``pages/``; the glue
 they share lives in ``ui/``. Run with ``streamlit run app.py``.
 """
+from pathlib import Path
+
 import streamlit as st
 
 from ui.sidebar import render_sidebar
 from ui.state import ROUTER_ACTIVE, init_state
 
-st.set_page_config(page_title="DocMaster", page_icon=":material/account_tree:", layout="wide")
+# a local image: a Material icon or emoji favicon is fetched from a font / emoji server (fails offline)
+st.set_page_config(page_title="DocMaster", page_icon=str(Path(__file__).with_name("ui") / "assets" / "favicon.png"),
+                   layout="wide")
 init_state()
 
 pages = [

@@ -208,7 +208,27 @@ class DocMaster(IngestStage, IndexStage):
                 recs.setdefault(rec.doc_id, rec)
             self.ws.remove_documents(list(recs))
             self._refresh_collection_store()
+            from .index.layout import remove_layouts
+
+            remove_layouts(self.ws.path, list(recs))  # their 2-D layouts and every collection layout
         return list(recs.values())
+
+    def chat_log(self) -> list[dict[str, Any]]:
+        """The app's stored chat conversation (oldest first; ``[]`` when none), see
+        :mod:`docmaster_core.qa.chat_log`."""
+        from .qa.chat_log import load_chat_log
+
+        return load_chat_log(self.ws.path)
+
+    def save_chat_log(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Store the app's chat conversation in the workspace (``[]`` clears it).
+
+        Raises:
+            OSError: the workspace is not writable.
+        """
+        from .qa.chat_log import save_chat_log
+
+        save_chat_log(self.ws.path, [dict(m) for m in messages])
 
     def _refresh_collection_store(self) -> None:
         """Rebuild the derived collection vector store after a removal (best effort: a

@@ -1,7 +1,8 @@
 """Chat: follow-up questions over all documents (the default), the documents kept by the
 last filter run (the workspace's newest saved run, as ``docmaster ask`` without
 ``--all``) or a chosen set, answered with cited passages. The scope is chosen once per
-session and shown above the chat input; the conversation is kept for the session."""
+session and shown above the chat input; the conversation is kept in the workspace, so a
+reload shows it again ("Clear chat" empties it)."""
 from __future__ import annotations
 
 import functools
@@ -19,6 +20,7 @@ from ui.widgets import documents_or_stop, open_docmaster_or_stop
 W_SCOPE = "w_chat_scope"
 W_DOCS = "w_chat_docs"
 W_INPUT = "w_chat_input"
+K_LOADED_FOR = "dm_chat_loaded_for"  # the workspace whose stored conversation this session has loaded
 
 
 page_header("Chat")
@@ -55,11 +57,26 @@ with c2:
                                 else "no kept document is in the workspace")))
 sc = chat_scope(scope, list(by_id), chosen, last)
 
+# the conversation is kept in the workspace: a reload (a new session) shows it again
+if st.session_state.get(K_LOADED_FOR) != str(dm.path):
+    st.session_state[K_LOADED_FOR] = str(dm.path)
+    state.put(state.CHAT_HISTORY, dm.chat_log())
 history = state.get(state.CHAT_HISTORY) or []
+
+
+def _save(messages: list) -> None:
+    try:
+        dm.save_chat_log(messages)
+    except OSError as e:
+        st.warning(md_escape(f"The conversation could not be saved in the workspace ({e}); it is kept for this "
+                             "session only."))
+
+
 top = st.columns([5, 1])
 with top[1]:
     if st.button("Clear chat", icon=":material/delete:", disabled=not history):
         state.put(state.CHAT_HISTORY, [])
+        _save([])
         st.rerun()
 
 search_all = functools.partial(search_all_later, scope_widget=W_SCOPE)
@@ -91,4 +108,5 @@ if question and sc["doc_ids"]:
                     "error": res.get("error"), "question": question, "scope": sc["scope"],
                     "scope_label": sc["label"], "n_scope": sc["n"], "n_all": sc["n_all"]})
     state.put(state.CHAT_HISTORY, history)
+    _save(history)
     st.rerun()  # drawn again from the history: renumbered citations, linked markers

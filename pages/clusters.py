@@ -12,10 +12,10 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
-from ui.cluster_colors import match_colors
+from ui.cluster_colors import match_clusters
 from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
 from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
-from ui.projection import get_projection, projection_key
+from ui.projection import SHOWN_METHOD, collection_layout, document_layout, pca_2d, shown_method, status_line
 from ui.layout import page_header
 from ui.text import hover_escape, md_escape, shorten
 from ui.widgets import choose_document, documents_or_stop, load_tree_cached, open_docmaster_or_stop
@@ -100,8 +100,14 @@ if mode == "document":
     pages = [tree.nodes[int(i)].page_start for i in ids]
     sections = [" › ".join(tree.nodes[int(i)].section_path[-2:]) for i in ids]
     files = [rec.file_name] * ids.size
-    key = projection_key("doc", ws, rec.doc_id, rec.added_at, int(ids.size))
+    doc_of = [rec.doc_id] * int(ids.size)
+    key = f"doc|{ws}|{rec.doc_id}|{rec.added_at}|{int(ids.size)}"
     stats = idx.stats
+    try:
+        lay = document_layout(dm, ws, rec.doc_id, rec.added_at)
+    except DocMasterError as e:
+        lay = None
+        layout_error = str(e)
 else:
     docs_key = tuple((d.doc_id, d.added_at) for d in docs)
     try:
@@ -128,25 +134,69 @@ else:
     pages = [trees[d].nodes[int(i)].page_start for d, i in zip(doc_of, ids)]
     sections = [" › ".join(trees[d].nodes[int(i)].section_path[-2:]) for d, i in zip(doc_of, ids)]
     files = [by_id[d].file_name for d in doc_of]
-    key = projection_key("collection", ws, docs_key, int(ids.size))
+    key = f"collection|{ws}|{docs_key}|{int(ids.size)}"
     stats = coll["stats"]
+    try:
+        lay = collection_layout(dm, list(coll["doc_ids"]))
+    except DocMasterError as e:
+        lay = None
+        layout_error = str(e)
 
-coords, method, umap_state = get_projection(ws, key, emb)
+
+def _switch_to_umap(layout: dict) -> None:
+    shown = dict(state.get(SHOWN_METHOD) or {})
+    shown[layout["name"]] = "UMAP"
+    state.put(SHOWN_METHOD, shown)
+
+
+# the engine's stored layout (UMAP), or PCA while it is computed in the background; rows
+# aligned to the clustering's points by (document, node)
+row_of = {}
+if lay is not None:
+    row_of = {(d, int(n)): r for r, (d, n) in enumerate(zip(lay["doc_ids"], lay["node_ids"].tolist()))}
+point_rows = [row_of.get((d, int(i))) for d, i in zip(doc_of, ids)]
+if lay is None or any(r is None for r in point_rows):
+    coords, method, umap_state = pca_2d(emb), "PCA", ("failed: " + layout_error if lay is None
+                                                       else "failed: the stored layout does not match the nodes")
+    held = False
+else:
+    method = shown_method(lay)
+    umap_state = lay["status"]
+    held = method == "PCA" and lay["method"] == "UMAP"  # drawn in PCA before: kept until the user switches
+    coords = lay["coords"][np.asarray(point_rows, dtype=np.int64)] if method == lay["method"] else pca_2d(emb)
+
+# names and colours follow the clusters' content across slider moves: new clusters are
+# matched to the previous drawing's by member overlap (ui.cluster_colors.match_clusters)
+point_keys = [int(i) for i in ids] if mode == "document" else list(zip(doc_of, (int(i) for i in ids)))
+names_key = f"dm_cluster_names_{mode}_{rec.doc_id if mode == 'document' else 'collection'}"
+stable = match_clusters(st.session_state.get(names_key), point_keys, [int(c) for c in labels])
+st.session_state[names_key] = {k: stable[int(c)] for k, c in zip(point_keys, labels)}
+n_drawn = len(set(stable.values()))
 
 m = st.columns(5)
 m[0].metric("TEXT nodes", int(ids.size))
-m[1].metric("clusters", int(stats.get("clusters", len(set(labels.tolist())))))
+m[1].metric("clusters", n_drawn,
+            help=f"Clusters drawn in the chart (K = {params['K']} asked; PC-KMeans can leave clusters empty).")
 m[2].metric(MUST_PAIRS_LABEL, int(stats.get("must", 0)), help=MUST_PAIRS_HELP)
 m[3].metric("cannot-link pairs", int(stats.get("cannot", 0)),
             help="Passage pairs the LLM labelled cannot-link: PC-KMeans pays w to put them in one cluster.")
 m[4].metric("violated", int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
             help="anchor constraints violated by the final assignment")
+n_must, n_cannot = int(stats.get("must", 0)), int(stats.get("cannot", 0))
+n_violated = int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0))
+if n_must + n_cannot == 0:
+    st.caption(f"w has nothing to act on: this clustering has no must-link or cannot-link pairs (k = {params['k']}), "
+               "so moving the w slider changes nothing. Raise k to label anchor pairs.")
+elif n_violated == 0:
+    st.caption(f"w has nothing to act on at w = {params['w']:g}: none of the {n_must} must-link and {n_cannot} "
+               "cannot-link pairs is violated, so a larger w has nothing to penalise"
+               + (" (there are no cannot-links)." if n_cannot == 0 else "."))
 
 frame = pd.DataFrame(
     {
         "x": coords[:, 0],
         "y": coords[:, 1],
-        "cluster": [f"C{int(c)}" for c in labels],
+        "cluster": [f"C{stable[int(c)]}" for c in labels],
         "node": [int(i) for i in ids],
         "page": pages,
         **_hover_columns(key, files, sections, texts),
@@ -159,17 +209,12 @@ show_file = mode == "collection"
 hover = ("cluster %{customdata[0]} · node %{customdata[1]} · page %{customdata[2]}<br>"
          + ("file %{customdata[3]}<br>" if show_file else "")
          + "section %{customdata[4]}<br>%{customdata[5]}<extra></extra>")
-# colours follow their group across slider changes: matched to the previous drawing by overlap
-point_keys = [int(i) for i in ids] if mode == "document" else list(zip(doc_of, (int(i) for i in ids)))
-colour_key = f"dm_cluster_colours_{mode}_{rec.doc_id if mode == 'document' else 'collection'}"
-colour_of = match_colors(st.session_state.get(colour_key), point_keys, [int(c) for c in labels], len(palette))
-st.session_state[colour_key] = {k: colour_of[int(c)] for k, c in zip(point_keys, labels)}
 fig = go.Figure()
 for c in order:
     sub = frame[frame["cluster"] == c]
     fig.add_trace(go.Scatter(
         x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=c,
-        marker={"size": 9, "opacity": 0.85, "color": palette[colour_of[int(c[1:])]],
+        marker={"size": 9, "opacity": 0.85, "color": palette[int(c[1:]) % len(palette)],
                 "line": {"width": 0.5, "color": "white"}},
         customdata=sub[["cluster", "node", "page", "file", "section", "passage"]].to_numpy(dtype=object),
         hovertemplate=hover,
@@ -182,27 +227,29 @@ fig.update_layout(
     yaxis={"title": f"{method} 2", "showticklabels": False},
     title={"text": f"{method} projection of {int(ids.size)} TEXT nodes", "font": {"size": 14}},
 )
-st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
-if method == "PCA":
-    if umap_state == "running":
-        st.caption("Showing PCA while UMAP is computed in the background (the first run compiles numba, ~30 s); "
-                   "the chart switches to UMAP when it is ready.")
+if held:
+    st.info("The UMAP layout of this view is ready. The chart stays on PCA until you switch.")
+    st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
+              icon=":material/scatter_plot:")
+elif method == "PCA":
+    if umap_state == "computing":
+        st.info(status_line(umap_state), icon=":material/hourglass_top:")
+    else:
+        st.caption(md_escape(status_line(umap_state)))
+    if umap_state == "computing":
+        _name = lay["name"]
 
         @st.fragment(run_every=3)
         def _wait_for_umap() -> None:
-            from ui.projection import umap_status
-
-            if umap_status(ws, key) != "running":
-                st.rerun()
+            if dm.layout_status(_name) == "ready":
+                st.info("The UMAP layout of this view is ready. The chart stays on PCA until you switch.")
+                if st.button("Switch to the UMAP layout", key="w_clusters_to_umap_f", icon=":material/scatter_plot:"):
+                    _switch_to_umap(lay)
+                    st.rerun()
 
         _wait_for_umap()
-    elif umap_state.startswith("failed"):
-        st.caption(md_escape(f"UMAP failed ({umap_state[8:]}); showing PCA."))
-    elif umap_state == "too few points":
-        st.caption("Too few nodes for UMAP; showing PCA.")
-    elif umap_state == "disabled":
-        st.caption("UMAP disabled (DOCMASTER_UI_UMAP=off); showing PCA.")
 
+st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
 sizes = frame.groupby("cluster", sort=False).size().reindex(order)
 with st.expander("Cluster sizes and sample passages"):
     rows = []

@@ -9,7 +9,7 @@ import streamlit as st
 from streamlit_agraph import Config, Edge, Node, agraph
 
 from docmaster_core.errors import DocMasterError
-from docmaster_core.index.hyperedges import unlinked_hyperedges
+from docmaster_core.index.hyperedges import hyperedge_roles
 from ui import state
 from ui.indexing import (
     HE_LINKS_HELP,
@@ -21,6 +21,15 @@ from ui.indexing import (
     load_document_index,
     top_links,
 )
+from ui.graph import (
+    READABLE_HYPEREDGES,
+    default_hyperedge,
+    labelled_hyperedges,
+    parent_section,
+    readable_section,
+    section_counts,
+    tree_positions,
+)
 from ui.render import render_page_image, section_line
 from ui.layout import page_header
 from ui.text import md_escape, shorten
@@ -30,11 +39,13 @@ W_DOC = "w_he_doc"
 W_HE = "w_he_select"
 W_PASSAGES = "w_he_passages"
 W_SECTIONS = "w_he_sections"
+W_VIEW = "w_he_view"  # "section" | "cluster" | "all"
+W_SCOPE_SECTION = "w_he_scope_section"
+W_SCOPE_CLUSTER = "w_he_scope_cluster"
 W_TOPLINKS = "w_he_top_links"  # shared by all documents: how many links per hyper-edge to draw
 DEFAULT_TOP_LINKS = 2
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c",
            "#4f46e5", "#0d9488", "#9333ea", "#ca8a04", "#e11d48", "#059669"]
-MAX_DRAWN = 250
 
 
 def _color(cluster: int) -> str:
@@ -48,7 +59,8 @@ if rec is None:
     st.stop()
 tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
 # this document's widget keys: switching documents draws new widgets, no stale labels
-W_HE, W_PASSAGES, W_SECTIONS = (state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_SECTIONS))
+W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER = (
+    state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER))
 params = index_params()
 st.caption(
     f"Index parameters: alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} "
@@ -72,7 +84,8 @@ if not hes:
     st.warning("This document has no hyper-edges (no TEXT nodes).")
     st.stop()
 # front and back matter get no links (the engine's rule; also applied to indexes stored before it)
-_unlinked = unlinked_hyperedges(tree, hes)
+roles = hyperedge_roles(tree, hes)
+_unlinked = {i for i, r in roles.items() if r in ("front", "back")}
 links = [(a, b) for a, b in map(lambda r: tuple(map(int, r)), idx.hyperedge_links.tolist())
          if a not in _unlinked and b not in _unlinked]
 label_of = idx.label_of()
@@ -88,33 +101,74 @@ m[3].metric(HE_LINKS_LABEL, len(links), help=HE_LINKS_HELP)
 m[4].metric(MUST_PAIRS_LABEL, int(s.get("must", 0)), help=MUST_PAIRS_HELP)
 m[5].metric("clusters", int(s.get("clusters", 0)))
 
-# ---------------------------------------------------------------- which part to draw
-section_ids = sorted({h.section_id for h in hes})
-if len(hes) > MAX_DRAWN:
-    first, total = [], 0
-    for sid in section_ids:
-        n_he = sum(h.section_id == sid for h in hes)
-        if total + n_he > MAX_DRAWN and first:
-            break
-        first.append(sid)
-        total += n_he
-    if st.session_state.get(W_SECTIONS) is None or not set(st.session_state[W_SECTIONS]) <= set(section_ids):
-        st.session_state[W_SECTIONS] = first
-    chosen = st.multiselect(
-        f"Sections to draw ({len(hes)} hyper-edges in all; drawing many at once is slow)",
-        section_ids,
-        key=W_SECTIONS,
-        format_func=lambda i: shorten(tree.title if i == 0 else tree.nodes[i].content, 60),
-    )
-    drawn_sections = set(chosen)
+# ---------------------------------------------------------------- selection and which part to draw
+# Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
+# Streamlit identifies it by its arguments. Were the highlight to change between the first
+# run and the run a click triggers, the click would land on a new component (value None,
+# new layout) and be lost. The first selection is the most connected body hyper-edge.
+_remembered = (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id)
+if st.session_state.get(W_HE) not in he_by_id:
+    st.session_state[W_HE] = _remembered if _remembered in he_by_id else default_hyperedge(hes, roles, links)
+selected_he = st.session_state[W_HE]
+
+counts = section_counts(tree, hes)
+section_ids = sorted(s_ for s_ in counts)
+clusters_all = sorted({h.cluster for h in hes})
+large = len(hes) > READABLE_HYPEREDGES
+
+
+def _section_name(i: int) -> str:
+    title = tree.title or rec.file_name if i == 0 else tree.nodes[i].content
+    return shorten(("Whole document: " if i == 0 else "") + (title or "(untitled)"), 60) + f" ({counts.get(i, 0)} hyper-edges)"
+
+
+def _widen() -> None:
+    cur = st.session_state.get(W_SCOPE_SECTION)
+    up = parent_section(tree, cur, counts) if cur in counts else None
+    st.session_state[W_SCOPE_SECTION] = 0 if up is None else up
+
+
+state.seed_widget(W_VIEW, "section" if large else "all")
+v1, v2, v3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+with v1:
+    view = st.radio("Draw", ["section", "cluster", "all"], key=W_VIEW, horizontal=True,
+                    format_func={"section": "one section", "cluster": "one cluster", "all": "whole document"}.get,
+                    help=f"{len(hes)} hyper-edges in all; about {READABLE_HYPEREDGES} fit the frame at a readable size.")
+with v2:
+    if view == "section":
+        if st.session_state.get(W_SCOPE_SECTION) not in counts:
+            st.session_state[W_SCOPE_SECTION] = readable_section(tree, hes, selected_he)
+        scope_sid = st.selectbox("Section (with its subsections)", section_ids, key=W_SCOPE_SECTION,
+                                 format_func=_section_name)
+    elif view == "cluster":
+        if st.session_state.get(W_SCOPE_CLUSTER) not in clusters_all:
+            st.session_state[W_SCOPE_CLUSTER] = he_by_id[selected_he].cluster
+        scope_cluster = st.selectbox("Cluster", clusters_all, key=W_SCOPE_CLUSTER,
+                                     format_func=lambda c: f"C{c} ({sum(h.cluster == c for h in hes)} hyper-edges)")
+with v3:
+    if view == "section":
+        st.button("Widen", key=state.doc_key("w_he_widen", rec.doc_id), on_click=_widen, icon=":material/zoom_out:",
+                  disabled=st.session_state.get(W_SCOPE_SECTION) == 0,
+                  help="Draw the enclosing section (the whole document at the top)")
+if view == "section":
+    def _under(sid: int, top: int) -> bool:
+        cur = sid
+        while cur is not None:
+            if cur == top:
+                return True
+            cur = tree.nodes[cur].parent
+        return False
+
+    drawn = [h for h in hes if _under(int(h.section_id), scope_sid)]
+elif view == "cluster":
+    drawn = [h for h in hes if h.cluster == scope_cluster]
 else:
-    drawn_sections = set(section_ids)
-drawn = [h for h in hes if h.section_id in drawn_sections]
+    drawn = list(hes)
 n_passages = sum(len(h.node_ids) for h in drawn)
 c_pass, c_links = st.columns([1, 2], vertical_alignment="bottom")
 with c_pass:
-    state.seed_widget(W_PASSAGES, n_passages <= 60)
-    show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn sections")
+    state.seed_widget(W_PASSAGES, n_passages <= 15)
+    show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn part")
 with c_links:
     state.seed_widget(W_TOPLINKS, DEFAULT_TOP_LINKS)
     per_edge = st.slider("Links drawn per hyper-edge (its most similar partners)", 0, 10, key=W_TOPLINKS,
@@ -138,13 +192,26 @@ def _add(node: Node) -> None:
         nodes.append(node)
 
 
+# fixed positions (ui.graph.tree_positions): the browser draws at once, without a physics
+# simulation settling after the page has finished, and no two labels share a row
+pos = tree_positions(tree, drawn, show_passages)
+drawn_ids = {h.id for h in drawn}
+labelled = labelled_hyperedges(drawn, [ab for ab in drawn_links if ab[0] in drawn_ids and ab[1] in drawn_ids],
+                               selected_he)
+
+
+def _at(nid: str) -> dict:
+    x, y = pos.get(nid, (0.0, 0.0))
+    return {"x": x, "y": y}
+
+
 def _add_section_chain(sid: int) -> None:
     cur = sid
     while cur is not None:
         n = tree.nodes[cur]
         title = tree.title if cur == 0 else n.content
-        _add(Node(id=f"s:{cur}", label=shorten(title or "(document)", 28), title=html.escape(shorten(title, 200)),
-                  shape="box", color="#e5e7eb", font={"size": 13}, size=14))
+        _add(Node(id=f"s:{cur}", label=shorten(title or "(document)", 20), title=html.escape(shorten(title, 200)),
+                  shape="box", color="#e5e7eb", font={"size": 13}, size=14, **_at(f"s:{cur}")))
         parent = n.parent
         if parent is not None:
             eid = f"s:{parent}->s:{cur}"
@@ -154,53 +221,53 @@ def _add_section_chain(sid: int) -> None:
         cur = parent
 
 
-# Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
-# Streamlit identifies it by its arguments. Were the highlight to change between the first
-# run and the run a click triggers, the click would land on a new component (value None,
-# new layout) and be lost.
-_remembered = (state.get(state.HYPEREDGE_BY_DOC) or {}).get(rec.doc_id)
-if st.session_state.get(W_HE) not in he_by_id:
-    st.session_state[W_HE] = _remembered if _remembered in he_by_id else hes[0].id
-selected_he = st.session_state[W_HE]
 for h in drawn:
     _add_section_chain(h.section_id)
     chosen_style = {"borderWidth": 4, "color": {"background": _color(h.cluster), "border": "#111827"}} \
         if h.id == selected_he else {"color": _color(h.cluster)}
-    _add(Node(id=f"h:{h.id}", label=f"H{h.id}", title=html.escape(shorten(h.summary, 300)), shape="diamond",
-              size=12 + 3 * min(len(h.node_ids), 6), **chosen_style))
+    _add(Node(id=f"h:{h.id}", label=f"H{h.id}" if h.id in labelled else " ",
+              title=html.escape(f"H{h.id} · C{h.cluster} · " + shorten(h.summary, 300)), shape="box",
+              font={"size": 13, "color": "#ffffff"}, size=12, **chosen_style, **_at(f"h:{h.id}")))
     edges.append(Edge(source=f"s:{h.section_id}", target=f"h:{h.id}", color="#9ca3af", width=1))
     if show_passages:
         for nid in h.node_ids:
             n = tree.nodes[nid]
             _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(shorten(n.content, 300)), shape="dot",
-                      color=_color(label_of.get(nid, -1)), size=7, font={"size": 10}))
+                      color=_color(label_of.get(nid, -1)), size=6, font={"size": 10}, **_at(f"t:{nid}")))
             edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=_color(h.cluster), width=1))
-drawn_ids = {h.id for h in drawn}
 for a, b in drawn_links:
     if a in drawn_ids and b in drawn_ids:
         edges.append(Edge(source=f"h:{a}", target=f"h:{b}", color="#ef4444", width=2, dashes=True,
+                          smooth={"type": "curvedCW", "roundness": 0.35},
                           title="must-link (same PC-KMeans cluster, different sections)"))
 
-left, right = st.columns([3, 2], gap="large")
+left, right = st.columns([2, 1], gap="large")
 with left:
     n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
-    st.markdown("**Legend** · ▭ grey box: section · ◆ diamond: hyper-edge, coloured by its PC-KMeans cluster · "
-                "● dot: passage · red dashed line: hyper-edge link (same cluster, different sections). "
-                "Click a diamond to inspect it.")
+    st.markdown("**Legend** · grey box: section · coloured box H*n*: hyper-edge, coloured by its PC-KMeans "
+                "cluster · ● dot: passage · red dashed curve: hyper-edge link (same cluster, different sections). "
+                "Click a hyper-edge to inspect it.")
     used = sorted({h.cluster for h in drawn})
-    st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge).")
+    st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge)."
+               + (" Links join hyper-edges of different sections: draw one cluster or the whole document to see them."
+                  if n_drawn == 0 and links and view == "section" else ""))
+    st.caption(f"Hyper-edges drawn: {len(drawn)} of {len(hes)}"
+               + (f" ({len(labelled)} labelled, the most connected; hover for the others)."
+                  if len(labelled) < len(drawn) else ".")
+               + ("" if selected_he in drawn_ids else f" The selected H{selected_he} is outside the drawn part."))
     with st.expander(f"Cluster colours ({len(used)} clusters drawn)"):
         legend = pd.DataFrame({"cluster": [f"C{c}" for c in used],
                                "hyper-edges": [sum(h.cluster == c for h in drawn) for c in used],
                                "colour": ["" for _ in used]})
         st.dataframe(legend.style.apply(lambda col: [f"background-color: {_color(c)}" for c in used], subset=["colour"]),
                      hide_index=True, width="content")
-    config = Config(width=900, height=620, directed=True, physics=True, hierarchical=False)
+    height = int(min(720, max(360, 60 + 34 * max(1, sum(1 for k in pos if k.startswith(("h:", "t:")))))))
+    config = Config(width=900, height=height, directed=True, physics=False, hierarchical=False)
     config.width = "100%"  # fill the column instead of a fixed pixel width
-    # options where vis-network expects them: no arrows, physics settles, one layout per graph
+    # no arrows; positions are fixed (no physics), the view fits them
     config.edges = {"arrows": {"to": {"enabled": False}}}
-    config.physics["minVelocity"] = 2
-    config.layout["randomSeed"] = 7  # same graph -> same layout after every rerun
+    config.physics["stabilization"] = {"enabled": False}
+    config.interaction = {"hover": True, "tooltipDelay": 150}
     del config.groups
     clicked = agraph(nodes=nodes, edges=edges, config=config)
 
@@ -220,10 +287,21 @@ if clicked and clicked != state.get(state.HYPEREDGE_CLICK):
         st.rerun()  # redraw with the new highlight (same layout: fixed random seed)
 
 with right:
+    def _follow_selection() -> None:
+        """A hyper-edge chosen here that is not drawn brings its section (or cluster) into view."""
+        sel = st.session_state.get(W_HE)
+        if sel not in he_by_id or sel in drawn_ids:
+            return
+        if view == "cluster":
+            st.session_state[W_SCOPE_CLUSTER] = he_by_id[sel].cluster
+        elif view == "section":
+            st.session_state[W_SCOPE_SECTION] = readable_section(tree, hes, sel)
+
     he_id = st.selectbox(
         "Hyper-edge",
         [h.id for h in hes],
         key=W_HE,
+        on_change=_follow_selection,
         format_func=lambda i: f"H{i} · C{he_by_id[i].cluster} · {len(he_by_id[i].node_ids)} passages · "
         + shorten(he_by_id[i].summary, 60),
     )

@@ -10,10 +10,10 @@ import streamlit as st
 
 from docmaster_core.errors import WorkspaceError
 from ui import state
-from ui.render import render_node_content, render_page_image, section_line
+from ui.render import render_node_content, render_page_image, section_line, vector_bars
 from ui.layout import page_header
 from ui.text import md_escape
-from ui.tree_view import TYPE_ICON, expand_to, row_label, sections_with_children, toggle, visible_rows
+from ui.tree_view import CARET_CLOSED, CARET_OPEN, TYPE_ICON, expand_to, row_label, sections_with_children, toggle, visible_rows
 from ui.widgets import choose_document, load_tree_cached, node_label, open_docmaster_or_stop, selected_rows
 
 W_DOC = "w_tree_doc"
@@ -78,7 +78,7 @@ elif isinstance(ss.get(k_node), int) and ss[k_node] != current and 0 <= ss[k_nod
     current = ss[k_node]  # chosen in the node box: open the branch that leads to it
     expanded = expand_to(tree, expanded, current)
 
-left, right = st.columns([3, 2], gap="large")
+left, right = st.columns([1, 1], gap="large")  # the page image needs the width to be read
 
 # ------------------------------------------------------------------ outline (left)
 with left:
@@ -104,7 +104,7 @@ with left:
             and (not only_ev or n.id in highlight)
         }
 
-    b1, b2, b3 = st.columns([1, 1, 2])
+    b1 = b2 = b3 = st.container(horizontal=True)  # buttons side by side, sized to their labels
     if b1.button("Expand all", key=state.doc_key(W_EXPAND_ALL, doc), icon=":material/unfold_more:", disabled=filtering):
         expanded = set(sections_with_children(tree))
     if b2.button("Collapse all", key=state.doc_key(W_COLLAPSE_ALL, doc), icon=":material/unfold_less:",
@@ -122,32 +122,32 @@ with left:
     frame = pd.DataFrame(
         {
             " ": ["▶" if i == current else ("★" if i in highlight else "") for i in rows],
+            "page": [tree.nodes[i].page_start for i in rows],  # before the outline: never pushed out of view
             "outline": [row_label(tree, i, i in open_now) for i in rows],
-            "p.": [tree.nodes[i].page_start for i in rows],
         }
     )
     st.dataframe(
         frame,
         key=state.doc_key(W_TABLE, doc) + f"_{gen}",
         on_select="rerun",
-        selection_mode="single-row",
+        selection_mode=["single-row", "single-cell"],  # a click on the row's text opens it too
         hide_index=True,
         height=460,
         width="stretch",
         column_config={
             " ": st.column_config.TextColumn(" ", width=28, help="▶ open node · ★ evidence of the last filter run"),
             "outline": st.column_config.TextColumn(
-                "outline  (▸ closed · ▾ open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()) + ")",
+                f"outline  ({CARET_CLOSED} closed · {CARET_OPEN} open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()) + ")",
                 width=None),  # sized to the text: whole headings, scroll sideways for long rows
-            "p.": st.column_config.NumberColumn("p.", width=40),
+            "page": st.column_config.NumberColumn("page", width=64),
         },
     )
     if keep is not None:
-        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · tick a row's box to open it")
+        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · click a row to open it")
         if not keep:
             st.warning("No node matches these filters.")
     else:
-        st.caption(f"{len(rows)} of {n_nodes} nodes visible · tick a row's box to open it; for a section it also "
+        st.caption(f"{len(rows)} of {n_nodes} nodes visible · click a row to open it; for a section it also "
                    "expands or collapses it")
 
     options = list(range(n_nodes)) if keep is None else sorted(keep | {current})
@@ -186,9 +186,16 @@ with right:
         page = page_opts[0]
         if len(page_opts) > 1:
             page = st.radio("Page", page_opts, horizontal=True, key=f"w_tree_page_{rec.doc_id}_{node.id}")
-        render_page_image(
-            rec.source_path, page, by_page.get(page, []), caption=f"{rec.file_name} · page {page} · node #{node.id}"
-        )
+        cap = f"{rec.file_name} · page {page} · node #{node.id}"
+
+        @st.dialog(f"Page {page}", width="large")
+        def _zoom() -> None:
+            render_page_image(rec.source_path, page, by_page.get(page, []), caption=cap, zoom=2.5)
+
+        if st.button("Zoom", key=f"w_tree_zoom_{rec.doc_id}_{node.id}", icon=":material/zoom_in:",
+                     help="Open the page at full width"):
+            _zoom()
+        render_page_image(rec.source_path, page, by_page.get(page, []), caption=cap)
 
     with tab_emb:
         try:
@@ -204,7 +211,9 @@ with right:
             c[3].metric("std", f"{float(v.std()):.3f}")
             if node.parent is not None:
                 st.caption(f"cosine to parent #{node.parent}: {float(v @ np.asarray(emb[node.parent])):.3f}")
-            st.bar_chart(pd.DataFrame({"component": np.arange(v.shape[0]), "value": v}), x="component", y="value", height=180)
+            # a picture, not a chart: the page loads no charting library for it
+            st.image(vector_bars(v), caption=f"the {v.shape[0]} components (blue > 0, red < 0; "
+                     f"scaled to the largest, {float(np.abs(v).max()):.3f})", width="stretch")
             sims = np.asarray(emb, dtype=np.float32) @ v
             sims[node.id] = -np.inf
             top = np.argsort(-sims)[:5]

@@ -14,13 +14,14 @@ from ui.ingest import (
     collection_rows,
     example_doc_ids,
     failure_rows,
+    ingest_summary,
     ingest_files,
     remove_now,
     save_uploads,
 )
 from ui.resources import allowed_root, current_docmaster, resolve_workspace
 from ui.layout import page_header
-from ui.text import md_escape
+from ui.text import md_escape, plural
 from ui.widgets import selected_rows
 
 W_WS = "w_upload_workspace"
@@ -48,7 +49,7 @@ def _open_workspace() -> None:
 
 def _ingest_with_progress(dm, todo: list[Path]) -> list[dict]:
     """Ingest ``todo`` with one progress bar per document; the results become "Last upload"."""
-    with st.status(f"Ingesting {len(todo)} document(s) ...", expanded=True) as status:
+    with st.status(f"Ingesting {plural(len(todo), 'file')} ...", expanded=True) as status:
         board = ProgressBoard(todo)
         try:
             results = ingest_files(dm, todo, on_progress=board)
@@ -58,8 +59,7 @@ def _ingest_with_progress(dm, todo: list[Path]) -> list[dict]:
             results = []
         n_fail = sum(r["status"] == "failed" for r in results)
         status.update(
-            label=f"{len(results) - n_fail} of {len(results)} document(s) in the workspace"
-            + (f", {n_fail} failed" if n_fail else ""),
+            label=ingest_summary(results),
             state="error" if n_fail and n_fail == len(results) else "complete",
         )
     state.put(state.INGEST_RESULTS, results)
@@ -107,7 +107,7 @@ if files:
         if f.size > limit:
             st.error(md_escape(f"{f.name}: {f.size / 2**20:.1f} MB exceeds the {max_mb} MB upload limit"))
     usable = [f for f in files if f.size <= limit]
-    if st.button(f"Ingest {len(usable)} file(s)", type="primary", disabled=not usable, key="w_upload_ingest"):
+    if st.button(f"Ingest {plural(len(usable), 'file')}", type="primary", disabled=not usable, key="w_upload_ingest"):
         saved = save_uploads(dm.path / "uploads", ((f.name, f.getvalue()) for f in usable))
         # a content list whose PDF is in the same batch is picked up by the parser beside it
         pdf_stems = {p.name[:-4] for p in saved if p.suffix.lower() == ".pdf"}
@@ -167,9 +167,17 @@ if rows:
     c2.metric("Pages", int(df["pages"].sum()))
     c3.metric("Nodes", int(df["nodes"].sum()))
     st.caption("Newest first. Tick rows to remove documents from the workspace.")
+    # sized to fit the frame (~900 px at a 1400 px window): the doc_id stays in the data, not on screen
+    small = {c: st.column_config.NumberColumn(c, width=46) for c in
+             ("pages", "nodes", "titles", "texts", "tables", "images", "equations")}
     event = st.dataframe(df, hide_index=True, width="stretch", key=f"w_upload_collection_{notice.get('gen', 0)}",
                          on_select="rerun", selection_mode="multi-row",
-                         column_config={"title": st.column_config.TextColumn("title", width="large")})
+                         column_order=[c for c in df.columns if c != "doc_id"],
+                         column_config={"file": st.column_config.TextColumn("file", width=180),
+                                        "title": st.column_config.TextColumn("title", width=150),
+                                        "added": st.column_config.TextColumn("added", width=110),
+                                        "parser": st.column_config.TextColumn("parser", width=60),
+                                        "status": st.column_config.TextColumn("status", width=60), **small})
     picked = [rows[i]["doc_id"] for i in selected_rows(event) if i < len(rows)]
     examples = example_doc_ids(dm)
     b1, b2, _ = st.columns([1, 1, 2])
@@ -187,7 +195,7 @@ if rows:
     pending = [d for d in state.get(state.REMOVE_PENDING) or [] if d in by_id]
     if pending:
         with st.container(border=True):
-            st.warning(md_escape(f"Remove {len(pending)} document(s) from the workspace: "
+            st.warning(md_escape(f"Remove {plural(len(pending), 'document')} from the workspace: "
                                  + "; ".join(by_id[d] for d in pending[:10]) + (" ..." if len(pending) > 10 else "")
                                  + "? Their nodes, vectors and indexes are deleted; saved filter runs keep their "
                                  "names. The uploaded files stay in the workspace folder."))
@@ -200,5 +208,5 @@ else:
     st.info("No documents yet: drop PDFs above and press Ingest.")
 fails = failure_rows(dm)
 if fails:
-    with st.expander(f"{len(fails)} file(s) could not be ingested (upload a fixed copy to try again)"):
+    with st.expander(f"{plural(len(fails), 'file')} could not be ingested (upload a fixed copy to try again)"):
         st.dataframe(pd.DataFrame(fails), hide_index=True, width="stretch")

@@ -19,6 +19,7 @@ where their services run, are kept), and whatever a test sets is undone after it
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def fresh_chat():
+    """Every app test starts with no stored chat conversation: the app keeps it in the
+    workspace (a reload shows it again), and the app tests share one workspace."""
+    root = os.environ.get("DOCMASTER_WORKSPACE_ROOT")
+    if root:
+        for log in Path(root).glob("*/chat/history.json"):
+            log.unlink(missing_ok=True)
+    yield

@@ -25,6 +25,7 @@ from ui.filtering import deciding, doc_match, evidence_list, run_cut  # noqa: E4
 from support.app import APP, TIMEOUT, collection_table, doc_key, make_pdf, open_app, page_texts, run_app  # noqa: E402,F401
 
 
+
 # ------------------------------------------------------------------------ pages
 def test_upload_ingests_lists_collection_and_failures(app_env, app_uploaded):
     at = app_uploaded
@@ -382,30 +383,6 @@ def test_md_escape_shows_markup_literally():
     assert md_escape("a\u202eb\x07c") == "abc"
     assert "&lt;script&gt;" in hover_escape("<script>x</script>")
     assert looks_like_latex(r"\frac{a}{b} + x^{2}") and not looks_like_latex("E = mc2 (1)")
-
-
-def test_projection_pca_and_disk_cached_umap(tmp_path, monkeypatch):
-    from ui.projection import get_projection, pca_2d, projection_key, umap_path
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 16)).astype(np.float32)
-    P = pca_2d(X)
-    assert P.shape == (30, 2) and P.dtype == np.float32
-    np.testing.assert_allclose(P, pca_2d(X))
-    assert P[:, 0].var() >= P[:, 1].var()
-    monkeypatch.setenv("DOCMASTER_UI_UMAP", "off")
-    coords, method, status = get_projection(tmp_path, "k", X)
-    assert method == "PCA" and status == "disabled"
-    monkeypatch.setenv("DOCMASTER_UI_UMAP", "on")
-    key = projection_key("t", 30)
-    Y = rng.normal(size=(30, 2)).astype(np.float32)
-    umap_path(tmp_path, key).parent.mkdir(parents=True)
-    np.save(umap_path(tmp_path, key), Y, allow_pickle=False)
-    coords, method, status = get_projection(tmp_path, key, X)
-    assert method == "UMAP" and status == "ready"
-    np.testing.assert_array_equal(coords, Y)
-    coords, method, status = get_projection(tmp_path, "few", X[:3])
-    assert method == "PCA" and status == "too few points"
 
 
 def test_filter_compare_and_export_from_engine_run():

@@ -80,6 +80,8 @@ def test_tree_expand_and_collapse(app_uploaded):
     """The outline is a collapsible tree: a click on a section row opens the node and
     expands it (its children appear, full titles, type icons), a second click collapses
     it; Expand all / Collapse all open and close every section."""
+    from ui.tree_view import CARET_CLOSED, CARET_OPEN
+
     at = open_app("pages/tree.py")
     doc = at.session_state["dm_doc_id"]
 
@@ -91,15 +93,15 @@ def test_tree_expand_and_collapse(app_uploaded):
     run_app(at)
     df, rows = outline()
     first = rows[0]
-    assert "▾" in first and "▣" in first  # the root, open
-    sections = [i for i, r in enumerate(rows) if "▸" in r]
+    assert CARET_OPEN in first and "▣" in first  # the root, open
+    sections = [i for i, r in enumerate(rows) if CARET_CLOSED in r]
     assert sections, rows  # top-level sections, closed
     i = sections[0]
     n_closed = len(rows)
     at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # a click on row i
     run_app(at)
     df, rows = outline()
-    assert len(rows) > n_closed and "▾" in rows[i]
+    assert len(rows) > n_closed and CARET_OPEN in rows[i]
     node = at.session_state[f"w_tree_node_{doc}"]
     assert f"#{node} " in rows[i] and any(f"#{node}" in s.value for s in at.subheader)
     assert rows[i + 1].count("\u2003") > rows[i].count("\u2003")  # a child, indented deeper
@@ -107,17 +109,23 @@ def test_tree_expand_and_collapse(app_uploaded):
     at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # click it again
     run_app(at)
     _, rows = outline()
-    assert len(rows) == n_closed and "▸" in rows[i]
+    assert len(rows) == n_closed and CARET_CLOSED in rows[i]
     at.button(key=f"w_tree_expand_all_{doc}").click()
     run_app(at)
     _, rows = outline()
     assert len(rows) == len(at.selectbox(key=f"w_tree_node_{doc}").options)  # every node visible
-    assert not any("▸" in r for r in rows)
+    assert not any(CARET_CLOSED in r for r in rows)
     # the section toggle button beside the outline collapses the open node
     at.button(key=f"w_tree_toggle_{doc}").click()
     run_app(at)
     _, rows = outline()
-    assert "▸" in rows[i]
+    assert CARET_CLOSED in rows[i]
+    # a click on the row's text (a cell, not the row's box) opens and expands it too
+    df, rows = outline()
+    at.session_state[df.key] = {"selection": {"rows": [], "columns": [], "cells": [[i, "outline"]]}}
+    run_app(at)
+    _, rows = outline()
+    assert CARET_OPEN in rows[i]
 
 def test_graph_readable_default_and_one_must_link_count(app_uploaded):
     """The graph draws the top few links per hyper-edge (a slider sets how many) with a

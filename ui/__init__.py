@@ -10,8 +10,8 @@ Modules:
     text         escaping of document text for Markdown and plotly hovers
     ingest       upload saving, ingest with per-document progress, collection table
     render       node content, page images with boxes, evidence passages
-    projection   PCA / UMAP coordinates (UMAP cached on disk, fitted by umap_worker.py
-                 in a separate process)
+    projection   the cluster view's coordinates: the engine's stored UMAP layouts
+                 (docmaster_core.index.layout), PCA while they are computed
     indexing     semantic-index access for the hyper-edge and cluster pages
     filtering    the filter-configuration form, runs, comparison and export
     chat         retrieval + cited answers for the chat page

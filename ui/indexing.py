@@ -40,10 +40,20 @@ def index_params() -> dict[str, Any]:
     return {"alpha": float(p["alpha"]), "k": int(p["k"]), "K": int(p["K"]), "w": float(p["w"])}
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _stored_index(_dm: Any, workspace: str, doc_id: str, params_key: tuple, saved_at: float):
+    return _dm.load_index(doc_id, dict(params_key))
+
+
 def load_document_index(dm: Any, doc_id: str, params: dict[str, Any]):
     """The stored :class:`~docmaster_core.index.builder.DocumentIndex` for ``params``,
-    or None when it was not built yet (no LLM call, no build)."""
-    return dm.load_index(doc_id, params)
+    or None when it was not built yet (no LLM call, no build). Memoised by the stored
+    index's version (one query on the index table per call; the JSON is parsed once)."""
+    key = dm.index_params(params).key()
+    saved = [t for d, k, t in dm.index_versions() if d == doc_id and k == key]
+    if not saved:
+        return None
+    return _stored_index(dm, str(dm.path), doc_id, tuple(sorted(params.items())), float(max(saved)))
 
 
 def has_index(dm: Any, doc_id: str, params: dict[str, Any]) -> bool:

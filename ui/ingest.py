@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import streamlit as st
 
-from .text import shorten
+from .text import plural, shorten
 
 __all__ = [
     "STAGE_PROGRESS",
@@ -26,6 +26,7 @@ __all__ = [
     "save_uploads",
     "ProgressBoard",
     "ingest_files",
+    "ingest_summary",
     "collection_rows",
     "failure_rows",
     "example_doc_ids",
@@ -187,10 +188,32 @@ def ingest_files(dm: Any, paths: Sequence[Path], on_progress: Callable[[Any], No
         reason = " ".join(str(e).split())
         return [{"file": str(p), "status": "failed", "doc_id": None, "reason": f"{Path(p).name}: {reason}",
                  "pages": 0, "nodes": 0, "counts": {}, "timings": {}} for p in paths]
+    new = [r.doc_id for r in results if r.status == "ingested" and r.doc_id]
+    if new:
+        from .projection import queue_missing_layouts
+
+        queue_missing_layouts(dm, new)  # their UMAP layouts for the cluster view, in the background
     return [r.to_dict() for r in results]
 
 
 _TYPES = {"TITLE": "titles", "TEXT": "texts", "TABLE": "tables", "IMAGE": "images", "EQUATION": "equations"}
+
+
+def ingest_summary(results: Sequence[dict]) -> str:
+    """One plain sentence about an ingest batch, e.g. ``"1 of 3 files added to the
+    workspace; 2 failed."`` or ``"2 files added; 1 was already in the workspace."``."""
+    n = len(results)
+    added = sum(r["status"] == "ingested" for r in results)
+    skipped = sum(r["status"] == "skipped" for r in results)
+    failed = sum(r["status"] == "failed" for r in results)
+    head = (f"{plural(added, 'file')} added to the workspace" if added == n
+            else f"{added} of {plural(n, 'file')} added to the workspace")
+    tail = []
+    if skipped:
+        tail.append(f"{skipped} {'was' if skipped == 1 else 'were'} already in it")
+    if failed:
+        tail.append(f"{failed} failed")
+    return head + ("; " + ", ".join(tail) if tail else "") + "."
 
 
 def collection_rows(dm: Any) -> list[dict[str, Any]]:
@@ -275,6 +298,7 @@ def remove_now(doc_ids: Sequence[str]) -> None:
         notice.update(ok=False, text=f"Nothing removed: {e}")
     else:
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        notice.update(ok=True, text=f"Removed {len(names)} document(s): {shown}.", gen=int(notice.get("gen", 0)) + 1)
+        notice.update(ok=True, text=f"Removed {plural(len(names), 'document')}: {shown}.",
+                      gen=int(notice.get("gen", 0)) + 1)
     state.put(state.REMOVE_NOTICE, notice)
     state.put(state.REMOVE_PENDING, [])

@@ -1,177 +1,121 @@
-"""2-D projections of node embeddings for the semantic-cluster page.
+"""2-D coordinates for the semantic-cluster page, from the engine's stored layouts.
 
-UMAP (McInnes, Healy and Melville 2018) is slow on first use (numba compiles for
-~30 s), so a slider never waits for it: the page shows a PCA projection at once and
-asks for UMAP in a separate worker process (``ui/umap_worker.py``, so numba's
-compilation never holds this interpreter's lock); the coordinates are written to
-``<workspace>/cache/umap_<key>.npy`` (plain ``.npy``, no pickle, atomic rename) and
-memoised with ``st.cache_data``. Reopening the workspace shows UMAP immediately.
-
-Set env ``DOCMASTER_UI_UMAP=off`` to use PCA only (tests, very small machines).
+The UMAP layout of a document's TEXT nodes is computed once per document version by
+the engine's background worker (:mod:`docmaster_core.index.layout`), queued when a
+document is ingested through the app and, for documents ingested before, when the app
+opens the workspace (:func:`queue_missing_layouts`). The page never waits for it: until
+it is stored the facade returns PCA coordinates with the status ``"computing"``, and the
+page says so. Once the page has drawn a view in PCA it keeps PCA for that view until the
+user presses the switch button (:func:`shown_method`), so the chart never changes by
+itself.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import streamlit as st
 
-__all__ = [
-    "pca_2d",
-    "projection_key",
-    "umap_path",
-    "umap_enabled",
-    "umap_status",
-    "request_umap",
-    "load_coords",
-    "get_projection",
-]
+from docmaster_core.index.layout import pca_2d
 
-_LOCK = threading.Lock()
-_JOBS: dict[str, dict[str, Any]] = {}  # key -> {"proc": Popen, "log": Path}
-MIN_UMAP_POINTS = 8
-_WORKER = Path(__file__).with_name("umap_worker.py")
+from . import state
+
+__all__ = ["pca_2d", "document_layout", "collection_layout", "queue_missing_layouts", "shown_method",
+           "SHOWN_METHOD", "status_line"]
+
+#: session key: {layout name: "PCA" | "UMAP"}, the method a view was last drawn with
+SHOWN_METHOD = "dm_cluster_shown_method"
+
+_QUEUED: set[str] = set()
+_QUEUED_LOCK = threading.Lock()
 
 
-def pca_2d(X: np.ndarray) -> np.ndarray:
-    """First two principal components of the rows of ``X``.
+def queue_missing_layouts(dm: Any, doc_ids: list[str] | None = None) -> None:
+    """Queue the missing UMAP layouts (all documents, or ``doc_ids``) in a daemon
+    thread (reading 88 trees takes a moment); once per workspace and server process for
+    the whole workspace. Failures (read-only workspace) are left for the page to report."""
+    key = f"{dm.path}|{','.join(doc_ids) if doc_ids is not None else '*'}"
+    with _QUEUED_LOCK:
+        if doc_ids is None and key in _QUEUED:
+            return
+        _QUEUED.add(key)
 
-    Args:
-        X: float array (n, d).
-
-    Returns:
-        float32 array (n, 2); zeros when n < 2. Component signs are fixed
-        (largest-magnitude loading positive) so the picture is deterministic.
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    out = np.zeros((n, 2), dtype=np.float32)
-    if n < 2:
-        return out
-    Xc = X - X.mean(axis=0, keepdims=True)
-    _, _, vt = np.linalg.svd(Xc, full_matrices=False)
-    comps = vt[:2]
-    signs = np.sign(comps[np.arange(comps.shape[0]), np.argmax(np.abs(comps), axis=1)])
-    signs[signs == 0] = 1.0
-    proj = Xc @ (comps * signs[:, None]).T
-    out[:, : proj.shape[1]] = proj
-    return out
-
-
-def projection_key(*parts: Any) -> str:
-    """A short stable key (16 hex digits of SHA-256) for a projection's inputs."""
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
-
-
-def umap_path(workspace: str | Path, key: str) -> Path:
-    """Where the UMAP coordinates of ``key`` are cached in the workspace."""
-    return Path(workspace) / "cache" / f"umap_{key}.npy"
-
-
-def umap_enabled() -> bool:
-    """``settings.ui_umap``: False when env ``DOCMASTER_UI_UMAP`` is ``off``/``0``/``false``/``no``."""
-    from docmaster_core.config import get_settings
-
-    return get_settings().ui_umap
-
-
-def umap_status(workspace: str | Path, key: str) -> str:
-    """``"ready"`` (cached on disk), ``"running"``, ``"failed: <reason>"`` or ``"absent"``."""
-    if umap_path(workspace, key).is_file():
-        return "ready"
-    with _LOCK:
-        job = _JOBS.get(key)
-    if job is None:
-        return "absent"
-    rc = job["proc"].poll()
-    if rc is None:
-        return "running"
-    if rc != 0:
+    def _run() -> None:
         try:
-            reason = job["log"].read_text(errors="replace").strip().splitlines()[-1][:200]
-        except (OSError, IndexError):
-            reason = f"exit code {rc}"
-        return "failed: " + reason
-    return "absent"
+            dm.ensure_layouts(doc_ids)
+        except Exception:  # noqa: BLE001 - best effort; the cluster page queues its own document again
+            pass
+
+    threading.Thread(target=_run, name="docmaster-layouts", daemon=True).start()
 
 
-def request_umap(workspace: str | Path, key: str, X: np.ndarray) -> str:
-    """Start the UMAP fit of ``X`` (n, d) in a separate process unless cached or running.
-
-    The worker (``ui/umap_worker.py``) reads ``cache/umap_<key>.in.npy`` and writes
-    ``cache/umap_<key>.npy``; its stderr goes to ``cache/umap_<key>.log``.
-
-    Returns:
-        The status after the request (see :func:`umap_status`).
-    """
-    status = umap_status(workspace, key)
-    if status != "absent":
-        return status
-    out = umap_path(workspace, key)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with _LOCK:
-        job = _JOBS.get(key)
-        if job is not None and job["proc"].poll() is None:
-            return "running"
-        src = out.with_name(f"umap_{key}.in.npy")
-        tmp = out.with_name(f".umap_{key}.{os.getpid()}.in.npy")
-        with open(tmp, "wb") as f:
-            np.save(f, np.ascontiguousarray(X, dtype=np.float32), allow_pickle=False)
-        os.replace(tmp, src)
-        log = out.with_name(f"umap_{key}.log")
-        with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-W", "ignore", str(_WORKER), str(src), str(out)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-        _JOBS[key] = {"proc": proc, "log": log}
-    return "running"
+@st.cache_data(max_entries=256, show_spinner=False)
+def _ready_document_layout(_dm: Any, workspace: str, doc_id: str, added_at: float) -> dict[str, Any] | None:
+    lay = _dm.layout(doc_id)
+    if lay.status not in ("ready", "too few points", "disabled"):
+        return None  # not cached: asked again on the next run
+    return {"coords": lay.coords, "node_ids": lay.node_ids, "doc_ids": lay.doc_ids, "method": lay.method,
+            "status": lay.status, "name": lay.name}
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _pca_cached(key: str, _X: np.ndarray) -> np.ndarray:
-    """:func:`pca_2d` memoised by projection key (the embeddings are not hashed)."""
-    return pca_2d(_X)
+def document_layout(dm: Any, workspace: str, doc_id: str, added_at: float) -> dict[str, Any]:
+    """The document's layout: ``{"coords" float32 (n, 2), "node_ids" (n,) int64,
+    "doc_ids", "method" "UMAP" | "PCA", "status", "name"}`` (see
+    :class:`~docmaster_core.index.layout.Layout2D`); a stored one is memoised."""
+    got = _ready_document_layout(dm, workspace, doc_id, added_at)
+    if got is not None:
+        return got
+    lay = dm.layout(doc_id)
+    return {"coords": lay.coords, "node_ids": lay.node_ids, "doc_ids": lay.doc_ids, "method": lay.method,
+            "status": lay.status, "name": lay.name}
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def load_coords(path: str, mtime: float) -> np.ndarray | None:
-    """Cached ``np.load`` of a coordinates file (``mtime`` keys the cache)."""
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
+@st.cache_data(max_entries=16, show_spinner=False)
+def _ready_collection_layout(_dm: Any, workspace: str, docs_key: tuple) -> dict[str, Any] | None:
+    lay = _dm.collection_layout([d for d, _ in docs_key])
+    if lay.status not in ("ready", "too few points", "disabled"):
         return None
+    return {"coords": lay.coords, "node_ids": lay.node_ids, "doc_ids": lay.doc_ids, "method": lay.method,
+            "status": lay.status, "name": lay.name}
 
 
-def get_projection(workspace: str | Path, key: str, X: np.ndarray) -> tuple[np.ndarray, str, str]:
-    """2-D coordinates of the rows of ``X`` without blocking on UMAP.
+def collection_layout(dm: Any, doc_ids: list[str]) -> dict[str, Any]:
+    """The layout of the TEXT nodes of ``doc_ids`` (rows in that order), as
+    :func:`document_layout` (a stored one is memoised by the documents' versions)."""
+    docs_key = tuple((d, float(dm.document(d).added_at or 0.0)) for d in doc_ids)
+    got = _ready_collection_layout(dm, str(dm.path), docs_key)
+    if got is not None:
+        return got
+    lay = dm.collection_layout(doc_ids)
+    return {"coords": lay.coords, "node_ids": lay.node_ids, "doc_ids": lay.doc_ids, "method": lay.method,
+            "status": lay.status, "name": lay.name}
 
-    Args:
-        workspace: Workspace directory (the disk cache lives under ``cache/``).
-        key: Projection key (see :func:`projection_key`).
-        X: float32 (n, d) embeddings (not hashed: the key must identify them).
 
-    Returns:
-        ``(coords (n, 2) float32, method "UMAP" | "PCA", status)`` where status is
-        ``"ready"``, ``"running"``, ``"failed: ..."``, ``"disabled"`` or ``"too few points"``.
-    """
-    n = X.shape[0]
-    if not umap_enabled():
-        return _pca_cached(key, X), "PCA", "disabled"
-    if n < MIN_UMAP_POINTS:
-        return _pca_cached(key, X), "PCA", "too few points"
-    p = umap_path(workspace, key)
-    if p.is_file():
-        Y = load_coords(str(p), p.stat().st_mtime)
-        if Y is not None and Y.shape == (n, 2):
-            return Y, "UMAP", "ready"
-    status = request_umap(workspace, key, X)
-    return _pca_cached(key, X), "PCA", status
+def shown_method(layout: dict[str, Any], switch: bool = False) -> str:
+    """The method to draw this view with: ``layout["method"]``, except that a view this
+    session drew in PCA stays PCA after its UMAP layout became ready, until the user
+    presses the switch (``switch=True``), so the chart never changes by itself."""
+    shown = dict(state.get(SHOWN_METHOD) or {})
+    name, avail = layout["name"], layout["method"]
+    if switch and avail == "UMAP":
+        shown[name] = "UMAP"
+    method = "PCA" if avail == "UMAP" and shown.get(name) == "PCA" else avail
+    shown[name] = method
+    state.put(SHOWN_METHOD, shown)
+    return method
+
+
+def status_line(status: str) -> str:
+    """What the page says under a PCA chart, by layout status."""
+    if status == "computing":
+        return ("UMAP layout not ready yet: it is being computed in the background (queued when the document was "
+                "ingested or the workspace opened; the first one compiles for ~30 s). This is the PCA view. "
+                "The chart will not change by itself: a button appears here when UMAP is ready.")
+    if status.startswith("failed"):
+        return f"UMAP layout could not be computed ({status[8:]}); this is the PCA view."
+    if status == "too few points":
+        return "Too few TEXT nodes for UMAP; this is the PCA view."
+    if status == "disabled":
+        return "UMAP is off (DOCMASTER_UI_UMAP=off); this is the PCA view."
+    return ""

@@ -26,6 +26,7 @@ __all__ = [
     "render_node_content",
     "section_line",
     "render_evidence",
+    "vector_bars",
 ]
 
 ZOOM = 1.5
@@ -112,14 +113,15 @@ def render_page_image(
     boxes: Sequence[Sequence[float]] = (),
     labels: Sequence[str] | None = None,
     caption: str | None = None,
+    zoom: float = ZOOM,
 ) -> bool:
-    """Show page ``page`` (1-based) of the document with boxes; returns False (and
-    says why) when the PDF is not available."""
+    """Show page ``page`` (1-based) of the document with boxes, rendered at ``zoom``
+    pixels per PDF point; returns False (and says why) when the PDF is not available."""
     pdf = resolve_pdf(source_path)
     if pdf is None:
         st.info(f"Page image unavailable: the source PDF is not on disk ({one_line(source_path)}).")
         return False
-    img = page_with_boxes(pdf, page, boxes, labels)
+    img = page_with_boxes(pdf, page, boxes, labels, zoom=zoom)
     if img is None:
         st.info(f"Page {page} could not be rendered from {pdf.name}.")
         return False
@@ -204,3 +206,33 @@ def render_evidence(
     if show_image and ev.get("page"):
         boxes = [ev["bbox"]] if ev.get("bbox") else []
         render_page_image(source_path, int(ev["page"]), boxes, [str(ev.get("evidence_id", ""))])
+
+
+def vector_bars(v: Sequence[float], width: int = 768, height: int = 150):
+    """A bar picture of an embedding's components (one bar per dimension, blue above
+    zero, red below, zero line grey), drawn with PIL: an image element instead of a
+    chart, so the page loads no charting library for it.
+
+    Args:
+        v: float (d,) the vector.
+        width, height: Picture size in pixels.
+
+    Returns:
+        ``PIL.Image.Image`` (RGB).
+    """
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    v = np.asarray(v, dtype=np.float64)
+    img = Image.new("RGB", (width, height), (255, 255, 255))
+    d = ImageDraw.Draw(img)
+    m = float(np.max(np.abs(v))) if v.size else 0.0
+    mid = height / 2
+    if v.size and m > 0:
+        bw = width / v.size
+        for i, x in enumerate(v.tolist()):
+            h = (x / m) * (height / 2 - 4)
+            x0, x1 = i * bw, max(i * bw + 0.6, (i + 1) * bw - 0.4)
+            d.rectangle([x0, min(mid, mid - h), x1, max(mid, mid - h)], fill=(37, 99, 235) if x >= 0 else (220, 38, 38))
+    d.line([0, mid, width, mid], fill=(156, 163, 175), width=1)
+    return img

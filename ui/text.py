@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["md_escape", "one_line", "shorten", "looks_like_latex", "hover_escape"]
+__all__ = ["md_escape", "one_line", "shorten", "looks_like_latex", "hover_escape", "plural"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:=^&\"'])")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
@@ -63,3 +63,8 @@ def hover_escape(text: object, width: int = 80, max_chars: int = 400) -> str:
     if cur:
         lines.append(cur)
     return "<br>".join(html.escape(x) for x in lines)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 document"``, ``"3 documents"`` (``many`` for an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -4,9 +4,9 @@ Streamlit does not allow nested expanders, and a tree of 1,158 nodes drawn as on
 widget per node takes seconds. The tree is therefore *flattened*: the visible nodes
 (those whose ancestors are all expanded) are one row each of a single ``st.dataframe``
 (virtualised, so a large document draws as fast as a small one), indented by depth,
-with a caret (▸ collapsed, ▾ expanded) on nodes that have children, a node-type icon
-and the full heading text. Clicking a row opens that node; clicking a row with
-children also expands or collapses it. Which sections are expanded is kept per
+with a caret (► collapsed, ▼ expanded) on nodes that have children, a node-type icon
+and the full heading text. Clicking a row (its text or its box) opens that node;
+clicking a row with children also expands or collapses it. Which sections are expanded is kept per
 document in session state (:data:`ui.state.TREE_EXPANDED`), so switching documents
 and back restores the view.
 
@@ -22,6 +22,8 @@ from .text import one_line, shorten
 
 __all__ = [
     "TYPE_ICON",
+    "CARET_OPEN",
+    "CARET_CLOSED",
     "ancestors",
     "visible_rows",
     "row_label",
@@ -32,6 +34,8 @@ __all__ = [
 
 #: node type -> icon shown in the outline (also in the column help text)
 TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
+#: carets of sections with children: full-size triangles (the small ▸ / ▾ were hard to see)
+CARET_OPEN, CARET_CLOSED = "▼", "►"
 _INDENT = "\u2003"  # em space: kept by the table (plain spaces are collapsed by the grid)
 _TEXT_CHARS = 140  # a paragraph's outline text; headings are shown whole
 
@@ -87,7 +91,7 @@ def visible_rows(tree: Any, expanded: Iterable[int], keep: set[int] | None = Non
 
 
 def row_label(tree: Any, node_id: int, expanded: Iterable[int] | bool, text_chars: int = _TEXT_CHARS) -> str:
-    """The outline text of a row: depth indentation, caret (▾ open / ▸ closed, none
+    """The outline text of a row: depth indentation, caret (▼ open / ► closed, none
     for leaves), type icon, node id and the text (headings whole, paragraphs cut at
     ``text_chars`` characters). ``expanded`` is the set of open ids or, for one row,
     whether this row is open."""
@@ -96,7 +100,7 @@ def row_label(tree: Any, node_id: int, expanded: Iterable[int] | bool, text_char
         is_open = expanded
     else:
         is_open = node_id == 0 or node_id in set(expanded)
-    caret = ("▾ " if is_open else "▸ ") if n.children else _INDENT + " "
+    caret = (f"{CARET_OPEN} " if is_open else f"{CARET_CLOSED} ") if n.children else _INDENT + _INDENT
     t = n.type.value
     if t == "ROOT":
         text = one_line(tree.title) or "(document)"

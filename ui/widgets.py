@@ -22,10 +22,14 @@ def open_docmaster_or_stop():
     """The session's DocMaster facade; shows an error and stops the page when the
     workspace cannot be opened."""
     try:
-        return current_docmaster()
+        dm = current_docmaster()
     except DocMasterError as e:
         st.error(md_escape(f"Cannot open the workspace: {e}. Choose another folder on the Upload page."))
         st.stop()
+    from .projection import queue_missing_layouts
+
+    queue_missing_layouts(dm)  # once per workspace: the cluster view's UMAP layouts, in the background
+    return dm
 
 
 def _no_documents_hint() -> None:
@@ -104,7 +108,9 @@ def node_label(tree: Any, node_id: int, width: int = 70, indent: bool = True) ->
 
 def selected_rows(widget_value: Any) -> list[int]:
     """Row positions selected in an ``st.dataframe(on_select=...)``: its return value
-    or its session-state value (attribute or dict form); ``[]`` when none."""
+    or its session-state value (attribute or dict form); ``[]`` when none. A selected
+    cell (``selection_mode`` with ``"single-cell"``: a click on a row's text) selects
+    its row."""
     if widget_value is None:
         return []
     sel = getattr(widget_value, "selection", None)
@@ -113,7 +119,12 @@ def selected_rows(widget_value: Any) -> list[int]:
     rows = getattr(sel, "rows", None)
     if rows is None and isinstance(sel, dict):
         rows = sel.get("rows")
-    return [int(r) for r in (rows or [])]
+    cells = getattr(sel, "cells", None)
+    if cells is None and isinstance(sel, dict):
+        cells = sel.get("cells")
+    out = [int(r) for r in (rows or [])]
+    out += [int(c[0]) for c in (cells or []) if c and int(c[0]) not in out]
+    return out
 
 
 def open_in_tree(dm: Any, rec: Any, node_ids: list) -> int | None:

@@ -146,11 +146,19 @@ def cmd_index(args: argparse.Namespace) -> int:
         stats_c = coll
     else:
         stats_c = None
+    layouts = None
+    if args.layouts:  # the cluster view's 2-D UMAP layouts, computed now (the app does it in the background)
+        n_q = dm.ensure_layouts()
+        done = dm.wait_for_layouts(timeout=3600)
+        layouts = {"queued": n_q, "done": bool(done), "enabled": bool(dm.settings.ui_umap)}
     if args.json:
         print_json({"params": dm.index_params(**over).as_dict(),
                      "documents": [{"doc_id": k, "file": docs.get(k, ""), **v} for k, v in stats.items()],
-                     "collection": stats_c})
+                     "collection": stats_c, "layouts": layouts})
         return 0
+    if layouts is not None:
+        print(f"2-D layouts: {layouts['queued']} computed" if layouts["enabled"]
+              else "2-D layouts: UMAP is off (DOCMASTER_UI_UMAP=off), none computed")
     for k, v in stats.items():
         print(f"{clean_line(docs.get(k, k))[:50]:50} " + " ".join(f"{a}={b}" for a, b in v.items()))
     if stats_c:
@@ -482,6 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--summaries", action="store_true",
                     help="first summarise every document again with the LLM (after an ingest whose LLM calls failed)")
     sp.add_argument("--collection", action="store_true", help="also build the collection-level index")
+    sp.add_argument("--layouts", action="store_true",
+                    help="also compute the documents' 2-D UMAP layouts for the app's cluster view (once per document)")
     sp.set_defaults(func=cmd_index)
 
     sp = sub.add_parser("usage", help="LLM calls and tokens per task and per document")

@@ -38,6 +38,7 @@ __all__ = [
     "group_hyperedges",
     "assign_hyperedge_clusters",
     "link_hyperedges",
+    "hyperedge_roles",
     "build_hyperedges",
     "extractive_summary",
     "hyperedge_from_dict",
@@ -242,12 +243,15 @@ def assign_hyperedge_clusters(hyperedges: Sequence[HyperEdge], text_node_ids, la
         he.cluster = int(vals[np.argmax(counts)])  # np.unique sorts: ties -> smallest
 
 
-def unlinked_hyperedges(tree: DocumentTree, hyperedges: Sequence[HyperEdge]) -> set[int]:
-    """Ids of the hyper-edges in front matter (content before the first heading: title
-    block, author lines, permission notices) or back matter (references,
-    acknowledgements): they are someone else's work or boilerplate, so they get no
-    must-links (:func:`link_hyperedges`). Roles come from the section headings
-    (:func:`docmaster_core.tree.roles.path_role`)."""
+def hyperedge_roles(tree: DocumentTree, hyperedges: Sequence[HyperEdge]) -> dict[int, str]:
+    """The section role of every hyper-edge (:data:`docmaster_core.tree.roles.ROLES`:
+    ``front`` for content before the first heading, ``back`` for references and
+    acknowledgements, ``body``, ``method`` ... from the headings above its section,
+    :func:`docmaster_core.tree.roles.path_role`).
+
+    Returns:
+        ``{hyper-edge id: role name}``.
+    """
     from ..tree.roles import path_role
 
     def headings(sid: int) -> list[str]:
@@ -257,11 +261,23 @@ def unlinked_hyperedges(tree: DocumentTree, hyperedges: Sequence[HyperEdge]) -> 
             cur = tree.nodes[cur].parent
         return path[::-1]
 
-    out = set()
+    cache: dict[int, str] = {}
+    out = {}
     for h in hyperedges:
-        if path_role(headings(int(h.section_id))) in ("front", "back"):
-            out.add(int(h.id))
+        sid = int(h.section_id)
+        if sid not in cache:
+            cache[sid] = path_role(headings(sid))
+        out[int(h.id)] = cache[sid]
     return out
+
+
+def unlinked_hyperedges(tree: DocumentTree, hyperedges: Sequence[HyperEdge]) -> set[int]:
+    """Ids of the hyper-edges in front matter (content before the first heading: title
+    block, author lines, permission notices) or back matter (references,
+    acknowledgements): they are someone else's work or boilerplate, so they get no
+    must-links (:func:`link_hyperedges`). Roles come from the section headings
+    (:func:`hyperedge_roles`)."""
+    return {i for i, r in hyperedge_roles(tree, hyperedges).items() if r in ("front", "back")}
 
 
 def link_hyperedges(hyperedges: Sequence[HyperEdge], unlinked: set[int] | None = None) -> np.ndarray:

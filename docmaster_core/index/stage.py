@@ -11,7 +11,7 @@ workspace write lock, now or in a background thread (slider changes in the app).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -171,6 +171,117 @@ class IndexStage:
         for th in list(self._pending_saves):
             if th is not threading.current_thread():
                 th.join(timeout)
+
+    # ------------------------------------------------------------------ 2-D layouts (cluster view)
+    def _layout_queue(self):
+        from .layout import LayoutQueue
+
+        return LayoutQueue(self.ws.path)
+
+    def _text_ids(self, doc_id: str) -> np.ndarray:
+        """(m,) int64 ids of the document's TEXT nodes, ascending (one query; no tree built)."""
+        rows = self.ws.node_columns(doc_id, ("node_id", "type"))
+        return np.asarray([int(i) for i, t in rows if t == "TEXT"], dtype=np.int64)
+
+    def _doc_layout_name(self, rec: Any) -> str:
+        from .layout import layout_name
+
+        return layout_name(f"doc_{rec.doc_id}", (float(rec.added_at or 0.0), str(rec.embedding_model),
+                                                 int((rec.counts or {}).get("TEXT", 0))))
+
+    def layout(self, doc_id: str, *, urgent: bool = True):
+        """The 2-D layout of a document's TEXT nodes for the cluster view, without
+        waiting: the stored UMAP layout when it is ready, else PCA with the status
+        ``"computing"`` (the UMAP job is queued, ahead of background jobs when
+        ``urgent``, and computed by the background worker; see
+        :mod:`docmaster_core.index.layout`).
+
+        Returns:
+            :class:`~docmaster_core.index.layout.Layout2D` (coords float32 (n, 2) for the
+            document's TEXT node ids, ascending).
+
+        Raises:
+            WorkspaceError: no such document or no vector file.
+        """
+        from .layout import Layout2D
+
+        rec = self.ws.document(doc_id)
+        ids = self._text_ids(rec.doc_id)
+        X = np.asarray(self.ws.load_embeddings(rec.doc_id, mmap=True)[ids], dtype=np.float32)
+        name = self._doc_layout_name(rec)
+        coords, method, status = self._layout_queue().layout(name, X, enabled=self.settings.ui_umap, urgent=urgent)
+        return Layout2D(coords, [rec.doc_id] * int(ids.size), ids, method, status, name)
+
+    def collection_layout(self, doc_ids: Sequence[str] | None = None, *, urgent: bool = True):
+        """The 2-D layout of the TEXT nodes of several documents (default all), rows in
+        the order of ``doc_ids`` and, within a document, by node id (the order of
+        :class:`~docmaster_core.index.builder.CollectionIndex`). Same rules as
+        :meth:`layout`; the collection layout is stored under a name made of the
+        documents' versions, so adding or removing a document makes a new one.
+
+        Raises:
+            WorkspaceError: an unknown document or a missing vector file.
+        """
+        from .layout import Layout2D, layout_name
+
+        recs = [self.ws.document(d) for d in doc_ids] if doc_ids is not None else self.ws.documents()
+        parts, X_parts, ids_parts, docs_col = [], [], [], []
+        for rec in recs:
+            ids = self._text_ids(rec.doc_id)
+            X_parts.append(np.asarray(self.ws.load_embeddings(rec.doc_id, mmap=True)[ids], dtype=np.float32))
+            ids_parts.append(ids)
+            docs_col.extend([rec.doc_id] * int(ids.size))
+            parts.append((rec.doc_id, float(rec.added_at or 0.0), str(rec.embedding_model), int(ids.size)))
+        X = np.concatenate(X_parts) if X_parts else np.zeros((0, 384), dtype=np.float32)
+        ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
+        name = layout_name("collection", parts)
+        coords, method, status = self._layout_queue().layout(name, X, enabled=self.settings.ui_umap, urgent=urgent)
+        return Layout2D(coords, docs_col, ids, method, status, name)
+
+    def ensure_layouts(self, doc_ids: Sequence[str] | None = None) -> int:
+        """Queue the UMAP layouts of these documents (default all) that are not stored
+        yet, behind any urgent job, and start the background worker; returns at once
+        with the number of jobs queued (0 when ``settings.ui_umap`` is off). Called by
+        the app after an ingest and when it opens a workspace, so the cluster view
+        finds its layouts ready.
+
+        Raises:
+            OSError: the workspace is not writable.
+        """
+        from .layout import MIN_UMAP_POINTS
+
+        if not self.settings.ui_umap:
+            return 0
+        q = self._layout_queue()
+        recs = [self.ws.document(d) for d in doc_ids] if doc_ids is not None else self.ws.documents()
+        n = 0
+        for rec in recs:
+            name = self._doc_layout_name(rec)
+            if (int((rec.counts or {}).get("TEXT", 0)) < MIN_UMAP_POINTS or q.path(name).is_file()
+                    or q.queued(name) or q.failure(name) is not None):
+                continue
+            ids = self._text_ids(rec.doc_id)
+            X = np.asarray(self.ws.load_embeddings(rec.doc_id, mmap=True)[ids], dtype=np.float32)
+            q.enqueue(name, X, urgent=False)
+            n += 1
+        return n
+
+    def layout_status(self, name: str) -> str:
+        """``"ready"``, ``"computing"``, ``"failed: <reason>"`` or ``"absent"`` for a
+        stored layout name (:attr:`~docmaster_core.index.layout.Layout2D.name`);
+        restarts the background worker when jobs wait and none runs."""
+        q = self._layout_queue()
+        if q.path(name).is_file():
+            return "ready"
+        if q.queued(name):
+            q.start_worker()
+            return "computing"
+        why = q.failure(name)
+        return "absent" if why is None else "failed: " + why
+
+    def wait_for_layouts(self, timeout: float = 600.0) -> bool:
+        """Wait until every queued layout is computed (tests, scripts); True when done in time."""
+        return self._layout_queue().wait(timeout)
 
     # ------------------------------------------------------------------ collection
     def _collection_params(self, params: IndexParams, n_clusters: int | None, link_threshold: float) -> dict[str, Any]:
