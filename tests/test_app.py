@@ -9,11 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import re
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")

@@ -554,12 +554,12 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(app_env, monkey
     run_app(at)
     at.button(key="w_upload_remove").click()
     run_app(at)
-    assert any("Remove 1 document(s) from the workspace: example_paper_sparse_attention.pdf?" in w.value
+    assert any("Remove 1 document from the workspace: example_paper_sparse_attention.pdf?" in w.value
                .replace("\\", "") for w in at.warning)
     assert len(collection_table(at)) == 3  # nothing removed before the confirmation
     at.button(key="w_upload_remove_confirm").click()
     run_app(at)
-    assert any("Removed 1 document(s): example_paper_sparse_attention.pdf" in s.value.replace("\\", "")
+    assert any("Removed 1 document: example_paper_sparse_attention.pdf" in s.value.replace("\\", "")
                for s in at.success)
     assert sorted(collection_table(at)["file"]) == sorted(f for f in EXAMPLE_FILES if "paper" not in f)
     # the run the paper was kept in still shows, the paper marked as removed
