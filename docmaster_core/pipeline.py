@@ -264,6 +264,8 @@ class DocMaster(IngestStage, IndexStage):
                 raise RetrievalError("no document can be searched: " + warnings[0])
         if opts.calibration is None:
             opts = FilterOptions.of(opts, calibration=calibration_from_settings(self.settings.filter))
+        if opts.candidates is None:
+            opts = FilterOptions.of(opts, candidates=self.settings.candidates)
         run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r)
         run.warnings = warnings
         return run

@@ -41,6 +41,7 @@ __all__ = [
     "CorpusView",
     "load_corpus",
     "clear_corpus_cache",
+    "sub_view",
     "type_weight_vector",
     "node_evidence",
     "evidence_text",
@@ -512,6 +513,39 @@ def load_corpus(ws) -> CorpusView:
     with _CACHE_LOCK:
         _CACHE[key] = v
     return v
+
+
+def sub_view(view: CorpusView, doc_indices) -> CorpusView:
+    """A view over some documents of ``view`` (the candidates of a filter at scale).
+
+    The documents keep their order; their rows' vectors are copied out of the
+    (memory-mapped) matrix, only theirs, and their trees are read through the parent's
+    loader (and its tree cache). Derived structures (:meth:`CorpusView.aux`: section
+    roles, term counts, hyper-edges) are then built for these documents only.
+
+    Args:
+        view: The parent view.
+        doc_indices: Indices of the documents in ``view`` (any order, no duplicates).
+
+    Returns:
+        A :class:`CorpusView` with ``len(doc_indices)`` documents (``collection`` None).
+    """
+    idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
+    starts = view.offsets[idx]
+    n = (view.offsets[idx + 1] - starts).astype(np.int64)
+    offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
+    rows = (np.repeat(starts - offsets[:-1], n) + np.arange(int(offsets[-1]))).astype(np.int64)
+    docs = []
+    for j, i in enumerate(idx.tolist()):
+        dv = view.docs[i]
+        docs.append(DocView(j, dv.doc_id, dv.file_name, dv._tree, int(offsets[j]), int(n[j]), dv._loader))
+    emb = np.ascontiguousarray(view.emb[rows]) if rows.size else np.zeros((0, view.emb.shape[1]), view.emb.dtype)
+    return CorpusView(
+        docs=docs, emb=emb, doc_of=np.repeat(np.arange(len(docs), dtype=np.int32), n), node_of=view.node_of[rows],
+        type_code=view.type_code[rows], depth=view.depth[rows], back_matter=view.back_matter[rows],
+        page=view.page[rows], offsets=offsets, signature=("sub", len(view.docs), tuple(d.doc_id for d in docs)),
+        ws_path=view.ws_path, node_loader=view.node_loader,
+    )
 
 
 def clear_corpus_cache() -> None:
