@@ -138,3 +138,18 @@ def test_candidate_pool_smaller_than_the_statistics_pool_is_refused(generated, e
 def test_candidate_settings_reject_unknown_keys():
     with pytest.raises(Exception, match="pool_dcs"):
         get_settings(candidates={"pool_dcs": 5})
+
+
+def test_every_document_a_candidate_gives_the_exhaustive_decisions_and_scores(generated, embedder):
+    """The candidate path over a sub-view (collection-wide lexical statistics, term counts
+    from the stored index) computes the same evidence scores as the exhaustive path."""
+    dm = _dm(generated, embedder)
+    for c in CONDITIONS:
+        full = dm.filter(c, decider="calibrated", save=False, candidates=EXHAUSTIVE)
+        two = dm.filter(c, decider="calibrated", save=False, candidates=CandidateSettings(min_docs=0, pool_docs=44))
+        assert two.candidates["candidates"] == len(full.documents) and two.not_candidates() == 0
+        for a, b in zip(full.documents, two.documents):
+            for s in STRATS:
+                da, db = a.decisions[s], b.decisions[s]
+                assert (da.decision, da.rank, da.evidence_ids) == (db.decision, db.rank, db.evidence_ids), (c, s)
+                assert db.evidence_score == pytest.approx(da.evidence_score, abs=1e-9)

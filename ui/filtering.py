@@ -51,6 +51,7 @@ __all__ = [
     "mark",
     "mark_removed",
     "with_cut",
+    "candidates_line",
     "ranked_rows",
     "is_offline_run",
 ]
@@ -315,6 +316,7 @@ def normalise_run(run: dict[str, Any]) -> dict[str, Any]:
             "rank": main_dec.get("rank"),
             "uncertain": bool(main_dec.get("uncertain")),
             "decided": decisions.get(main),
+            "not_candidate": main_dec.get("decided_by") == "not-a-candidate",
         })
     out = {k: v for k, v in run.items() if k not in ("documents", "cuts")}
     out["documents"] = docs
@@ -371,13 +373,17 @@ def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per document, the kept ones first, each part by evidence score (best
     first): rank, score, kept, file, one column per decided strategy (and ``by score``
-    for model-decided runs), rationale, doc_id."""
+    for model-decided runs), rationale, doc_id. Documents that were not candidates of a
+    run at scale (decided no without exact scoring) are left out: the run's
+    ``candidates`` entry counts them (:func:`candidates_line`)."""
     cols = _columns(run)
     offline = is_offline_run(run)
     n_eligible = (run.get("cut") or {}).get("eligible")
     rows = []
     for d in sorted(run.get("documents", []),
                     key=lambda d: (d.get("match") is not True, d.get("rank") is None, d.get("rank") or 0)):
+        if d.get("not_candidate"):  # decided no without exact scoring (a run at scale): counted, not listed
+            continue
         dec = d.get("decisions") or {}
         row = {"rank": d.get("rank"), "score": None if d.get("score") is None else round(float(d["score"]), 2),
                "kept": mark(d.get("match")), "file": d.get("file", d.get("doc_id", ""))}
@@ -393,6 +399,18 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         row.update({"rationale": d.get("rationale", ""), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
+
+
+def candidates_line(run: dict[str, Any]) -> str | None:
+    """One sentence on a two-stage run's candidate documents (None for a run that scored
+    every document exactly)."""
+    c = run.get("candidates") or {}
+    if not c:
+        return None
+    return (f"{c.get('not_candidates', 0)} of {len(run.get('documents', []))} documents were not candidates: not among "
+            f"the {c.get('pool_docs')} best of the collection indexes (dense {c.get('index', '')}, BM25) for the "
+            f"condition or its parts, so they were decided no without exact scoring and are not listed; "
+            f"{c.get('candidates', 0)} candidates were scored.")
 
 
 def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict[str, Any]], int]:

@@ -67,7 +67,10 @@ from ..retrieval.retriever import Retriever, check_top_k
 from ..retrieval.candidates import Candidates, candidate_documents
 from ..retrieval.corpus import sub_view
 from .decider import LexicalStats
-from .evidence import condition_parts, lexical_parts
+from .evidence import DocTerms, condition_parts, lexical_parts
+from ..model import NodeType
+from ..retrieval.corpus import TYPE_CODES
+from collections import Counter
 from ..text.terms import condition_terms
 
 __all__ = [
@@ -384,7 +387,7 @@ def run_filter(
         if calib.pool is not None and cs.pool_docs < calib.pool:
             raise RetrievalError(f"candidates.pool_docs ({cs.pool_docs}) must be at least the filter's statistics "
                                  f"pool ({calib.pool}): the candidates must hold the documents the cut is computed over")
-        cand, run_view = _stage_one(retr, view, cond, cs, doc_ids)
+        cand, run_view = _stage_one(retr, view, cond, cs, doc_ids, calib.related_weight)
         run_doc_ids = None
     t_candidates = time.perf_counter() - t0
     docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=run_doc_ids, view=run_view)
@@ -466,13 +469,16 @@ def run_filter(
     return run
 
 
-def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | None) -> tuple[Candidates, Any]:
+def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | None,
+               related_weight: float) -> tuple[Candidates, Any]:
     """Stage 1: the candidate documents of ``cond`` and a view over just them.
 
     The condition and each of its parts (:func:`.evidence.condition_parts`) are searched
     in the dense index, the condition's terms and each lexical part's in the BM25 index.
     The view's lexical statistics are the whole collection's (from the BM25 index's
-    document frequencies), so idf weights equal the exhaustive run's.
+    document frequencies), so idf weights equal the exhaustive run's; its documents'
+    role-weighted term counts (:func:`.evidence.doc_terms`) are read for the condition's
+    terms from the index's stored token counts instead of tokenising every tree again.
     """
     from ..store.lexical_index import lexical_index
 
@@ -490,7 +496,31 @@ def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | No
 
         stats = lexical_stats(view)
     sub.aux("lexical_stats", lambda: stats)
+    if lex is not None:
+        want = list(dict.fromkeys(t for ts in lexical_parts(cond) for t in ts))
+        sub.aux(("doc_terms", float(related_weight)),
+                lambda: _candidate_doc_terms(view, sub, cand.doc_indices, lex, want, related_weight))
     return cand, sub
+
+
+def _candidate_doc_terms(view, sub, doc_indices: np.ndarray, lex, terms: list[str], related_weight: float) -> DocTerms:
+    """:class:`.evidence.DocTerms` of the sub-view's documents for ``terms`` only (what
+    :func:`.evidence.document_signals` reads): per document, the sum over its body nodes of
+    the role weight times the stored token count (the same sums as counting token by token:
+    the weights are 1 and ``related_weight``)."""
+    from ..tree.roles import ROLE_CODE, view_roles
+
+    rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in doc_indices.tolist()]) \
+        if doc_indices.size else np.zeros(0, np.int64)
+    tf = lex.term_counts(rows, terms)  # (rows of sub, T), in sub-view row order
+    roles = view_roles(sub)
+    skip = (roles == ROLE_CODE["back"]) | (sub.type_code == TYPE_CODES[NodeType.ROOT])
+    w = np.where(roles == ROLE_CODE["related"], related_weight, 1.0)
+    w[skip] = 0.0
+    per_doc = np.zeros((len(sub.docs), len(terms)))
+    np.add.at(per_doc, sub.doc_of, tf * w[:, None])
+    counts = [Counter({t: float(v) for t, v in zip(terms, row) if v > 0}) for row in per_doc]
+    return DocTerms(counts, related_weight)
 
 
 def _with_non_candidates(view, doc_ids: Sequence[str] | None, docs: list[DocumentResult], strats: Sequence[str],

@@ -8,6 +8,9 @@
   :func:`~docmaster_core.text.terms.tokens` of its node's stored content; the ROOT node
   and reference-list / acknowledgement rows (the store's back-matter flag) are indexed
   empty, so they never match. It is read memory-mapped.
+* ``tf_*.npy``: the same token counts as a CSR matrix (rows x vocabulary, float32 counts,
+  columns = the bm25s vocabulary ids), memory-mapped: a filter's per-document term
+  counts of the condition's terms come from here instead of tokenising the trees again.
 * ``df.json``: the document frequency of every token over the documents' body text (all
   rows but the back matter), i.e. exactly the statistics
   :func:`docmaster_core.filtering.decider.lexical_stats` computes by walking every tree;
@@ -42,7 +45,7 @@ __all__ = ["LexicalIndex", "lexical_index", "K1", "B"]
 
 #: BM25 parameters of the node index (those of :mod:`docmaster_core.retrieval.keyword`).
 K1, B = 1.2, 0.75
-_FORMAT = 1
+_FORMAT = 2
 
 
 def _bm25s():
@@ -86,6 +89,40 @@ class LexicalIndex:
     df: Counter
     rows: int
 
+    tf_indptr: np.ndarray | None = None
+    tf_indices: np.ndarray | None = None
+    tf_data: np.ndarray | None = None
+
+    def term_counts(self, rows: np.ndarray, terms: Sequence[str]) -> np.ndarray:
+        """How often each term occurs in each row (the stored token counts).
+
+        Args:
+            rows: int64 (n,) store rows.
+            terms: T terms.
+
+        Returns:
+            float64 (n, T) counts (0 for an unknown term, the ROOT node and back matter).
+        """
+        out = np.zeros((len(rows), len(terms)), dtype=np.float64)
+        cols = {self.bm25.vocab_dict[t]: j for j, t in enumerate(terms) if t in self.bm25.vocab_dict}
+        if not cols or self.tf_indptr is None:
+            return out
+        want = np.array(sorted(cols), dtype=np.int64)
+        where = np.array([cols[c] for c in want], dtype=np.int64)
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = np.asarray(self.tf_indptr[rows], dtype=np.int64)
+        lens = np.asarray(self.tf_indptr[rows + 1], dtype=np.int64) - starts
+        total = int(lens.sum())
+        if total == 0:
+            return out
+        first = np.r_[0, np.cumsum(lens)[:-1]]
+        pos = np.repeat(starts - first, lens) + np.arange(total)
+        idx = np.asarray(self.tf_indices[pos], dtype=np.int64)
+        keep = np.isin(idx, want)
+        row_of = np.repeat(np.arange(rows.size), lens)[keep]
+        out[row_of, where[np.searchsorted(want, idx[keep])]] = np.asarray(self.tf_data[pos[keep]], dtype=np.float64)
+        return out
+
     def node_scores(self, terms: Sequence[str]) -> np.ndarray:
         """BM25 score of every store row for a bag of query terms.
 
@@ -124,6 +161,18 @@ def _build(ws, coll: Collection, out: Path) -> tuple[int, Counter]:
         corpus_ids.extend([] for _ in range(b - a - len(rows)))
         df.update(seen)
     vocab.setdefault("", len(vocab))  # bm25s scores empty rows through the empty token
+    lengths = np.fromiter((len(set(x)) for x in corpus_ids), dtype=np.int64, count=len(corpus_ids))
+    indptr = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    for r, ids in enumerate(corpus_ids):
+        if ids:
+            u, c = np.unique(np.asarray(ids, dtype=np.int32), return_counts=True)
+            indices[indptr[r]:indptr[r + 1]] = u
+            data[indptr[r]:indptr[r + 1]] = c
+    np.save(out / "tf_indptr.npy", indptr)
+    np.save(out / "tf_indices.npy", indices)
+    np.save(out / "tf_data.npy", data)
     retr = bm25s.BM25(k1=K1, b=B)
     retr.index((corpus_ids, vocab), show_progress=False, create_empty_token=False)
     retr.save(str(out / "bm25"))
@@ -152,7 +201,8 @@ def lexical_index(ws, coll: Collection) -> LexicalIndex:
     def load(info: dict) -> LexicalIndex:
         idx = bm25s.BM25.load(str(d / "bm25"), mmap=True)
         dfj = json.loads((d / "df.json").read_text())
-        return LexicalIndex(idx, int(dfj["n_docs"]), Counter(dfj["df"]), int(info["rows"]))
+        tf = [np.load(d / f"tf_{n}.npy", mmap_mode="r") for n in ("indptr", "indices", "data")]
+        return LexicalIndex(idx, int(dfj["n_docs"]), Counter(dfj["df"]), int(info["rows"]), *tf)
 
     info = _info(d)
     if {k: info.get(k) for k in want} == want:
