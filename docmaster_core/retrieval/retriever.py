@@ -113,7 +113,8 @@ class Retriever:
         """The stacked hyper-edges of the view (cached per index state)."""
         view = view or self.view
         key = ("hyperedges", self.index_key, self._index_signature() if self._load_index else None)
-        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index))
+        ck = (key[0], key[1], hash(key[2]))  # hashed once: the per-document cache looks it up per document
+        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index, cache_key=ck))
 
     def flat(self, view: CorpusView | None = None) -> FlatView:
         """The flat-chunk view (chunk embeddings from the disk cache or computed now)."""

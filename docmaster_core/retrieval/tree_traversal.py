@@ -51,8 +51,13 @@ class SectionIndex:
         d = view.emb.shape[1]
         size = np.ones(n, dtype=np.int64)
         parent_row = np.full(n, -1, dtype=np.int64)
+        cache = view.doc_cache
         for dv in view.docs:
-            par = dv.tree.parents()
+            key = ("parents", dv.doc_id, dv.n_nodes)
+            par = cache.get(key)
+            if par is None:
+                par = np.asarray(dv.tree.parents())
+                cache.put(key, par, par.nbytes + 100)
             s = np.ones(dv.n_nodes, dtype=np.int64)
             for i in range(dv.n_nodes - 1, 0, -1):  # pre-order: children after parents
                 s[par[i]] += s[i]
