@@ -145,9 +145,14 @@ class DocMaster(IngestStage, IndexStage):
         ``candidates.min_docs`` documents does this itself on first use; call it after an
         ingest to pay that one-time cost up front.
 
+        Also writes the per-document arrays stage 2 reads
+        (:mod:`~docmaster_core.store.docinfo`: section roles, tree parents, hyper-edges of
+        the default index parameters) for every document that lacks them.
+
         Returns:
-            ``{"rows", "dense_s", "lexical_s", "index"}`` (seconds; ``index`` is the FAISS
-            kind), or ``{}`` for a workspace without a collection store (read-only folder).
+            ``{"rows", "dense_s", "lexical_s", "docinfo_s", "index"}`` (seconds; ``index``
+            is the FAISS kind), or ``{}`` for a workspace without a collection store
+            (read-only folder).
 
         Raises:
             RetrievalError: faiss or bm25s is not installed.
@@ -167,7 +172,20 @@ class DocMaster(IngestStage, IndexStage):
         t1 = _time.perf_counter()
         lexical_index(self.ws, view.collection)
         t2 = _time.perf_counter()
-        return {"rows": view.collection.rows, "dense_s": t1 - t0, "lexical_s": t2 - t1,
+        # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges), in
+        # batches of documents so that memory stays bounded; a no-op when they are on disk
+        from .retrieval.corpus import sub_view
+        from .retrieval.tree_traversal import section_index
+        from .tree.roles import view_roles
+
+        r = self.retriever()
+        for a in range(0, len(view.docs), 256):
+            sub = sub_view(view, range(a, min(a + 256, len(view.docs))))
+            view_roles(sub)
+            section_index(sub)
+            r.hyperedges(sub)
+        t3 = _time.perf_counter()
+        return {"rows": view.collection.rows, "dense_s": t1 - t0, "lexical_s": t2 - t1, "docinfo_s": t3 - t2,
                 "index": index_kind(view.collection.rows, cs.dense_exact_max_rows)}
 
     def remove(self, refs: str | Sequence[str]) -> list:

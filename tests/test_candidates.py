@@ -114,10 +114,14 @@ def test_added_and_removed_documents_update_both_indexes(tmp_path, embedder):
     assert run.not_candidates() > 0
     assert next(d for d in run.documents if d.doc_id == new).decisions["combined"].decided_by != "not-a-candidate"
 
+    from docmaster_core.store.docinfo import docinfo_dir
+
+    assert (docinfo_dir(tmp_path / "ws") / "roles" / f"{new}.npz").exists()
     dm.remove([new])
     view = corpus.load_corpus(dm.ws)
     assert not view.has(new)
     li = lexical_index(dm.ws, view.collection)
+    assert not list(docinfo_dir(tmp_path / "ws").glob(f"*/{new}.npz"))  # pruned with the rebuilt index
     assert li.rows == view.emb.shape[0] and "zygomorphic" not in li.df
     assert not (li.node_scores(["zygomorphic"]) > 0).any()
     assert collection_index(view.collection).ntotal == view.emb.shape[0]
@@ -143,10 +147,16 @@ def test_candidate_settings_reject_unknown_keys():
 def test_every_document_a_candidate_gives_the_exhaustive_decisions_and_scores(generated, embedder):
     """The candidate path over a sub-view (collection-wide lexical statistics, term counts
     from the stored index) computes the same evidence scores as the exhaustive path."""
-    dm = _dm(generated, embedder)
+    from docmaster_core.store.docinfo import docinfo_dir
+
     for c in CONDITIONS:
-        full = dm.filter(c, decider="calibrated", save=False, candidates=EXHAUSTIVE)
-        two = dm.filter(c, decider="calibrated", save=False, candidates=CandidateSettings(min_docs=0, pool_docs=44))
+        corpus.clear_corpus_cache()
+        full = _dm(generated, embedder).filter(c, decider="calibrated", save=False, candidates=EXHAUSTIVE)
+        # a fresh view: the candidates' roles, parents and hyper-edges come from collection/docinfo
+        corpus.clear_corpus_cache()
+        assert len(list((docinfo_dir(generated) / "hyperedges").glob("*.npz"))) == len(full.documents)
+        two = _dm(generated, embedder).filter(c, decider="calibrated", save=False,
+                                              candidates=CandidateSettings(min_docs=0, pool_docs=44))
         assert two.candidates["candidates"] == len(full.documents) and two.not_candidates() == 0
         for a, b in zip(full.documents, two.documents):
             for s in STRATS:

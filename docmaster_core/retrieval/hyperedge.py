@@ -17,9 +17,12 @@ These are marked ``fallback`` in :class:`HyperEdgeView` so results can say so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import json
 from typing import Callable
 
 import numpy as np
+
+from ..store.docinfo import load_arrays, save_arrays
 
 from ..model import NodeType
 from .corpus import TYPE_CODES, CorpusView
@@ -106,8 +109,27 @@ def _doc_hyperedges(view: CorpusView, dv, load_index) -> tuple[np.ndarray, list,
     return emb, [ids for ids, _ in fb], [""] * len(fb), [[] for _ in fb], True
 
 
+def _to_arrays(got) -> dict[str, np.ndarray]:
+    e, m, su, lk, fb = got
+    return {"emb": np.asarray(e, np.float32),
+            "mem_off": np.r_[0, np.cumsum([len(x) for x in m])].astype(np.int64),
+            "mem": np.asarray([i for x in m for i in x], dtype=np.int32),
+            "link_off": np.r_[0, np.cumsum([len(x) for x in lk])].astype(np.int64),
+            "link": np.asarray([i for x in lk for i in x], dtype=np.int32),
+            "summaries": np.frombuffer(json.dumps(su).encode(), dtype=np.uint8),
+            "fallback": np.array(bool(fb))}
+
+
+def _from_arrays(a: dict[str, np.ndarray]):
+    mo, lo = a["mem_off"], a["link_off"]
+    mem, link = a["mem"].tolist(), a["link"].tolist()
+    m = [mem[mo[i]:mo[i + 1]] for i in range(len(mo) - 1)]
+    lk = [link[lo[i]:lo[i + 1]] for i in range(len(lo) - 1)]
+    return a["emb"], m, json.loads(a["summaries"].tobytes().decode()), lk, bool(a["fallback"])
+
+
 def build_hyperedge_view(view: CorpusView, load_index: Callable[[str], object | None] | None,
-                         cache_key: object = None) -> HyperEdgeView:
+                         cache_key: object = None, disk_tag: Callable[[str], str] | None = None) -> HyperEdgeView:
     """Stack the hyper-edges of every document of ``view``.
 
     Args:
@@ -118,6 +140,10 @@ def build_hyperedge_view(view: CorpusView, load_index: Callable[[str], object | 
             key (the index parameters and version), so later runs over the same documents
             (e.g. the candidate views of a filter at scale) do not read the stored
             indexes again.
+        disk_tag: ``doc_id -> tag`` naming the index a document's hyper-edges come from
+            (parameters and creation time): with it, a document's hyper-edges are also
+            read from / written to ``collection/docinfo/hyperedges`` (:mod:`~docmaster_core.store.docinfo`)
+            instead of parsing the stored index again in a later run or process.
     """
     d = view.emb.shape[1]
     embs: list[np.ndarray] = []
@@ -131,7 +157,14 @@ def build_hyperedge_view(view: CorpusView, load_index: Callable[[str], object | 
         key = ("hyperedges", cache_key, dv.doc_id, dv.n_nodes)
         got = cache.get(key) if cache is not None else None
         if got is None:
-            got = _doc_hyperedges(view, dv, load_index)
+            tag = disk_tag(dv.doc_id) if disk_tag is not None else None
+            arr = load_arrays(view.ws_path, "hyperedges", dv.doc_id, tag) if tag is not None else None
+            if arr is not None:
+                got = _from_arrays(arr)
+            else:
+                got = _doc_hyperedges(view, dv, load_index)
+                if tag is not None:
+                    save_arrays(view.ws_path, "hyperedges", dv.doc_id, tag, **_to_arrays(got))
             if cache is not None:
                 e, m, su, lk, _ = got
                 cache.put(key, got, e.nbytes + 36 * sum(len(x) for x in m) + sum(len(x) for x in su)

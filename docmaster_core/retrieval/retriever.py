@@ -112,9 +112,14 @@ class Retriever:
     def hyperedges(self, view: CorpusView | None = None) -> HyperEdgeView:
         """The stacked hyper-edges of the view (cached per index state)."""
         view = view or self.view
-        key = ("hyperedges", self.index_key, self._index_signature() if self._load_index else None)
+        sig = self._index_signature() if self._load_index else None
+        key = ("hyperedges", self.index_key, sig)
         ck = (key[0], key[1], hash(key[2]))  # hashed once: the per-document cache looks it up per document
-        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index, cache_key=ck))
+        tag = None
+        if sig is not None and isinstance(self.index_key, str):
+            made = {d: t for d, k, t in sig if k == self.index_key}
+            tag = lambda doc_id: f"{self.index_key}|{made.get(doc_id)!r}"  # noqa: E731 - None: no stored index
+        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index, cache_key=ck, disk_tag=tag))
 
     def flat(self, view: CorpusView | None = None) -> FlatView:
         """The flat-chunk view (chunk embeddings from the disk cache or computed now)."""

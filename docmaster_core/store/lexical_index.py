@@ -222,4 +222,7 @@ def lexical_index(ws, coll: Collection) -> LexicalIndex:
         os.replace(tmp, d)
         shutil.rmtree(old, ignore_errors=True)
         write_json_atomic(d / "info.json", want)
+        from .docinfo import prune
+
+        prune(coll.path.parent, coll.doc_ids)  # derived per-document arrays of removed documents
         return load(want)

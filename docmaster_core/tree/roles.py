@@ -140,7 +140,14 @@ def view_roles(view) -> np.ndarray:
         key = ("roles", dv.doc_id, dv.n_nodes)
         r = cache.get(key)
         if r is None:
-            r = node_roles(dv.tree)
+            from ..store.docinfo import load_arrays, save_arrays
+
+            ws_path = getattr(view, "ws_path", "")
+            got = load_arrays(ws_path, "roles", dv.doc_id, str(dv.n_nodes))
+            r = got["roles"] if got is not None else None
+            if r is None or r.shape != (dv.n_nodes,):
+                r = node_roles(dv.tree)
+                save_arrays(ws_path, "roles", dv.doc_id, str(dv.n_nodes), roles=r)
             cache.put(key, r, r.nbytes + 100)
         return r
 
