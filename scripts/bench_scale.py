@@ -247,18 +247,7 @@ def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None
     out["candidates"] = cands
     out["rss_filter_mb"] = _rss_mb()
     out["rss_filter_split_mb"] = _rss_split_mb()
-    ask_t = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        dm.ask(QUESTION, save=False)
-        ask_t.append(time.perf_counter() - t0)
-    out["ask_first_s"] = ask_t[0]
-    out["ask_s"] = ask_t[-1]
-    out["peak_rss_mb"] = _peak_rss_mb()
-    out["rss_end_mb"] = _rss_mb()
-    out["rss_end_split_mb"] = _rss_split_mb()
-    out["disk_mb"] = _dir_mb(ws_path)
-    out["disk_split_mb"] = {p.name: _dir_mb(p) if p.is_dir() else p.stat().st_size / 2**20 for p in ws_path.iterdir()}
+    out["peak_rss_filters_mb"] = _peak_rss_mb()  # before the exhaustive runs of --agreement and ask
     if runs:  # agreement of the run's decisions with exhaustive scoring of every document (same code)
         from docmaster_core.config import CandidateSettings
 
@@ -275,6 +264,18 @@ def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None
             print(f"exhaustive: {ex_t[-1]:.1f} s, agreement so far {same}/{total}", file=sys.stderr, flush=True)
             out["agreement"] = {"same": same, "decisions": total, "conditions": len(ex_t), "exhaustive_s": ex_t}
         out["peak_rss_with_exhaustive_mb"] = _peak_rss_mb()
+    ask_t = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        dm.ask(QUESTION, save=False)
+        ask_t.append(time.perf_counter() - t0)
+    out["ask_first_s"] = ask_t[0]
+    out["ask_s"] = ask_t[-1]
+    out["peak_rss_mb"] = _peak_rss_mb()
+    out["rss_end_mb"] = _rss_mb()
+    out["rss_end_split_mb"] = _rss_split_mb()
+    out["disk_mb"] = _dir_mb(ws_path)
+    out["disk_split_mb"] = {p.name: _dir_mb(p) if p.is_dir() else p.stat().st_size / 2**20 for p in ws_path.iterdir()}
     return out
 
 
