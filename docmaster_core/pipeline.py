@@ -343,6 +343,7 @@ class DocMaster(IngestStage, IndexStage):
         if not self.llm.is_offline:
             self.check_llm()  # before the embedder is loaded or anything is retrieved
         r = self.retriever(params, retrieval)
+        options.setdefault("candidates", self.settings.candidates)
         return ask(self.ws, self.embedder, self.llm, r.settings, question, docs=docs, top_k=top_k,
                    deep=deep, retriever=r, save=save, **options)
 

@@ -163,3 +163,15 @@ def test_every_document_a_candidate_gives_the_exhaustive_decisions_and_scores(ge
                 da, db = a.decisions[s], b.decisions[s]
                 assert (da.decision, da.rank, da.evidence_ids) == (db.decision, db.rank, db.evidence_ids), (c, s)
                 assert db.evidence_score == pytest.approx(da.evidence_score, abs=1e-9)
+
+
+def test_ask_over_candidate_documents_gives_the_exhaustive_passages(generated, embedder):
+    dm = _dm(generated, embedder)
+    for q in ("Which datasets are used to evaluate open-domain question answering?",
+              "What top-5 error does the network reach on ImageNet?"):
+        full = dm.ask(q, all_docs=True, save=False, candidates=EXHAUSTIVE)
+        two = dm.ask(q, all_docs=True, save=False, candidates=CandidateSettings(min_docs=0, pool_docs=16))
+        assert full.candidates == {} and two.candidates["not_candidates"] > 0
+        assert two.to_dict()["candidates"]["candidates"] == 40 - two.candidates["not_candidates"]
+        assert [(e.doc_id, e.node_id) for e in two.evidence] == [(e.doc_id, e.node_id) for e in full.evidence]
+        assert two.answer.text == full.answer.text and two.doc_ids == full.doc_ids

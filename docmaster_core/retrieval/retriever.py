@@ -103,8 +103,19 @@ class Retriever:
     # ------------------------------------------------------------------ parts
     @property
     def view(self) -> CorpusView:
-        """The workspace's (cached) corpus view."""
-        return load_corpus(self.ws)
+        """The workspace's (cached) corpus view, or the fixed view of :meth:`with_view`."""
+        fixed = getattr(self, "_fixed_view", None)
+        return fixed if fixed is not None else load_corpus(self.ws)
+
+    def with_view(self, view: CorpusView) -> "Retriever":
+        """A retriever with the same settings and index that searches ``view`` (e.g. the
+        candidate documents of a question at scale, :func:`~docmaster_core.retrieval.corpus.sub_view`)."""
+        import copy
+
+        r = copy.copy(self)
+        r._lock = threading.Lock()
+        r._fixed_view = view
+        return r
 
     def _index_signature(self) -> tuple:
         return tuple(self.ws.index_versions())
