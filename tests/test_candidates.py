@@ -175,3 +175,17 @@ def test_ask_over_candidate_documents_gives_the_exhaustive_passages(generated, e
         assert two.to_dict()["candidates"]["candidates"] == 40 - two.candidates["not_candidates"]
         assert [(e.doc_id, e.node_id) for e in two.evidence] == [(e.doc_id, e.node_id) for e in full.evidence]
         assert two.answer.text == full.answer.text and two.doc_ids == full.doc_ids
+
+
+def test_filter_page_lists_only_the_scored_documents_and_counts_the_others(generated, embedder):
+    from ui.filtering import candidates_line, normalise_run, ranked_rows
+
+    run = _dm(generated, embedder).filter(CONDITIONS[2], decider="calibrated", save=False, calibration=CALIB,
+                                          candidates=CandidateSettings(min_docs=0, pool_docs=16))
+    page = normalise_run(run.to_dict())
+    rows = ranked_rows(page)
+    assert len(rows) == run.candidates["candidates"] < len(run.documents)
+    line = candidates_line(page)
+    assert line.startswith(f"{run.not_candidates()} of {len(run.documents)} documents were not candidates")
+    assert candidates_line(normalise_run(_dm(generated, embedder).filter(CONDITIONS[2], decider="calibrated",
+                                                                         save=False).to_dict())) is None
