@@ -29,7 +29,12 @@ loaded first and reported apart (it does not grow with N), then
 * ``ask_s``: median seconds of an offline ``ask`` over all documents;
 * ``rss_open_mb`` / ``peak_rss_mb``: resident memory after opening, and the process's
   peak (``ru_maxrss``) over the whole measurement, in MiB;
-* ``disk_mb``: the workspace directory's size in MiB.
+* ``disk_mb``: the workspace directory's size in MiB (``disk_split_mb`` per entry);
+* issue 25: ``indexes_s`` (``DocMaster.collection_indexes()``: the one-time build of the
+  candidate indexes and per-document arrays, or their loading), ``candidates`` (stage-1
+  figures of each filter), ``peak_rss_filters_mb``, and with ``--agreement N`` the
+  agreement of the first N conditions' decisions with exhaustive scoring (same code,
+  ``candidates.min_docs`` above the collection size).
 
 Usage::
 
