@@ -22,6 +22,7 @@ __all__ = [
     "RetrievalSettings",
     "FilterSettings",
     "IngestSettings",
+    "CandidateSettings",
     "Settings",
     "get_settings",
 ]
@@ -144,6 +145,27 @@ class FilterSettings(_Section):
     sure_no_z: float = Field(0.25, description="Three-way decisions: evidence score below which a dropped document is sure.")
 
 
+class CandidateSettings(_Section):
+    """Two-stage filtering at scale (issue 25; :mod:`docmaster_core.retrieval.candidates`).
+
+    A filter over more than ``min_docs`` documents first takes candidate documents from
+    the collection-wide indexes (the persisted FAISS index of the node vectors and the
+    persisted BM25 index of the node texts): the ``pool_docs`` best documents of each
+    index for the condition and for each of its parts. Only the candidates get the exact
+    per-document evidence; every other document is decided "no" with
+    ``decided_by = "not-a-candidate"``. Env: ``DOCMASTER_CANDIDATES__MIN_DOCS`` etc."""
+
+    min_docs: int = Field(
+        500, ge=0, description="Runs over at most this many documents score every document exactly (0: always use candidates).")
+    pool_docs: int = Field(
+        200, ge=1, description="Documents taken from each index's ranking (dense and lexical, condition and each part).")
+    nodes_per_doc: int = Field(
+        16, ge=1, description="Dense search asks for pool_docs x nodes_per_doc nodes first (x4 until pool_docs documents are covered).")
+    dense_exact_max_rows: int = Field(
+        2_000_000, ge=1, description="Node rows up to which the FAISS index is exact (fp16 flat); an IVF index past it.")
+    nprobe: int = Field(64, ge=1, description="IVF lists searched per query (approximate FAISS index only).")
+
+
 class IngestSettings(_Section):
     """Where ingest runs (issue 18): ``local`` (this process) or ``ray`` (parse tasks
     and embedding actors on a Ray cluster; the LLM steps and every workspace write stay
@@ -177,6 +199,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     filter: FilterSettings = Field(default_factory=FilterSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    candidates: CandidateSettings = Field(default_factory=CandidateSettings)
     workspace: str | None = Field(None, description="The app's first workspace folder (default ROOT/workspace).")
     workspace_root: str | None = Field(None, description="The app opens workspaces only under this folder (default: cwd).")
     ui_umap: bool = Field(True, description="UMAP projections on the cluster page (False: PCA only).")

@@ -411,7 +411,9 @@ class Decision:
         decided_by: How the decision was made in a filter run: ``"llm"``,
             ``"score-above"`` / ``"score-below"`` (a cascade threshold, no call; see
             :mod:`docmaster_core.filtering.cascade`), ``"offline"`` (the calibrated rule),
-            or None when not recorded.
+            ``"not-a-candidate"`` (a two-stage run at scale: not among the candidate
+            documents of the collection indexes, decided no without exact scoring; no
+            evidence score or rank), or None when not recorded.
         uncertain: True when the offline evidence score lies between the sure-no and the
             sure-yes threshold of the run's cut (three-way decisions, see
             :func:`docmaster_core.filtering.decider.uncertain_band`): ``decision`` is then

@@ -173,6 +173,56 @@ class DocMaster(IngestStage, IndexStage):
         for ip in params or [None]:
             self.retriever(ip).hyperedges(view)
 
+    def collection_indexes(self) -> dict[str, Any]:
+        """Build or bring up to date the collection-wide indexes a filter at scale takes
+        its candidate documents from (issue 25): the FAISS index over every node vector
+        and the BM25 index over every node text (``collection/``). A filter over more than
+        ``candidates.min_docs`` documents does this itself on first use; call it after an
+        ingest to pay that one-time cost up front.
+
+        Also writes the per-document arrays stage 2 reads
+        (:mod:`~docmaster_core.store.docinfo`: section roles, tree parents, hyper-edges of
+        the default index parameters) for every document that lacks them.
+
+        Returns:
+            ``{"rows", "dense_s", "lexical_s", "docinfo_s", "index"}`` (seconds; ``index``
+            is the FAISS kind), or ``{}`` for a workspace without a collection store
+            (read-only folder).
+
+        Raises:
+            RetrievalError: faiss or bm25s is not installed.
+            OSError: the indexes cannot be written.
+        """
+        import time as _time
+
+        from .store.collection_index import collection_index, index_kind
+        from .store.lexical_index import lexical_index
+
+        view = self.retriever().view
+        if view.collection is None:
+            return {}
+        cs = self.settings.candidates
+        t0 = _time.perf_counter()
+        collection_index(view.collection, cs.dense_exact_max_rows, cs.nprobe)
+        t1 = _time.perf_counter()
+        lexical_index(self.ws, view.collection)
+        t2 = _time.perf_counter()
+        # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges), in
+        # batches of documents so that memory stays bounded; a no-op when they are on disk
+        from .retrieval.corpus import sub_view
+        from .retrieval.tree_traversal import section_index
+        from .tree.roles import view_roles
+
+        r = self.retriever()
+        for a in range(0, len(view.docs), 256):
+            sub = sub_view(view, range(a, min(a + 256, len(view.docs))))
+            view_roles(sub)
+            section_index(sub)
+            r.hyperedges(sub)
+        t3 = _time.perf_counter()
+        return {"rows": view.collection.rows, "dense_s": t1 - t0, "lexical_s": t2 - t1, "docinfo_s": t3 - t2,
+                "index": index_kind(view.collection.rows, cs.dense_exact_max_rows)}
+
     def remove(self, refs: str | Sequence[str]) -> list:
         """Remove documents from the workspace (curating the collection).
 
@@ -319,6 +369,8 @@ class DocMaster(IngestStage, IndexStage):
                 raise RetrievalError("no document can be searched: " + warnings[0])
         if opts.calibration is None:
             opts = FilterOptions.of(opts, calibration=calibration_from_settings(self.settings.filter))
+        if opts.candidates is None:
+            opts = FilterOptions.of(opts, candidates=self.settings.candidates)
         run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r)
         run.warnings = warnings
         return run
@@ -365,6 +417,7 @@ class DocMaster(IngestStage, IndexStage):
         if not self.llm.is_offline:
             self.check_llm()  # before the embedder is loaded or anything is retrieved
         r = self.retriever(params, retrieval)
+        options.setdefault("candidates", self.settings.candidates)
         return ask(self.ws, self.embedder, self.llm, r.settings, question, docs=docs, top_k=top_k,
                    deep=deep, retriever=r, save=save, **options)
 

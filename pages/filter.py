@@ -29,6 +29,7 @@ from ui.filtering import (
     run_cut,
     run_filter,
     warm_filter,
+    candidates_line,
 )
 from ui.render import render_evidence, render_page_image
 from ui.layout import page_header
@@ -179,6 +180,8 @@ for col, (name, run) in zip(res_cols, runs.items()):
                     f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
                     + (f" (evidence score >= {cut['threshold']:.2f})" if isinstance(cut.get("threshold"), (int, float))
                        else ""))
+        if candidates_line(run):
+            st.caption(candidates_line(run))
         rows, n_removed = mark_removed(ranked_rows(shown), set(by_id))
         if n_removed:
             st.caption(f"{n_removed} document(s) of this run have been removed from the workspace since (marked "

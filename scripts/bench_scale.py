@@ -29,7 +29,12 @@ loaded first and reported apart (it does not grow with N), then
 * ``ask_s``: median seconds of an offline ``ask`` over all documents;
 * ``rss_open_mb`` / ``peak_rss_mb``: resident memory after opening, and the process's
   peak (``ru_maxrss``) over the whole measurement, in MiB;
-* ``disk_mb``: the workspace directory's size in MiB.
+* ``disk_mb``: the workspace directory's size in MiB (``disk_split_mb`` per entry);
+* issue 25: ``indexes_s`` (``DocMaster.collection_indexes()``: the one-time build of the
+  candidate indexes and per-document arrays, or their loading), ``candidates`` (stage-1
+  figures of each filter), ``peak_rss_filters_mb``, and with ``--agreement N`` the
+  agreement of the first N conditions' decisions with exhaustive scoring (same code,
+  ``candidates.min_docs`` above the collection size).
 
 Usage::
 
@@ -188,7 +193,7 @@ class _Figures(dict):
             Path(self.path).write_text(json.dumps(self))
 
 
-def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None) -> dict:
+def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None, agreement: int = 0) -> dict:
     """Measure one workspace in this process (see module doc); returns the figures."""
     from docmaster_core.pipeline import DocMaster
 
@@ -217,14 +222,24 @@ def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None
     print(f"open: {out['open_s']:.1f} s, RSS {out['rss_open_mb']:.0f} MiB", file=sys.stderr, flush=True)
     out["n_docs"] = len(view.docs)
     out["n_nodes"] = int(view.doc_of.shape[0])
-    times, matches = [], []
+    if hasattr(dm, "collection_indexes"):  # issue 25: the candidate indexes (one-time build, then loaded)
+        t0 = time.perf_counter()
+        out["indexes"] = dm.collection_indexes()
+        out["indexes_s"] = time.perf_counter() - t0
+        out["rss_indexes_mb"] = _rss_mb()
+        print(f"indexes: {out['indexes_s']:.1f} s {out['indexes']}", file=sys.stderr, flush=True)
+    times, matches, cands, runs = [], [], [], []
     for i, cond in enumerate(conditions):
         t0 = time.perf_counter()
         run = dm.filter(cond, decider="calibrated", save=False)
         dt = time.perf_counter() - t0
         m = sorted(run.matches())
         matches.append([len(m), hashlib.sha256(json.dumps(m).encode()).hexdigest()[:12]])
-        print(f"filter {i}: {dt:.2f} s, {len(m)} matches", file=sys.stderr, flush=True)
+        cands.append(getattr(run, "candidates", {}) or {})
+        if i < agreement:
+            runs.append({d.doc_id: {s: x.decision for s, x in d.decisions.items()} for d in run.documents})
+        print(f"filter {i}: {dt:.2f} s, {len(m)} matches, {cands[-1].get('candidates', 'all')} candidates",
+              file=sys.stderr, flush=True)
         if i == 0:
             out["first_filter_s"] = dt
             t0 = time.perf_counter()
@@ -234,7 +249,26 @@ def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None
     out["filter_s"] = statistics.median(times)
     out["filter_each_s"] = times
     out["matches"] = matches
+    out["candidates"] = cands
     out["rss_filter_mb"] = _rss_mb()
+    out["rss_filter_split_mb"] = _rss_split_mb()
+    out["peak_rss_filters_mb"] = _peak_rss_mb()  # before the exhaustive runs of --agreement and ask
+    if runs:  # agreement of the run's decisions with exhaustive scoring of every document (same code)
+        from docmaster_core.config import CandidateSettings
+
+        same = total = 0
+        ex_t = []
+        for cond, got in zip(conditions, runs):
+            t0 = time.perf_counter()
+            ex = dm.filter(cond, decider="calibrated", save=False, candidates=CandidateSettings(min_docs=10**9))
+            ex_t.append(time.perf_counter() - t0)
+            for d in ex.documents:
+                for s, x in d.decisions.items():
+                    total += 1
+                    same += got[d.doc_id][s] == x.decision
+            print(f"exhaustive: {ex_t[-1]:.1f} s, agreement so far {same}/{total}", file=sys.stderr, flush=True)
+            out["agreement"] = {"same": same, "decisions": total, "conditions": len(ex_t), "exhaustive_s": ex_t}
+        out["peak_rss_with_exhaustive_mb"] = _peak_rss_mb()
     ask_t = []
     for _ in range(2):
         t0 = time.perf_counter()
@@ -246,6 +280,7 @@ def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None
     out["rss_end_mb"] = _rss_mb()
     out["rss_end_split_mb"] = _rss_split_mb()
     out["disk_mb"] = _dir_mb(ws_path)
+    out["disk_split_mb"] = {p.name: _dir_mb(p) if p.is_dir() else p.stat().st_size / 2**20 for p in ws_path.iterdir()}
     return out
 
 
@@ -300,7 +335,9 @@ def main(argv=None) -> int:
     b.add_argument("--seed", type=int, default=0)
     m = sub.choices["measure"]
     m.add_argument("--conditions", default=None, help="TSV condition<TAB>text (default the shared eval set)")
-    m.add_argument("--n-conditions", type=int, default=3)
+    m.add_argument("--n-conditions", type=int, default=12)
+    m.add_argument("--agreement", type=int, default=0, help="after the measurements, run the first N conditions "
+                   "again scoring every document exactly and report the agreement of the decisions (issue 25)")
     m.add_argument("--json", help="append the figures to this file")
     m.add_argument("--timeout", type=float, default=None, help="seconds per size; a size stopped by it reports "
                    "the figures it got (the others are missing)")
@@ -325,7 +362,7 @@ def main(argv=None) -> int:
         return 0
     conds = _conditions(args.conditions, args.n_conditions)
     if args.one:
-        print(json.dumps(measure_one(Path(args.one), conds, args.partial)))
+        print(json.dumps(measure_one(Path(args.one), conds, args.partial, args.agreement)))
         return 0
     results = json.loads(Path(args.json).read_text()) if args.json and Path(args.json).exists() else []
     for n in sizes:
@@ -333,7 +370,7 @@ def main(argv=None) -> int:
         partial = out / f".partial_{n}.{os.getpid()}.json"  # one per measuring process
         partial.unlink(missing_ok=True)
         cmd = [sys.executable, str(Path(__file__).resolve()), "measure", "--one", str(ws), "--n-conditions",
-               str(args.n_conditions), "--partial", str(partial)] + (["--conditions", args.conditions] if args.conditions else [])
+               str(args.n_conditions), "--partial", str(partial), "--agreement", str(args.agreement)] + (["--conditions", args.conditions] if args.conditions else [])
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)

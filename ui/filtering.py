@@ -56,6 +56,7 @@ __all__ = [
     "evidence_node_ids",
     "mark",
     "mark_removed",
+    "candidates_line",
     "ranked_rows",
     "ranked_column_config",
     "is_offline_run",
@@ -398,7 +399,9 @@ RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "st
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per document, the kept ones first, each part by evidence score (best
     first): rank, score, kept, ``by score`` (LLM runs: inside the moved cut),
-    ``strategies`` (:func:`decision_cell`), file, certainty (offline runs), rationale, doc_id."""
+    ``strategies`` (:func:`decision_cell`), file, certainty (offline runs), rationale, doc_id.
+    Documents that were not candidates of a run at scale (decided no without exact
+    scoring) are left out: the run's ``candidates`` entry counts them (:func:`candidates_line`)."""
     cols = _columns(run)
     offline = is_offline_run(run)
     n_eligible = run_cut(run).get("eligible")
@@ -410,6 +413,8 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
 
     for d in sorted(run.get("documents", []), key=order):
         dec = deciding(run, d)
+        if dec.get("decided_by") == "not-a-candidate":  # decided no without exact scoring: counted, not listed
+            continue
         rank, score = dec.get("rank"), dec.get("evidence_score")
         row = {"rank": rank, "score": None if score is None else round(float(score), 2),
                "kept": mark(dec.get("decision"))}
@@ -444,6 +449,18 @@ def ranked_column_config(columns: list[str]) -> dict:
         else:
             out[c] = st.column_config.TextColumn(c, width=w, help=helps.get(c))
     return out
+
+
+def candidates_line(run: dict[str, Any]) -> str | None:
+    """One sentence on a two-stage run's candidate documents (None for a run that scored
+    every document exactly)."""
+    c = run.get("candidates") or {}
+    if not c:
+        return None
+    return (f"{c.get('not_candidates', 0)} of {len(run.get('documents', []))} documents were not candidates: not among "
+            f"the {c.get('pool_docs')} best of the collection indexes (dense {c.get('index', '')}, BM25) for the "
+            f"condition or its parts, so they were decided no without exact scoring and are not listed; "
+            f"{c.get('candidates', 0)} candidates were scored.")
 
 
 def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict[str, Any]], int]:

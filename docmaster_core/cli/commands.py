@@ -293,8 +293,11 @@ def cmd_filter(args: argparse.Namespace) -> int:
         return dec.rank if dec is not None and dec.rank is not None else len(run.documents) + 1
 
     drawn = False
+    n_out = run.not_candidates()
     for d in sorted(run.documents, key=rank_of):
         dec = d.decisions.get(run.strategy)
+        if dec is not None and dec.decided_by == "not-a-candidate":
+            continue  # counted below, not listed one by one
         if cut is not None and not drawn and rank_of(d) > cut.kept:
             print(f"{'':4} {'':6}  ---- cut at evidence score {cut.threshold:.2f} ({cut.rule}): "
                   f"{cut.kept} of {cut.of} above ----")
@@ -310,6 +313,11 @@ def cmd_filter(args: argparse.Namespace) -> int:
                      for i in dec.evidence_ids if i in ev]
             if cites:
                 print(f"    evidence: {'; '.join(cites)}")
+    if n_out:
+        c = run.candidates
+        print(f"{n_out} of {len(run.documents)} documents were not candidates (not among the {c.get('pool_docs')} best "
+              f"of the dense ({c.get('index')}) or BM25 collection index for the condition or its parts): decided no "
+              f"without exact scoring and not listed; {c.get('candidates')} candidates were scored")
     m = run.matches()
     print(f"{len(m)} of {len(run.documents)} documents match ({run.strategy}); "
           + ", ".join(f"{s} {len(run.matches(s))}" for s in strats))
@@ -326,7 +334,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     if run.cascade and run.usage:
         print(f"LLM requests sent: {run.usage.get('calls', 0)} (answered from the cache: {run.usage.get('cached', 0)})")
     t = run.timings
-    print(f"time: retrieval {t['embed_retrieve']:.3f} s, decisions {t['decide']:.3f} s"
+    print(f"time: retrieval {t['embed_retrieve']:.3f} s"
+          + (f" (candidates {t['candidates']:.3f} s)" if "candidates" in t else "")
+          + f", decisions {t['decide']:.3f} s"
           + (f"; saved as run {run.run_id}" if run.run_id is not None else ""))
     return 0
 

@@ -184,7 +184,7 @@ def ranking_quality(y_true: np.ndarray, score: np.ndarray) -> dict[str, float]:
 
 def _ranking_score(d) -> float:
     """A decision's ranking score: the offline evidence score, else its confidence."""
-    if d is None:
+    if d is None or d.decided_by == "not-a-candidate":  # not scored: ranks after every scored document
         return float("-inf")
     return float(d.evidence_score) if d.evidence_score is not None else float(d.score)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping, Sequence
 
-from ..config import RetrievalSettings
+from ..config import CandidateSettings, RetrievalSettings
 from ..errors import RetrievalError
 from ..retrieval.combine import STRATEGIES
 from ..retrieval.retriever import check_top_k
@@ -47,6 +47,10 @@ class FilterOptions:
             the settings' ``index`` section). Used by the facade to choose the retriever.
         retrieval: Retrieval settings (top-k, gamma, type weights; None: the settings'
             ``retrieval`` section). Used by the facade to choose the retriever.
+        candidates: Two-stage filtering at scale (:class:`~docmaster_core.config.CandidateSettings`:
+            a run over more than ``min_docs`` documents scores exactly only the candidate
+            documents of the collection indexes); None: every document is scored (the
+            facade passes the settings' ``candidates`` section).
         max_workers: Concurrent LLM decisions (None: the LLM's ``max_concurrency``).
         save: Save the run in the workspace.
         extra_params: Extra entries for the saved run's parameters.
@@ -62,6 +66,7 @@ class FilterOptions:
     calibration: OfflineCalibration | None = None
     index_params: Mapping[str, Any] | None = None
     retrieval: RetrievalSettings | None = None
+    candidates: CandidateSettings | None = None
     max_workers: int | None = None
     save: bool = True
     extra_params: Mapping[str, Any] | None = None

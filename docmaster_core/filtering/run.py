@@ -27,6 +27,18 @@ rest by score with a recall and precision target (:mod:`.cascade`,
 combined evidence (one call per document), the other strategies keep their offline
 decisions. Each decision records how it was made (``Decision.decided_by``).
 
+At scale (more documents than ``candidates.min_docs``, :class:`~docmaster_core.config.CandidateSettings`)
+a run has two stages: candidate documents from the collection-wide indexes (persisted
+FAISS over the node vectors, persisted BM25 over the node texts;
+:mod:`docmaster_core.retrieval.candidates`), then the exact evidence and decisions above
+for the candidates only, over a view of just those documents
+(:func:`~docmaster_core.retrieval.corpus.sub_view`; the lexical document frequencies stay
+the whole collection's). Every other document is decided "no" with
+``decided_by = "not-a-candidate"``; ``FilterRun.candidates`` says how many there were.
+The rule's statistics are taken over the best ``pool`` documents of each signal, so the
+decisions equal the exhaustive run's whenever the candidates hold those and the best
+document (measured in docs/results/scale.md).
+
 A run is saved in the workspace (``Workspace.save_run("filter", params, result)``)
 with the condition, every parameter and all decisions, so two runs can be compared
 (:func:`~docmaster_core.filtering.results.compare_runs`); its cut can be moved without
@@ -54,6 +66,14 @@ from .offline import Cut, calibrated_document_decisions, offline_decisions
 from .options import FilterOptions
 from .results import compare_runs, move_cut
 from ..retrieval.retriever import Retriever, check_top_k
+from ..retrieval.candidates import Candidates, candidate_documents
+from ..retrieval.corpus import sub_view
+from .decider import LexicalStats
+from .evidence import DocTerms, condition_parts, lexical_parts
+from ..model import NodeType
+from ..retrieval.corpus import TYPE_CODES
+from collections import Counter
+from ..text.terms import condition_terms
 
 __all__ = [
     "collect_evidence",
@@ -146,6 +166,9 @@ class FilterRun:
             documents at or above it).
         cascade: ``{strategy: report}`` of a cascade run (LLM decisions, calls saved,
             thresholds, guarantee; :meth:`.cascade.CascadeResult.report`), else empty.
+        candidates: Two-stage run (at scale): ``{"candidates": C, "not_candidates": D - C,
+            "from_dense", "from_lexical", "nodes_asked", "index", "seconds", "pool_docs"}``;
+            empty when every document was scored exactly.
     """
 
     condition: str
@@ -161,6 +184,11 @@ class FilterRun:
     warnings: list[str] = field(default_factory=list)
     cuts: dict[str, Cut] = field(default_factory=dict)
     cascade: dict[str, dict] = field(default_factory=dict)
+    candidates: dict[str, Any] = field(default_factory=dict)
+
+    def not_candidates(self) -> int:
+        """Documents decided "no" without exact scoring (not candidates of a two-stage run)."""
+        return int(self.candidates.get("not_candidates", 0))
 
     def matches(self, strategy: str | None = None) -> list[str]:
         """doc_ids decided True by ``strategy`` (default: the run's strategy)."""
@@ -206,6 +234,7 @@ class FilterRun:
             "warnings": list(self.warnings),
             "cuts": {s: c.to_dict() for s, c in self.cuts.items()},
             **({"cascade": self.cascade} if self.cascade else {}),
+            **({"candidates": self.candidates} if self.candidates else {}),
             "documents": [d.to_dict(text_chars) for d in self.documents],
         }
 
@@ -355,7 +384,16 @@ def run_filter(
         raise RetrievalError(f"workspace {ws.path} has no documents")
 
     t0 = time.perf_counter()
-    docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=doc_ids, view=view)
+    run_view, run_doc_ids, cand = view, doc_ids, None
+    cs = opts.candidates
+    if cs is not None and int(view.doc_mask(doc_ids).sum()) > cs.min_docs:
+        if calib.pool is not None and cs.pool_docs < calib.pool:
+            raise RetrievalError(f"candidates.pool_docs ({cs.pool_docs}) must be at least the filter's statistics "
+                                 f"pool ({calib.pool}): the candidates must hold the documents the cut is computed over")
+        cand, run_view = _stage_one(retr, view, cond, cs, doc_ids, calib.related_weight)
+        run_doc_ids = None
+    t_candidates = time.perf_counter() - t0
+    docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=run_doc_ids, view=run_view)
     t_retrieve = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -363,7 +401,7 @@ def run_filter(
     cascade_reports: dict[str, dict] = {}
     # the offline evidence scores rank every strategy's collection (and decide it, for the
     # calibrated decider): computed for every run, an LLM run shows its decisions beside them
-    offline, cuts = offline_decisions(retr, view, cond, docs, cos_by, strats, calib, doc_ids)
+    offline, cuts = offline_decisions(retr, run_view, cond, docs, cos_by, strats, calib, run_doc_ids)
     if decider == "calibrated":
         backend = "offline-calibrated"
         for s in strats:
@@ -393,6 +431,11 @@ def run_filter(
                 if r.decisions[s].decided_by is None:
                     r.decisions[s].decided_by = "llm"
     t_decide = time.perf_counter() - t0
+    cand_report: dict[str, Any] = {}
+    if cand is not None:
+        docs = _with_non_candidates(view, doc_ids, docs, strats, backend, cs.pool_docs)
+        cand_report = {**cand.to_dict(), "not_candidates": len(docs) - int(cand.doc_indices.size),
+                       "pool_docs": cs.pool_docs}
     tokens = {s: int(sum(r.decisions[s].tokens for r in docs)) for s in strats}
     run = FilterRun(
         condition=cond,
@@ -410,20 +453,97 @@ def run_filter(
             "doc_ids": list(doc_ids) if doc_ids is not None else None,
             **({"decide": decide} if decide != "per-strategy" else {}),
             **({"cascade": cascade.to_dict()} if cascade is not None and decider == "llm" else {}),
+            **({"candidates": cs.model_dump()} if cand is not None else {}),
             **(extra_params or {}),
         },
         documents=docs,
         tokens=tokens,
-        timings={"embed_retrieve": t_retrieve, "decide": t_decide},
+        timings={"embed_retrieve": t_retrieve, "decide": t_decide,
+                 **({"candidates": t_candidates} if cand is not None else {})},
         backend=backend,
         usage=_usage_delta(usage_before, _usage(llm)) if usage_before is not None else {},
         cuts=cuts,
         cascade=cascade_reports,
+        candidates=cand_report,
     )
     run.timings["total"] = time.perf_counter() - t_all
     if save:
         run.run_id = ws.save_run("filter", run.params, run.to_dict(text_chars=_EVIDENCE_TEXT_SAVED))
     return run
+
+
+def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | None,
+               related_weight: float) -> tuple[Candidates, Any]:
+    """Stage 1: the candidate documents of ``cond`` and a view over just them.
+
+    The condition and each of its parts (:func:`.evidence.condition_parts`) are searched
+    in the dense index, the condition's terms and each lexical part's in the BM25 index.
+    The view's lexical statistics are the whole collection's (from the BM25 index's
+    document frequencies), so idf weights equal the exhaustive run's; its documents'
+    role-weighted term counts (:func:`.evidence.doc_terms`) are read for the condition's
+    terms from the index's stored token counts instead of tokenising every tree again.
+    """
+    from ..store.lexical_index import lexical_index
+
+    texts = [cond] + [p for p in condition_parts(cond) if p != cond]
+    q = np.atleast_2d(np.asarray(retr.embedder.encode(texts), dtype=np.float32))
+    terms = [condition_terms(cond)] + [t for t in lexical_parts(cond) if t != condition_terms(cond)]
+    lex = lexical_index(retr.ws, view.collection) if view.collection is not None else None
+    mask = view.doc_mask(doc_ids)
+    cand = candidate_documents(view, lex, q, terms, cs, doc_mask=mask)
+    sub = sub_view(view, cand.doc_indices)
+    if lex is not None:
+        stats = LexicalStats(lex.n_docs, lex.df)
+    else:  # the in-memory fallback view: the statistics of every tree
+        from .decider import lexical_stats
+
+        stats = lexical_stats(view)
+    sub.aux("lexical_stats", lambda: stats)
+    if lex is not None:
+        want = list(dict.fromkeys(t for ts in lexical_parts(cond) for t in ts))
+        sub.aux(("doc_terms", float(related_weight)),
+                lambda: _candidate_doc_terms(view, sub, cand.doc_indices, lex, want, related_weight))
+    return cand, sub
+
+
+def _candidate_doc_terms(view, sub, doc_indices: np.ndarray, lex, terms: list[str], related_weight: float) -> DocTerms:
+    """:class:`.evidence.DocTerms` of the sub-view's documents for ``terms`` only (what
+    :func:`.evidence.document_signals` reads): per document, the sum over its body nodes of
+    the role weight times the stored token count (the same sums as counting token by token:
+    the weights are 1 and ``related_weight``)."""
+    from ..tree.roles import ROLE_CODE, view_roles
+
+    rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in doc_indices.tolist()]) \
+        if doc_indices.size else np.zeros(0, np.int64)
+    tf = lex.term_counts(rows, terms)  # (rows of sub, T), in sub-view row order
+    roles = view_roles(sub)
+    skip = (roles == ROLE_CODE["back"]) | (sub.type_code == TYPE_CODES[NodeType.ROOT])
+    w = np.where(roles == ROLE_CODE["related"], related_weight, 1.0)
+    w[skip] = 0.0
+    per_doc = np.zeros((len(sub.docs), len(terms)))
+    np.add.at(per_doc, sub.doc_of, tf * w[:, None])
+    counts = [Counter({t: float(v) for t, v in zip(terms, row) if v > 0}) for row in per_doc]
+    return DocTerms(counts, related_weight)
+
+
+def _with_non_candidates(view, doc_ids: Sequence[str] | None, docs: list[DocumentResult], strats: Sequence[str],
+                         backend: str, pool: int) -> list[DocumentResult]:
+    """The run's documents in view order: the scored candidates, and every other
+    document of the run decided "no" (``decided_by = "not-a-candidate"``, no evidence)."""
+    by_id = {r.doc_id: r for r in docs}
+    out = []
+    why = (f"Not a candidate: none of its passages ranked its document among the {pool} best of the collection "
+           "indexes (dense and BM25) for this condition or its parts, so it was decided no without exact scoring.")
+    for di in np.flatnonzero(view.doc_mask(doc_ids)).tolist():
+        dv = view.docs[di]
+        r = by_id.get(dv.doc_id)
+        if r is None:
+            r = DocumentResult(dv.doc_id, dv.file_name)
+            for s in strats:
+                r.decisions[s] = Decision(False, why, [], 0.0, 0, backend, decided_by="not-a-candidate")
+                r.evidence[s] = []
+        out.append(r)
+    return out
 
 
 def _usage(llm: LLM) -> dict[str, Any]:

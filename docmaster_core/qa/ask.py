@@ -76,6 +76,10 @@ class QAResult:
         verdict: The offline evidence on whether the documents answer the question
             (:meth:`~docmaster_core.text.answer_units.Verdict.to_dict`); it decides
             the outcome for the offline backend, an LLM decides for itself.
+        candidates: A question over more than ``candidates.min_docs`` documents (not in
+            deep mode) searches only the candidate documents of the collection indexes
+            (:mod:`docmaster_core.retrieval.candidates`): ``{"candidates",
+            "not_candidates", ...}``; empty when every document was searched.
     """
 
     question: str
@@ -92,6 +96,7 @@ class QAResult:
     verdict: dict[str, Any] = field(default_factory=dict)
     source_run: int | None = None
     n_workspace: int = 0
+    candidates: dict[str, Any] = field(default_factory=dict)
 
     @property
     def evidence_doc_ids(self) -> list[str]:
@@ -117,6 +122,7 @@ class QAResult:
             "warnings": list(self.warnings),
             "outcome": self.answer.outcome,
             "verdict": dict(self.verdict),
+            **({"candidates": dict(self.candidates)} if self.candidates else {}),
         }
 
 
@@ -372,7 +378,7 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
 def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings, question: str, *,
         docs: Sequence[str] | None = None, top_k: int | None = None, deep: bool = False, rounds: int = 3,
         retriever: Retriever | None = None, load_index=None, index_key: object = None, save: bool = True,
-        on_piece: Callable[[str], None] | None = None, all_docs: bool = False) -> QAResult:
+        on_piece: Callable[[str], None] | None = None, all_docs: bool = False, candidates=None) -> QAResult:
     """Answer ``question`` over chosen documents with cited passages (SPEC F7).
 
     Args:
@@ -392,6 +398,11 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         on_piece: Called with each piece of the answer's text as it comes (a chat
             model's tokens; an offline or not-found answer in word groups); the result
             is the same as without it (see :func:`answer_pieces`).
+        candidates: :class:`~docmaster_core.config.CandidateSettings`: over more than
+            ``min_docs`` documents (not in deep mode) only the candidate documents of the
+            collection indexes for the question are searched (the passages given are
+            the best by cosine, so they come from the documents with the closest nodes);
+            None: every document is searched.
 
     Documents that cannot be searched (vector file missing or damaged) are skipped and
     named in ``QAResult.warnings``.
@@ -411,13 +422,17 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
     doc_ids, warnings = searchable_documents(retr.view, doc_ids)
     t0 = time.perf_counter()
+    cand_info: dict[str, Any] = {}
+    search_retr, search_ids = retr, doc_ids
+    if candidates is not None and not deep and len(doc_ids) > candidates.min_docs and retr.view.collection is not None:
+        search_retr, search_ids, cand_info = _question_candidates(retr, q, doc_ids, candidates)
     if deep:
         evidence, subs, ran = _deep_evidence(retr, q, doc_ids, k, llm, rounds)
         di_of = {d.doc_id: i for i, d in enumerate(retr.view.docs)}
         sel = select_passages(retr, q, doc_ids, max(1, len(evidence)), candidates=[
             (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
     else:
-        sel, subs, ran = select_passages(retr, q, doc_ids, k), [q], 1
+        sel, subs, ran = select_passages(search_retr, q, search_ids, k), [q], 1
     evidence = sel.evidence
     t_ret = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -438,7 +453,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     t_ans = time.perf_counter() - t0
     out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
                    {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings,
-                   verdict=sel.verdict.to_dict(), source_run=source_run, n_workspace=n_workspace)
+                   verdict=sel.verdict.to_dict(), source_run=source_run, n_workspace=n_workspace,
+                   candidates=cand_info)
     if save:
         params = {"question": q, "docs": doc_ids, "doc_source": source, "source_run": source_run,
                   "top_k": k, "deep": deep,
@@ -446,6 +462,24 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
                   "rounds": rounds if deep else 1, "backend": backend}
         out.run_id = ws.save_run("ask", params, out.to_dict())
     return out
+
+
+def _question_candidates(retr: Retriever, q: str, doc_ids: list[str], cs) -> tuple[Retriever, list[str], dict]:
+    """Stage 1 for a question at scale: the candidate documents of the dense (question
+    vector) and BM25 (question terms) collection indexes among ``doc_ids``, and a
+    retriever over a view of just them."""
+    from ..retrieval.candidates import candidate_documents
+    from ..retrieval.corpus import sub_view
+    from ..store.lexical_index import lexical_index
+    from ..text.terms import condition_terms
+
+    view = retr.view
+    cand = candidate_documents(view, lexical_index(retr.ws, view.collection), retr.encode(q)[None, :],
+                               [condition_terms(q)], cs, doc_mask=view.doc_mask(doc_ids))
+    sub = sub_view(view, cand.doc_indices)
+    ids = [d.doc_id for d in sub.docs]
+    return retr.with_view(sub), ids, {**cand.to_dict(), "not_candidates": len(doc_ids) - len(ids),
+                                       "pool_docs": cs.pool_docs}
 
 
 def answer_pieces(text: str, words: int = 4) -> Iterator[str]:

@@ -41,6 +41,9 @@ __all__ = [
     "CorpusView",
     "load_corpus",
     "clear_corpus_cache",
+    "sub_view",
+    "ByteLRU",
+    "DOC_CACHE_BYTES",
     "type_weight_vector",
     "node_evidence",
     "evidence_text",
@@ -67,8 +70,59 @@ TREE_CACHE = int(os.environ.get("DOCMASTER_TREE_CACHE", "1024"))
 #: Nodes kept by :meth:`CorpusView.prefetch` (about 1 KB each).
 NODE_CACHE = 500_000
 
+#: Bytes of per-document derived structures (section roles, tree parents, hyper-edges)
+#: kept across filter runs by a view and the candidate views made from it
+#: (``DOCMASTER_DOC_CACHE_MB``, default 512).
+DOC_CACHE_BYTES = int(float(os.environ.get("DOCMASTER_DOC_CACHE_MB", "512")) * 2**20)
+
 #: Characters of a node's content put into one evidence passage.
 MAX_EVIDENCE_CHARS = 1500
+
+
+class ByteLRU:
+    """A thread-safe least-recently-used cache bounded in bytes.
+
+    Args:
+        max_bytes: Capacity; the least recently used entries are dropped past it (an
+            entry larger than the capacity is not kept).
+
+    Attributes:
+        nbytes: Bytes held (as declared by :meth:`put`).
+    """
+
+    def __init__(self, max_bytes: int = DOC_CACHE_BYTES):
+        from collections import OrderedDict
+
+        self.max_bytes = int(max_bytes)
+        self.nbytes = 0
+        self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        """The value of ``key`` (marked recently used), else ``default``."""
+        with self._lock:
+            hit = self._d.get(key)
+            if hit is None:
+                return default
+            self._d.move_to_end(key)
+            return hit[0]
+
+    def put(self, key, value, nbytes: int) -> None:
+        """Keep ``value`` under ``key``, declared as ``nbytes`` bytes."""
+        with self._lock:
+            old = self._d.pop(key, None)
+            if old is not None:
+                self.nbytes -= old[1]
+            if nbytes > self.max_bytes:
+                return
+            self._d[key] = (value, int(nbytes))
+            self.nbytes += int(nbytes)
+            while self.nbytes > self.max_bytes and self._d:
+                _, (_, n) = self._d.popitem(last=False)
+                self.nbytes -= n
+
+    def __len__(self) -> int:
+        return len(self._d)
 
 
 class DocView:
@@ -136,6 +190,8 @@ class CorpusView:
         skipped: ``{doc_id: warning}`` for stored documents left out of the view
             because their vector file is missing, unreadable or does not match the tree
             (``docmaster check --repair`` rebuilds it).
+        doc_cache: :class:`ByteLRU` of per-document derived structures (keyed by doc id),
+            shared with the candidate views made from this view (:func:`sub_view`).
     """
 
     docs: list[DocView]
@@ -152,6 +208,7 @@ class CorpusView:
     skipped: dict[str, str] = field(default_factory=dict)
     collection: object = None
     node_loader: Callable[[str, list[int]], dict] | None = field(default=None, repr=False)
+    doc_cache: ByteLRU = field(default_factory=ByteLRU, repr=False)
     _nodes: dict = field(default_factory=dict, repr=False)
     _by_id: dict[str, int] = field(default_factory=dict, repr=False)
     _aux: dict = field(default_factory=dict, repr=False)
@@ -512,6 +569,39 @@ def load_corpus(ws) -> CorpusView:
     with _CACHE_LOCK:
         _CACHE[key] = v
     return v
+
+
+def sub_view(view: CorpusView, doc_indices) -> CorpusView:
+    """A view over some documents of ``view`` (the candidates of a filter at scale).
+
+    The documents keep their order; their rows' vectors are copied out of the
+    (memory-mapped) matrix, only theirs, and their trees are read through the parent's
+    loader (and its tree cache). Derived structures (:meth:`CorpusView.aux`: section
+    roles, term counts, hyper-edges) are then built for these documents only.
+
+    Args:
+        view: The parent view.
+        doc_indices: Indices of the documents in ``view`` (any order, no duplicates).
+
+    Returns:
+        A :class:`CorpusView` with ``len(doc_indices)`` documents (``collection`` None).
+    """
+    idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
+    starts = view.offsets[idx]
+    n = (view.offsets[idx + 1] - starts).astype(np.int64)
+    offsets = np.r_[0, np.cumsum(n)].astype(np.int64)
+    rows = (np.repeat(starts - offsets[:-1], n) + np.arange(int(offsets[-1]))).astype(np.int64)
+    docs = []
+    for j, i in enumerate(idx.tolist()):
+        dv = view.docs[i]
+        docs.append(DocView(j, dv.doc_id, dv.file_name, dv._tree, int(offsets[j]), int(n[j]), dv._loader))
+    emb = np.ascontiguousarray(view.emb[rows]) if rows.size else np.zeros((0, view.emb.shape[1]), view.emb.dtype)
+    return CorpusView(
+        docs=docs, emb=emb, doc_of=np.repeat(np.arange(len(docs), dtype=np.int32), n), node_of=view.node_of[rows],
+        type_code=view.type_code[rows], depth=view.depth[rows], back_matter=view.back_matter[rows],
+        page=view.page[rows], offsets=offsets, signature=("sub", len(view.docs), tuple(d.doc_id for d in docs)),
+        ws_path=view.ws_path, node_loader=view.node_loader, doc_cache=view.doc_cache,
+    )
 
 
 def clear_corpus_cache() -> None:

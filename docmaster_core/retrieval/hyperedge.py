@@ -17,9 +17,12 @@ These are marked ``fallback`` in :class:`HyperEdgeView` so results can say so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import json
 from typing import Callable
 
 import numpy as np
+
+from ..store.docinfo import load_arrays, save_arrays
 
 from ..model import NodeType
 from .corpus import TYPE_CODES, CorpusView
@@ -79,52 +82,104 @@ def fallback_hyperedges(view: CorpusView, doc_index: int, threshold: float = 0.5
     return out
 
 
-def build_hyperedge_view(view: CorpusView, load_index: Callable[[str], object | None] | None) -> HyperEdgeView:
+def _doc_hyperedges(view: CorpusView, dv, load_index) -> tuple[np.ndarray, list, list, list, bool]:
+    """One document's hyper-edges: ``(emb float32 (h, d), members, summaries, links, fallback)``
+    with links as positions within the document's own list."""
+    d = view.emb.shape[1]
+    idx = load_index(dv.doc_id) if load_index is not None else None
+    hes = list(getattr(idx, "hyperedges", None) or []) if idx is not None else []
+    he_emb = getattr(idx, "hyperedge_embeddings", None) if idx is not None else None
+    if hes and he_emb is not None and len(he_emb) == len(hes):
+        he_emb = np.asarray(he_emb, dtype=np.float32).reshape(len(hes), d)
+        # reference lists and acknowledgements are not evidence (see corpus.BACK_MATTER_RE)
+        members = [[int(i) for i in h.node_ids if 0 <= int(i) < dv.n_nodes and not view.back_matter[dv.start + int(i)]]
+                   for h in hes]
+        summaries = [h.summary or "" for h in hes]
+        links: list[list[int]] = [[] for _ in hes]
+        lk = getattr(idx, "hyperedge_links", None)
+        if lk is not None and len(lk):
+            pos = {int(h.id): j for j, h in enumerate(hes)}
+            for a, b in np.asarray(lk, dtype=np.int64).reshape(-1, 2):
+                if int(a) in pos and int(b) in pos:
+                    links[pos[int(a)]].append(pos[int(b)])
+                    links[pos[int(b)]].append(pos[int(a)])
+        return he_emb, members, summaries, links, False
+    fb = fallback_hyperedges(view, dv.index)
+    emb = np.vstack([e for _, e in fb]).astype(np.float32) if fb else np.zeros((0, d), np.float32)
+    return emb, [ids for ids, _ in fb], [""] * len(fb), [[] for _ in fb], True
+
+
+def _to_arrays(got) -> dict[str, np.ndarray]:
+    e, m, su, lk, fb = got
+    return {"emb": np.asarray(e, np.float32),
+            "mem_off": np.r_[0, np.cumsum([len(x) for x in m])].astype(np.int64),
+            "mem": np.asarray([i for x in m for i in x], dtype=np.int32),
+            "link_off": np.r_[0, np.cumsum([len(x) for x in lk])].astype(np.int64),
+            "link": np.asarray([i for x in lk for i in x], dtype=np.int32),
+            "summaries": np.frombuffer(json.dumps(su).encode(), dtype=np.uint8),
+            "fallback": np.array(bool(fb))}
+
+
+def _from_arrays(a: dict[str, np.ndarray]):
+    mo, lo = a["mem_off"], a["link_off"]
+    mem, link = a["mem"].tolist(), a["link"].tolist()
+    m = [mem[mo[i]:mo[i + 1]] for i in range(len(mo) - 1)]
+    lk = [link[lo[i]:lo[i + 1]] for i in range(len(lo) - 1)]
+    return a["emb"], m, json.loads(a["summaries"].tobytes().decode()), lk, bool(a["fallback"])
+
+
+def build_hyperedge_view(view: CorpusView, load_index: Callable[[str], object | None] | None,
+                         cache_key: object = None, disk_tag: Callable[[str], str] | None = None) -> HyperEdgeView:
     """Stack the hyper-edges of every document of ``view``.
 
     Args:
         load_index: ``doc_id -> DocumentIndex | None`` (e.g. ``DocMaster.load_index``);
             None means no stored index anywhere (fallback hyper-edges for all).
+        cache_key: When given, each document's hyper-edges are kept in the view's
+            per-document cache (:attr:`CorpusView.doc_cache`, bounded in bytes) under this
+            key (the index parameters and version), so later runs over the same documents
+            (e.g. the candidate views of a filter at scale) do not read the stored
+            indexes again.
+        disk_tag: ``doc_id -> tag`` naming the index a document's hyper-edges come from
+            (parameters and creation time): with it, a document's hyper-edges are also
+            read from / written to ``collection/docinfo/hyperedges`` (:mod:`~docmaster_core.store.docinfo`)
+            instead of parsing the stored index again in a later run or process.
     """
     d = view.emb.shape[1]
     embs: list[np.ndarray] = []
-    doc_of: list[int] = []
+    doc_of: list[np.ndarray] = []
     members: list[list[int]] = []
     summaries: list[str] = []
     links: list[list[int]] = []
     fallback = np.zeros(len(view.docs), dtype=bool)
+    cache = view.doc_cache if cache_key is not None else None
     for dv in view.docs:
-        idx = load_index(dv.doc_id) if load_index is not None else None
-        hes = list(getattr(idx, "hyperedges", None) or []) if idx is not None else []
-        he_emb = getattr(idx, "hyperedge_embeddings", None) if idx is not None else None
+        key = ("hyperedges", cache_key, dv.doc_id, dv.n_nodes)
+        got = cache.get(key) if cache is not None else None
+        if got is None:
+            tag = disk_tag(dv.doc_id) if disk_tag is not None else None
+            arr = load_arrays(view.ws_path, "hyperedges", dv.doc_id, tag) if tag is not None else None
+            if arr is not None:
+                got = _from_arrays(arr)
+            else:
+                got = _doc_hyperedges(view, dv, load_index)
+                if tag is not None:
+                    save_arrays(view.ws_path, "hyperedges", dv.doc_id, tag, **_to_arrays(got))
+            if cache is not None:
+                e, m, su, lk, _ = got
+                cache.put(key, got, e.nbytes + 36 * sum(len(x) for x in m) + sum(len(x) for x in su)
+                          + 28 * sum(len(x) for x in lk) + 250 * len(m) + 200)
+        e, m, su, lk, fb = got
         base = len(members)
-        if hes and he_emb is not None and len(he_emb) == len(hes):
-            he_emb = np.asarray(he_emb, dtype=np.float32).reshape(len(hes), d)
-            for h, e in zip(hes, he_emb):
-                # reference lists and acknowledgements are not evidence (see corpus.BACK_MATTER_RE)
-                ids = [int(i) for i in h.node_ids if 0 <= int(i) < dv.n_nodes and not view.back_matter[dv.start + int(i)]]
-                members.append(ids)
-                summaries.append(h.summary or "")
-                embs.append(e)
-                doc_of.append(dv.index)
-                links.append([])
-            lk = getattr(idx, "hyperedge_links", None)
-            if lk is not None and len(lk):
-                pos = {int(h.id): base + j for j, h in enumerate(hes)}
-                for a, b in np.asarray(lk, dtype=np.int64).reshape(-1, 2):
-                    if int(a) in pos and int(b) in pos:
-                        links[pos[int(a)]].append(pos[int(b)])
-                        links[pos[int(b)]].append(pos[int(a)])
-        else:
-            fallback[dv.index] = True
-            for ids, e in fallback_hyperedges(view, dv.index):
-                members.append(ids)
-                summaries.append("")
-                embs.append(e)
-                doc_of.append(dv.index)
-                links.append([])
+        fallback[dv.index] = fb
+        embs.append(e)
+        doc_of.append(np.full(len(m), dv.index, dtype=np.int32))
+        members.extend(m)
+        summaries.extend(su)
+        links.extend([[base + x for x in l] for l in lk])
     emb = np.vstack(embs).astype(np.float32) if embs else np.zeros((0, d), np.float32)
-    return HyperEdgeView(emb, np.asarray(doc_of, dtype=np.int32), members, summaries, links, fallback)
+    dof = np.concatenate(doc_of) if doc_of else np.zeros(0, np.int32)
+    return HyperEdgeView(emb, dof.astype(np.int32), members, summaries, links, fallback)
 
 
 def hyperedge_search(view: CorpusView, hv: HyperEdgeView, q: np.ndarray, settings, *, top_k: int | None = None,

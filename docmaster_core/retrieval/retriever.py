@@ -103,8 +103,19 @@ class Retriever:
     # ------------------------------------------------------------------ parts
     @property
     def view(self) -> CorpusView:
-        """The workspace's (cached) corpus view."""
-        return load_corpus(self.ws)
+        """The workspace's (cached) corpus view, or the fixed view of :meth:`with_view`."""
+        fixed = getattr(self, "_fixed_view", None)
+        return fixed if fixed is not None else load_corpus(self.ws)
+
+    def with_view(self, view: CorpusView) -> "Retriever":
+        """A retriever with the same settings and index that searches ``view`` (e.g. the
+        candidate documents of a question at scale, :func:`~docmaster_core.retrieval.corpus.sub_view`)."""
+        import copy
+
+        r = copy.copy(self)
+        r._lock = threading.Lock()
+        r._fixed_view = view
+        return r
 
     def _index_signature(self) -> tuple:
         return tuple(self.ws.index_versions())
@@ -112,8 +123,14 @@ class Retriever:
     def hyperedges(self, view: CorpusView | None = None) -> HyperEdgeView:
         """The stacked hyper-edges of the view (cached per index state)."""
         view = view or self.view
-        key = ("hyperedges", self.index_key, self._index_signature() if self._load_index else None)
-        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index))
+        sig = self._index_signature() if self._load_index else None
+        key = ("hyperedges", self.index_key, sig)
+        ck = (key[0], key[1], hash(key[2]))  # hashed once: the per-document cache looks it up per document
+        tag = None
+        if sig is not None and isinstance(self.index_key, str):
+            made = {d: t for d, k, t in sig if k == self.index_key}
+            tag = lambda doc_id: f"{self.index_key}|{made.get(doc_id)!r}"  # noqa: E731 - None: no stored index
+        return view.aux(key, lambda: build_hyperedge_view(view, self._load_index, cache_key=ck, disk_tag=tag))
 
     def flat(self, view: CorpusView | None = None) -> FlatView:
         """The flat-chunk view (chunk embeddings from the disk cache or computed now)."""

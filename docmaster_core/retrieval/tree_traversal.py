@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..store.docinfo import load_arrays, save_arrays
+
 from ..model import NodeType
 from .corpus import TYPE_CODES, CorpusView
 
@@ -51,8 +53,17 @@ class SectionIndex:
         d = view.emb.shape[1]
         size = np.ones(n, dtype=np.int64)
         parent_row = np.full(n, -1, dtype=np.int64)
+        cache = view.doc_cache
         for dv in view.docs:
-            par = dv.tree.parents()
+            key = ("parents", dv.doc_id, dv.n_nodes)
+            par = cache.get(key)
+            if par is None:
+                got = load_arrays(view.ws_path, "parents", dv.doc_id, str(dv.n_nodes))
+                par = got["parents"] if got is not None else None
+                if par is None or par.shape != (dv.n_nodes,):
+                    par = np.asarray(dv.tree.parents())
+                    save_arrays(view.ws_path, "parents", dv.doc_id, str(dv.n_nodes), parents=par)
+                cache.put(key, par, par.nbytes + 100)
             s = np.ones(dv.n_nodes, dtype=np.int64)
             for i in range(dv.n_nodes - 1, 0, -1):  # pre-order: children after parents
                 s[par[i]] += s[i]

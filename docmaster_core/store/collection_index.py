@@ -8,8 +8,16 @@ memory up front. When the store gained rows (new documents), the missing rows ar
 *added* to the index and it is written back atomically; when the store was rebuilt
 (a document removed or rewritten) the index is rebuilt too.
 
-It serves the global top-k search over all documents (:func:`search`); the per-document
-scores of the filter use every cosine and compute them exactly from the store instead
+Up to ``exact_max_rows`` rows (default :data:`EXACT_MAX_ROWS`) the index is exact (a flat
+fp16 scan). Past it, an ``IndexIVFScalarQuantizer`` (fp16 codes, ``nlist`` ~ sqrt(R)
+inverted lists, a coarse quantiser trained on a seeded sample of at most 64 x nlist rows)
+is built instead and searched with ``nprobe`` lists: approximate, and sublinear per query.
+``faiss.json`` records the kind; crossing the threshold rebuilds the index once.
+
+It serves the global top-k search over all documents (:func:`search`), e.g. the dense
+candidate documents of a filter at scale (:mod:`docmaster_core.retrieval.candidates`);
+the per-document scores of the filter's exact stage compute every cosine of the
+candidate documents from the store instead
 (:meth:`~docmaster_core.retrieval.corpus.CorpusView.cosines`).
 """
 from __future__ import annotations
@@ -23,10 +31,52 @@ import numpy as np
 from .collection import Collection, collection_lock, write_json_atomic
 from ..errors import RetrievalError
 
-__all__ = ["collection_index", "search", "CHUNK_ROWS"]
+__all__ = ["collection_index", "search", "CHUNK_ROWS", "EXACT_MAX_ROWS", "index_kind"]
 
 #: Rows converted to float32 at a time when adding to the index.
 CHUNK_ROWS = 65536
+#: Rows up to which the index is exact (the ``candidates.dense_exact_max_rows`` setting's default).
+EXACT_MAX_ROWS = 2_000_000
+
+
+def index_kind(rows: int, exact_max_rows: int = EXACT_MAX_ROWS) -> str:
+    """``"flat-fp16"`` up to ``exact_max_rows`` rows, else ``"ivf<nlist>-fp16"`` with
+    nlist = sqrt(rows) rounded down to a power of two (at least 64)."""
+    if rows <= exact_max_rows:
+        return "flat-fp16"
+    nlist = 1 << max(6, int(np.log2(max(rows, 1) ** 0.5)))
+    return f"ivf{nlist}-fp16"
+
+
+def _new_index(faiss, coll: Collection, kind: str):
+    dim = int(coll.emb.shape[1])
+    if kind == "flat-fp16":
+        return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    nlist = int(kind[3:].split("-")[0])
+    quant = faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFScalarQuantizer(quant, dim, nlist, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+    index.own_fields = True
+    quant.this.disown()
+    n_train = min(coll.rows, 64 * nlist)
+    sample = np.sort(np.random.default_rng(0).choice(coll.rows, n_train, replace=False))
+    index.train(np.ascontiguousarray(coll.emb[sample], dtype=np.float32))
+    return index
+
+
+def _read(faiss, path: Path, nprobe: int):
+    try:
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+    except RuntimeError:  # a kind this faiss cannot memory-map
+        index = faiss.read_index(str(path))
+    _set_nprobe(faiss, index, nprobe)
+    return index
+
+
+def _set_nprobe(faiss, index, nprobe: int) -> None:
+    try:
+        faiss.extract_index_ivf(index).nprobe = int(nprobe)
+    except RuntimeError:  # not an IVF index
+        pass
 
 
 def _faiss():
@@ -50,11 +100,13 @@ def _add_rows(index, coll: Collection, start: int) -> None:
         index.add(np.ascontiguousarray(coll.emb[a:b], dtype=np.float32))
 
 
-def collection_index(coll: Collection):
+def collection_index(coll: Collection, exact_max_rows: int = EXACT_MAX_ROWS, nprobe: int = 64):
     """The FAISS index over ``coll``'s rows, updated first when it is behind.
 
     Args:
         coll: A :class:`~docmaster_core.store.collection.Collection` snapshot.
+        exact_max_rows: Rows up to which the index is exact (:func:`index_kind`).
+        nprobe: Inverted lists searched per query by an IVF index.
 
     Returns:
         A FAISS index with ``ntotal == coll.rows`` (memory-mapped when read from disk).
@@ -67,39 +119,48 @@ def collection_index(coll: Collection):
     d = coll.path
     path = d / "faiss.index"
     info = _info(d)
-    if info.get("generation") == coll.generation and info.get("rows") == coll.rows and path.exists():
-        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+    kind = index_kind(coll.rows, exact_max_rows)
+    # an index grown past the threshold by appends stays IVF; one below it stays what it is until rebuilt
+    ok_kind = info.get("kind", "flat-fp16") == kind or (info.get("kind", "flat-fp16") != "flat-fp16" and kind != "flat-fp16")
+    if (info.get("generation") == coll.generation and info.get("rows") == coll.rows and path.exists() and ok_kind):
+        return _read(faiss, path, nprobe)
     with collection_lock(d):
         info = _info(d)
-        same_gen = info.get("generation") == coll.generation and path.exists()
+        old_kind = info.get("kind", "flat-fp16")
+        ok_kind = old_kind == kind or (old_kind != "flat-fp16" and kind != "flat-fp16")
+        same_gen = info.get("generation") == coll.generation and path.exists() and ok_kind
         if same_gen and info.get("rows") == coll.rows:
-            return faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+            return _read(faiss, path, nprobe)
         if same_gen and 0 <= int(info.get("rows", -1)) < coll.rows:
             index = faiss.read_index(str(path))  # in memory: an mmap-read index cannot grow
             if index.ntotal != info["rows"]:
                 index = None
+            else:
+                kind = old_kind
         else:
             index = None
         if index is None:
-            index = faiss.IndexScalarQuantizer(int(coll.emb.shape[1]), faiss.ScalarQuantizer.QT_fp16,
-                                               faiss.METRIC_INNER_PRODUCT)
+            index = _new_index(faiss, coll, kind)
         _add_rows(index, coll, int(index.ntotal))
+        _set_nprobe(faiss, index, nprobe)
         tmp = d / f".faiss.{os.getpid()}.tmp"
         faiss.write_index(index, str(tmp))
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        write_json_atomic(d / "faiss.json", {"generation": coll.generation, "rows": coll.rows})
+        write_json_atomic(d / "faiss.json", {"generation": coll.generation, "rows": coll.rows, "kind": kind})
         return index
 
 
-def search(coll: Collection, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def search(coll: Collection, q: np.ndarray, k: int, exact_max_rows: int = EXACT_MAX_ROWS,
+           nprobe: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` rows of the whole collection closest to each query.
 
     Args:
         coll: The collection snapshot.
         q: float32 (d,) or (m, d) unit query vectors.
         k: Rows wanted (>= 1; fewer come back when the collection is smaller).
+        exact_max_rows, nprobe: See :func:`collection_index`.
 
     Returns:
         ``(rows int64 (m, k'), cosines float32 (m, k'))``, best first, k' = min(k, R).
@@ -113,5 +174,5 @@ def search(coll: Collection, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     kk = min(int(k), coll.rows)
     if kk == 0:
         return np.zeros((q2.shape[0], 0), np.int64), np.zeros((q2.shape[0], 0), np.float32)
-    D, I = collection_index(coll).search(q2, kk)
+    D, I = collection_index(coll, exact_max_rows, nprobe).search(q2, kk)
     return I.astype(np.int64), D.astype(np.float32)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import time
+
+import orjson
 from typing import Any
 
 from ..errors import WorkspaceError
@@ -37,7 +39,14 @@ class IndexRunStore:
             r = con.execute(
                 "SELECT data_json FROM indexes WHERE doc_id=? AND params_key=?", (doc_id, self.params_key(params))
             ).fetchone()
-        return None if r is None else json.loads(r[0])
+        # orjson: the same values as json.loads (correctly rounded floats), ~5x faster on
+        # the float arrays a stored index holds (issue 25: the filter reads one per candidate)
+        if r is None:
+            return None
+        try:
+            return orjson.loads(r[0])
+        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
+            return json.loads(r[0])
 
     def index_versions(self) -> list[tuple[str, str, float]]:
         """Every stored semantic index as ``(doc_id, params_key, created_at)``, sorted.

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
+import orjson
 
 from ..errors import WorkspaceError, WorkspaceLockedError
 from ..model import DocumentTree, Node, NodeType
@@ -195,6 +196,16 @@ def _row_to_record(r: sqlite3.Row) -> DocumentRecord:
     )
 
 
+def fast_json_loads(text: str | bytes):
+    """``json.loads`` through orjson (the same values, ~5x faster on float arrays); texts
+    orjson refuses (``NaN`` / ``Infinity``, which ``json.dumps`` writes) go through the
+    standard library."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _row_to_node(r: sqlite3.Row) -> Node:
     """A :class:`Node` from a ``nodes`` row (``children`` left empty)."""
     return Node(
@@ -206,12 +217,12 @@ def _row_to_node(r: sqlite3.Row) -> Node:
         content=r["content"],
         page_start=r["page_start"],
         page_end=r["page_end"],
-        bboxes=[tuple(b) for b in json.loads(r["bboxes_json"])],
-        section_path=json.loads(r["section_path_json"]),
+        bboxes=[tuple(b) for b in fast_json_loads(r["bboxes_json"])],
+        section_path=fast_json_loads(r["section_path_json"]),
         order=r["ord"],
         level=r["level"],
         summary=r["summary"],
-        extra=json.loads(r["extra_json"]),
+        extra=fast_json_loads(r["extra_json"]),
     )
 
 

@@ -132,9 +132,28 @@ def view_roles(view) -> np.ndarray:
         view's ``back_matter`` flag) are ``back``.
     """
 
+    cache = getattr(view, "doc_cache", None)
+
+    def one(dv) -> np.ndarray:
+        if cache is None:
+            return node_roles(dv.tree)
+        key = ("roles", dv.doc_id, dv.n_nodes)
+        r = cache.get(key)
+        if r is None:
+            from ..store.docinfo import load_arrays, save_arrays
+
+            ws_path = getattr(view, "ws_path", "")
+            got = load_arrays(ws_path, "roles", dv.doc_id, str(dv.n_nodes))
+            r = got["roles"] if got is not None else None
+            if r is None or r.shape != (dv.n_nodes,):
+                r = node_roles(dv.tree)
+                save_arrays(ws_path, "roles", dv.doc_id, str(dv.n_nodes), roles=r)
+            cache.put(key, r, r.nbytes + 100)
+        return r
+
     def build() -> np.ndarray:
-        parts = [node_roles(dv.tree) for dv in view.docs]
-        r = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)
+        parts = [one(dv) for dv in view.docs]
+        r = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)  # a copy: cached parts stay as they are
         r[view.back_matter] = ROLE_CODE["back"]
         return r
 

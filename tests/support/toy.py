@@ -9,7 +9,7 @@ from docmaster_core.model import DocumentTree, Node, NodeType
 from docmaster_core.pipeline import node_embedding_text
 from docmaster_core.store.workspace import Workspace
 
-__all__ = ["TOY_DOCS", "CONDITIONS", "IMAGENET", "APPLIANCE", "make_tree", "add_toy_document", "build_toy_workspace"]
+__all__ = ["TOY_DOCS", "CONDITIONS", "IMAGENET", "APPLIANCE", "make_tree", "add_toy_document", "build_toy_workspace", "generated_docs"]
 
 #: Filter conditions over the toy collection (each matches at most a few of its documents).
 IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
@@ -138,3 +138,29 @@ def build_toy_workspace(path, embedder, docs=TOY_DOCS) -> Workspace:
     for f, title, secs in docs:
         add_toy_document(ws, embedder, f, title, secs)
     return ws
+
+
+def generated_docs(n: int, seed: int = 0) -> list:
+    """``n`` toy documents generated from :data:`TOY_DOCS` (a collection larger than the toy
+    set for scale tests): copy ``i`` of toy document ``i % len(TOY_DOCS)`` keeps its
+    sections, drops one paragraph and borrows one paragraph of another toy document
+    (seeded), so the copies differ and topics mix a little.
+
+    Returns:
+        ``[(file_name, title, sections)]`` as :func:`build_toy_workspace` takes.
+    """
+    import random
+
+    rnd = random.Random(seed)
+    pool = [p for _, _, secs in TOY_DOCS for t, paras in secs if t != "References" for p in paras]
+    out = []
+    for i in range(n):
+        f, title, secs = TOY_DOCS[i % len(TOY_DOCS)]
+        secs = [(t, list(paras)) for t, paras in secs]
+        body = [j for j, (t, paras) in enumerate(secs) if t != "References" and len(paras) > 1]
+        if body:
+            j = rnd.choice(body)
+            secs[j][1].pop(rnd.randrange(len(secs[j][1])))
+        secs.append((f"Appendix {i}", [rnd.choice(pool)]))
+        out.append((f"g{i}_{f}", f"{title} ({i})", secs))
+    return out
