@@ -156,6 +156,10 @@ class IngestSettings(_Section):
     ray_actors: int | None = Field(
         None, ge=1, description="Embedding actors, one model each (None = max(1, cluster CPUs // 4)).")
     ray_batch_docs: int = Field(4, ge=1, description="At most this many documents per embedding call of an actor.")
+    parse_process: bool = Field(
+        True, description="local executor: parse the next file in a separate (spawned) process while this one "
+                          "embeds, so parsing never holds the interpreter lock the embedding loop needs; a parser "
+                          "crash then fails only its file. Used for batches of 2+ files; false = a thread.")
 
 
 class Settings(BaseSettings):
