@@ -194,6 +194,8 @@ class SentenceTransformerEmbedder:
                 import torch
 
                 model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+            if self.settings.max_seq_length:
+                model.max_seq_length = self.settings.max_seq_length
             self._model = model
             return model
 

@@ -262,7 +262,8 @@ class OnnxEmbedder:
     mean cosine 0.99 (int8, on any x86 CPU) / 1e-5 (fp32).
 
     Texts are cut to ``max_chars``, tokenised with the model's own fast tokenizer
-    (``tokenizer.json``, truncation at ``max_seq_length`` word pieces), sorted by length
+    (``tokenizer.json``, truncation at ``settings.max_seq_length`` word pieces, default the
+    model's ``max_seq_length``), sorted by length
     and run in batches padded to their longest member.
 
     Args:
@@ -309,7 +310,7 @@ class OnnxEmbedder:
                                          "(pip install -r requirements.txt)") from e
                 path = export_onnx(self.model_dir, self.variant, onnx_cache_dir(self.settings))
                 tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-                tok.enable_truncation(max_length=_max_seq_length(self.model_dir))
+                tok.enable_truncation(max_length=self.settings.max_seq_length or _max_seq_length(self.model_dir))
                 tok.no_padding()
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads = self.settings.threads or (os.cpu_count() or 1)
