@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DocMasterError
+from ..errors import ConfigError, DocMasterError, ParseError
 from .prepare import (
     EXECUTORS,
     IngestEvent,
@@ -74,8 +74,6 @@ class IngestStage:
         except BrokenProcessPool:
             pool.shutdown(wait=False, cancel_futures=True)
             self._parse_pool = _start_parse_process()
-            from ..errors import ParseError
-
             raise ParseError(f"{path.name}: the parser process crashed on this file") from None
 
     def ingest(
