@@ -9,6 +9,8 @@ retrievers, filtering, question answering (one piece or streamed) and evaluation
 from __future__ import annotations
 
 import os
+import sqlite3
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -19,6 +21,7 @@ from .embedding.embedders import Embedder, get_embedder
 from .errors import RetrievalError
 from .filtering.options import FilterOptions
 from .index.params import IndexParams
+from .index.reuse import GroupCache
 from .index.stage import IndexStage
 from .ingest.prepare import IngestEvent, IngestResult, collect_inputs, node_embedding_text
 from .ingest.stage import IngestStage
@@ -50,6 +53,13 @@ class DocMaster(IngestStage, IndexStage):
         self.ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self._embedder = embedder
         self._llm = llm
+        #: one retriever per (index key, retrieval settings), see :meth:`retriever`
+        self._retrievers: dict[tuple[str, str], Any] = {}
+        # the index stage's state (:class:`~docmaster_core.index.stage.IndexStage`): index
+        # saves serialised per facade, reusable hyper-edge groups, background saves
+        self._index_lock = threading.Lock()
+        self._group_cache = GroupCache()
+        self._pending_saves: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ parts
     @property
@@ -122,6 +132,31 @@ class DocMaster(IngestStage, IndexStage):
     def last_run_params(self, kind: str = "filter"):
         """``(run_id, params)`` of the latest saved run of ``kind``, or None."""
         return self.ws.last_run_params(kind)
+
+    def preference(self, name: str, default: Any = None) -> Any:
+        """A preference saved in the workspace with :meth:`save_preference` (e.g. the
+        app's filter configurations, so they survive a page reload), else ``default``."""
+        try:
+            v = self.ws.load_preference(name)
+        except sqlite3.Error:
+            return default
+        return default if v is None else v
+
+    def save_preference(self, name: str, value: Any) -> bool:
+        """Save a JSON value under ``name`` in the workspace (not in any run or index).
+
+        Returns:
+            True when saved; False when the workspace cannot be written (a read-only
+            folder, or the database is busy for longer than its timeout).
+
+        Raises:
+            TypeError: the value is not JSON-serialisable.
+        """
+        try:
+            self.ws.save_preference(name, value)
+        except (sqlite3.Error, OSError):
+            return False
+        return True
 
     def index_versions(self) -> list[tuple[str, str, float]]:
         """``(doc_id, index key, saved at (s since the epoch))`` of every stored index (no index is parsed)."""
@@ -207,7 +242,7 @@ class DocMaster(IngestStage, IndexStage):
 
         p = self.index_params(params)
         rs = retrieval or self.settings.retrieval
-        cache = self.__dict__.setdefault("_retrievers", {})
+        cache = self._retrievers
         key = (p.key(), rs.model_dump_json())
         r = cache.get(key)
         if r is None:
@@ -267,6 +302,25 @@ class DocMaster(IngestStage, IndexStage):
         run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r)
         run.warnings = warnings
         return run
+
+    @staticmethod
+    def move_cut(run: Mapping[str, Any], kept: int | None, strategy: str | None = None) -> dict[str, Any]:
+        """A filter run's dict (``FilterRun.to_dict()`` or a saved run's result) with the
+        cut of its ranking moved to keep the ``kept`` best-ranked documents; nothing is
+        retrieved or decided again. See :func:`docmaster_core.filtering.results.move_cut`."""
+        from .filtering.results import move_cut
+
+        return move_cut(run, kept, strategy)
+
+    @staticmethod
+    def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], strategy: str | None = None, *,
+                     documents: bool = False) -> dict[str, Any]:
+        """Compare two filter runs (saved runs or run dicts): documents kept by one only
+        or by both, agreement, changed parameters and, with ``documents``, every document
+        side by side. See :func:`docmaster_core.filtering.results.compare_runs`."""
+        from .filtering.results import compare_runs
+
+        return compare_runs(a, b, strategy, documents=documents)
 
     def ask(self, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
             deep: bool = False, save: bool = True, params: Mapping[str, Any] | None = None,

@@ -12,18 +12,23 @@ from docmaster_core.filtering.decider import DEFAULT_CALIBRATION
 from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
-    compare_rows,
+    STRATEGIES_HELP,
+    deciding,
+    difference_rows,
+    doc_match,
+    evidence_list,
     evidence_node_ids,
     export_csv,
     export_json,
     is_offline_run,
     mark,
     mark_removed,
+    ranked_column_config,
     ranked_rows,
     render_filter_form,
+    run_cut,
     run_filter,
     warm_filter,
-    with_cut,
 )
 from ui.render import render_evidence, render_page_image
 from ui.layout import page_header
@@ -37,6 +42,8 @@ W_PAGE = "w_filter_page"
 W_BOXES = "w_filter_boxes"
 W_KEPT_ONLY = "w_filter_kept_only"
 W_RESTORED = "dm_filter_restored_ws"  # workspace whose last condition was restored
+W_SHOWN_RUNS = "dm_filter_shown_runs"  # (config, run id, condition, time) of the runs the evidence panel follows
+
 
 page_header("Filter")
 dm = open_docmaster_or_stop()
@@ -67,9 +74,9 @@ if restored is not None:
 
 col_a, col_b = st.columns(2, gap="large")
 with col_a, st.container(border=True):
-    cfg_a = render_filter_form("A", "Configuration A")
+    cfg_a = render_filter_form("A", "Configuration A", dm)
 with col_b, st.container(border=True):
-    cfg_b = render_filter_form("B", "Configuration B")
+    cfg_b = render_filter_form("B", "Configuration B", dm)
 
 warm_filter(dm, [cfg_a, cfg_b])  # corpus view and hyper-edges loaded in the background while the user types
 
@@ -126,6 +133,16 @@ if not runs:
     st.info("Enter a condition and run the filter.")
     st.stop()
 
+# the evidence panel follows the current runs: after a new run it opens that run's best
+# document, not the one picked in the previous run
+runs_token = tuple((n, r.get("run_id"), r.get("condition"), (r.get("timings") or {}).get("total"))
+                   for n, r in runs.items())
+if st.session_state.get(W_SHOWN_RUNS) != runs_token:
+    st.session_state[W_SHOWN_RUNS] = runs_token
+    for k in (W_DOC, W_WHICH, W_PAGE, W_BOXES, "dm_filter_picked"):
+        st.session_state.pop(k, None)
+    state.put(state.FILTER_DOC, None)
+
 cond_shown = next(iter(runs.values())).get("condition", "")
 st.caption(md_escape(f"Results for: {cond_shown}"))
 
@@ -137,8 +154,8 @@ shown_runs: dict = {}
 for col, (name, run) in zip(res_cols, runs.items()):
     with col:
         n_docs = len(run.get("documents", []))
-        cut = run.get("cut") or {}
-        suggested = int(cut.get("kept", sum(d.get("match") is True for d in run.get("documents", []))))
+        cut = run_cut(run)
+        suggested = int(cut.get("kept", sum(doc_match(run, d) is True for d in run.get("documents", []))))
         key = f"w_filter_cut_{name}_{run.get('run_id')}"
         state.seed_widget(key, suggested)
         kept_n = st.slider(
@@ -147,14 +164,15 @@ for col, (name, run) in zip(res_cols, runs.items()):
             f"{DEFAULT_CALIBRATION.rel_rho:g} x the best document's score. Moving the cut re-uses this run: nothing is "
             "retrieved again.",
         )
-        shown = with_cut(run, kept_n if kept_n != suggested else None)
+        shown = dm.move_cut(run, kept_n if kept_n != suggested else None)  # the engine moves the cut
         shown_runs[name] = shown
-        kept = sum(d.get("match") is True for d in shown["documents"])
-        n_unc = sum(bool(d.get("uncertain")) for d in shown["documents"]) if is_offline_run(run) else 0
+        kept = sum(doc_match(shown, d) is True for d in shown["documents"])
+        n_unc = sum(bool(deciding(shown, d).get("uncertain")) for d in shown["documents"]) if is_offline_run(run) else 0
         how = ("by the cut" if is_offline_run(run) else f"by {md_escape(run.get('backend', ''))}; "
                f"the top {kept_n} by score shown beside")
         if n_unc:
-            sure_kept = sum(d.get("match") is True and not d.get("uncertain") for d in shown["documents"])
+            sure_kept = sum(deciding(shown, d).get("decision") is True and not deciding(shown, d).get("uncertain")
+                            for d in shown["documents"])
             st.markdown(f"**{sure_kept} kept, {n_unc} uncertain, {n_docs - sure_kept - n_unc} dropped** · uncertain: "
                         "between the sure-no and sure-yes evidence scores, where the cut is often wrong (check these)")
         st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs} documents** ({how}, strategy "
@@ -181,9 +199,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
         table_key = f"w_filter_table_{name}_{run.get('run_id')}_{int(kept_only)}"
         event = st.dataframe(styled, hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 460),
                              on_select="rerun", selection_mode="single-row", key=table_key,
-                             column_config={"rationale": st.column_config.TextColumn("rationale", width="large"),
-                                            "score": st.column_config.NumberColumn("score", format="%.2f",
-                                                                                   help="evidence score (z units)")})
+                             column_config=ranked_column_config(list(df.columns)))
         picked = selected_rows(event)
         marker = (table_key, tuple(picked))
         if picked and picked[0] < len(rows) and st.session_state.get("dm_filter_picked") != marker:
@@ -196,14 +212,16 @@ for col, (name, run) in zip(res_cols, runs.items()):
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:
-    comp = pd.DataFrame(compare_rows(shown_runs["A"], shown_runs["B"]))
+    comp = pd.DataFrame(difference_rows(dm, shown_runs["A"], shown_runs["B"]))
     kept_differs = comp["A match"] != comp["B match"]  # the kept sets, after any cut move
     n_diff = int(kept_differs.sum())
     st.subheader(f"Differences between A and B: {n_diff} document(s) kept by one only")
     if n_diff:
         show = comp[kept_differs].drop(columns=["doc_id", "differs"])
         show["file"] = show["file"].map(lambda f: shorten(f, 48))
-        st.dataframe(show, hide_index=True, width="stretch")
+        st.dataframe(show, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.TextColumn(c, help=STRATEGIES_HELP)
+                                    for c in ("A strategies", "B strategies")})
     else:
         st.caption("A and B keep the same documents.")
 runs = shown_runs
@@ -239,18 +257,19 @@ if doc is None:
     st.info("This configuration has no result for the document.")
     st.stop()
 
-verdict = {True: "kept", False: "rejected"}.get(doc.get("match"), "undecided")
+verdict = {True: "kept", False: "rejected"}.get(doc_match(runs[which], doc), "undecided")
 st.markdown(md_escape(f"{rec.file_name}: {verdict} by {runs[which].get('strategy', '')}"))
-for s_name, why in (doc.get("rationales") or {}).items():
-    if why:
-        st.caption(md_escape(f"{s_name}: {why}"))
-for s_name, err in (doc.get("errors") or {}).items():
-    st.warning(md_escape(f"{s_name}: no decision ({err})"))
+for s_name, dec in (doc.get("decisions") or {}).items():
+    if (dec or {}).get("rationale"):
+        st.caption(md_escape(f"{s_name}: {dec['rationale']}"))
+for s_name, dec in (doc.get("decisions") or {}).items():
+    if (dec or {}).get("error"):
+        st.warning(md_escape(f"{s_name}: no decision ({dec['error']})"))
+evidence = evidence_list(doc)
 if st.button("Show evidence in the tree explorer", icon=":material/account_tree:", key="w_filter_to_tree"):
-    open_in_tree(dm, rec, [e.get("node_id") for e in doc.get("evidence") or []])
+    open_in_tree(dm, rec, [e.get("node_id") for e in evidence])
     st.switch_page("pages/tree.py")
 
-evidence = doc.get("evidence") or []
 if not evidence:
     st.info("No evidence retrieved for this document.")
     st.stop()

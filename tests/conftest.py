@@ -5,6 +5,13 @@ test session and shared by every test file (pytest makes conftest fixtures avail
 to all tests in this folder). Tests that use it are slow-ish on first use (model load,
 a few seconds) and skip cleanly when the packaged model is not installed.
 
+``app_env``, ``app_uploaded`` (per test module): the app tests' workspace root and
+workspace (passed to the app through ``DOCMASTER_WORKSPACE_ROOT`` / ``DOCMASTER_WORKSPACE``,
+as a deployment would, with ``DOCMASTER_UI_UMAP=off``), and that workspace with two
+generated PDFs and one broken file uploaded and ingested through the Upload page.
+Tests that use them are marked ``slow`` (an ingest with the real model, then several
+seconds per page run); see ``pytest_collection_modifyitems``.
+
 ``isolated_environment`` (autouse): every test starts without the developer's
 ``DOCMASTER_*`` settings and OpenAI variables (``DOCMASTER_TEST_*``, which tell the tests
 where their services run, are kept), and whatever a test sets is undone after it.
@@ -46,3 +53,55 @@ def isolated_environment(monkeypatch):
         if os.environ.get(name) == value:
             monkeypatch.delenv(name, raising=False)
     yield
+
+
+# ------------------------------------------------------------------------ the app's workspace
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory):
+    """``{"root", "ws", "inputs"}``: the app's allowed root, its workspace (set in the
+    environment for the module's tests, restored afterwards) and a folder for inputs."""
+    root = tmp_path_factory.mktemp("approot")
+    inputs = tmp_path_factory.mktemp("inputs")
+    saved = {k: os.environ.get(k) for k in ("DOCMASTER_WORKSPACE_ROOT", "DOCMASTER_WORKSPACE", "DOCMASTER_UI_UMAP")}
+    os.environ["DOCMASTER_WORKSPACE_ROOT"] = str(root)
+    os.environ["DOCMASTER_WORKSPACE"] = str(root / "ws")
+    os.environ["DOCMASTER_UI_UMAP"] = "off"
+    yield {"root": root, "ws": root / "ws", "inputs": inputs}
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def app_uploaded(app_env):
+    """The AppTest session that uploaded two generated PDFs and one broken file through
+    the Upload page and ingested them."""
+    pytest.importorskip("streamlit")
+    from support.app import make_pdf, open_app, run_app
+
+    a = make_pdf(app_env["inputs"] / "retrieval.pdf", "Dense Retrieval for Open-Domain QA", "retrieval")
+    b = make_pdf(app_env["inputs"] / "storage.pdf", "A Distributed Storage System", "storage")
+    at = open_app()
+    at.file_uploader(key="w_upload_files").set_value([
+        ("../../retrieval paper.pdf", a.read_bytes(), "application/pdf"),
+        ("storage.pdf", b.read_bytes(), "application/pdf"),
+        ("broken.pdf", b"%PDF-1.4 this is not really a pdf", "application/pdf"),
+    ])
+    run_app(at)
+    at.button(key="w_upload_ingest").click()
+    run_app(at)
+    return at
+
+
+#: Fixtures whose tests are slow: an ingest with the real model, then AppTest page runs.
+SLOW_FIXTURES = {"app_env", "app_uploaded"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` every test that uses the app's ingested workspace (:data:`SLOW_FIXTURES`),
+    so that ``pytest -m "not slow"`` is the fast development subset."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

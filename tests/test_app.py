@@ -20,244 +20,123 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from docmaster_core.errors import ConfigError  # noqa: E402
+from ui.filtering import deciding, doc_match, evidence_list, run_cut  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-APP = str(REPO / "app.py")
-TIMEOUT = 180
-
-PARAS = {
-    "retrieval": [
-        "Dense passage retrieval encodes questions and passages with two BERT encoders and retrieves the "
-        "passages whose embeddings have the highest inner product with the question embedding.",
-        "We evaluate retrieval accuracy on Natural Questions and TriviaQA, two open-domain question answering "
-        "benchmarks, and report top-20 accuracy of the retrieved passages.",
-    ],
-    "storage": [
-        "The storage layer keeps sorted string tables on a distributed file system; tablets are split when they "
-        "grow beyond a size threshold and are served by tablet servers.",
-        "Write throughput and read latency were measured on a cluster of fifty servers under a mixed workload "
-        "of random reads and sequential writes.",
-    ],
-}
-
-
-def make_pdf(path: Path, title: str, topic: str, with_table: bool = True) -> Path:
-    """A two-page paper-like PDF: title, numbered bold headings, paragraphs, a ruled
-    table with a caption and a display equation (PyMuPDF only)."""
-    import pymupdf
-
-    doc = pymupdf.open()
-    page = doc.new_page(width=595, height=842)
-    page.insert_text((72, 80), title, fontsize=18, fontname="hebo")
-    y = 120
-    sections = [("1 Introduction", PARAS[topic][:1]), ("2 Method", PARAS[topic][1:]),
-                ("3 Results", [PARAS[topic][0].replace("The", "Our")])]
-    for head, paras in sections:
-        page.insert_text((72, y), head, fontsize=13, fontname="hebo")
-        y += 20
-        for para in paras:
-            rect = pymupdf.Rect(72, y, 523, y + 70)
-            page.insert_textbox(rect, para, fontsize=10, fontname="helv")
-            y += 80
-    if with_table:
-        page = doc.new_page(width=595, height=842)
-        page.insert_text((72, 80), "4 Evaluation", fontsize=13, fontname="hebo")
-        page.insert_textbox(pymupdf.Rect(72, 95, 523, 150), PARAS[topic][1], fontsize=10, fontname="helv")
-        page.insert_text((72, 170), "Table 1: Accuracy and latency of the systems.", fontsize=9, fontname="helv")
-        rows = [["System", "Accuracy", "Latency"], ["Baseline", "61.2", "35 ms"], ["Ours", "78.4", "12 ms"]]
-        x0, y0, cw, rh = 72, 180, 130, 22
-        for r, row in enumerate(rows):
-            for c, cell in enumerate(row):
-                rect = pymupdf.Rect(x0 + c * cw, y0 + r * rh, x0 + (c + 1) * cw, y0 + (r + 1) * rh)
-                page.draw_rect(rect, color=(0, 0, 0), width=0.8)
-                page.insert_text((rect.x0 + 4, rect.y1 - 7), cell, fontsize=9, fontname="helv")
-        page.insert_text((230, 290), "L = - sum_i log p(y_i | x_i)        (1)", fontsize=10, fontname="helv")
-    doc.save(path)
-    doc.close()
-    return path
-
-
-def _run(at: AppTest) -> AppTest:
-    at.run(timeout=TIMEOUT)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _open(page: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    _run(at)
-    if page:
-        at.switch_page(page)
-        _run(at)
-    return at
-
-
-def _collection(at: AppTest):
-    """The Upload page's collection table (the dataframe with a ``doc_id`` column)."""
-    frames = [df.value for df in at.dataframe if "doc_id" in df.value.columns and "parser" in df.value.columns]
-    assert frames, "no collection table"
-    return frames[0]
-
-
-def _texts(at: AppTest) -> list[str]:
-    out = []
-    for kind in ("markdown", "caption", "error", "warning", "info", "success", "text", "code", "subheader", "title"):
-        out += [str(getattr(e, "value", "")) for e in getattr(at, kind)]
-    out += [str(getattr(e, "label", "")) for e in at.expander]
-    return [re.sub(r"\\(.)", r"\1", t) for t in out]  # undo md_escape
-
-
-# ------------------------------------------------------------------------ fixtures
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    root = tmp_path_factory.mktemp("approot")
-    inputs = tmp_path_factory.mktemp("inputs")
-    saved = {k: os.environ.get(k) for k in ("DOCMASTER_WORKSPACE_ROOT", "DOCMASTER_WORKSPACE", "DOCMASTER_UI_UMAP")}
-    os.environ["DOCMASTER_WORKSPACE_ROOT"] = str(root)
-    os.environ["DOCMASTER_WORKSPACE"] = str(root / "ws")
-    os.environ["DOCMASTER_UI_UMAP"] = "off"
-    yield {"root": root, "ws": root / "ws", "inputs": inputs}
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-@pytest.fixture(scope="module")
-def uploaded(env):
-    """Upload two generated PDFs and one broken file through the Upload page."""
-    a = make_pdf(env["inputs"] / "retrieval.pdf", "Dense Retrieval for Open-Domain QA", "retrieval")
-    b = make_pdf(env["inputs"] / "storage.pdf", "A Distributed Storage System", "storage")
-    at = _open()
-    at.file_uploader(key="w_upload_files").set_value([
-        ("../../retrieval paper.pdf", a.read_bytes(), "application/pdf"),
-        ("storage.pdf", b.read_bytes(), "application/pdf"),
-        ("broken.pdf", b"%PDF-1.4 this is not really a pdf", "application/pdf"),
-    ])
-    _run(at)
-    at.button(key="w_upload_ingest").click()
-    _run(at)
-    return at
+from support.app import APP, TIMEOUT, collection_table, doc_key, make_pdf, open_app, page_texts, run_app  # noqa: E402,F401
 
 
 # ------------------------------------------------------------------------ pages
-def test_upload_ingests_lists_collection_and_failures(env, uploaded):
-    at = uploaded
-    coll = _collection(at)
+def test_upload_ingests_lists_collection_and_failures(app_env, app_uploaded):
+    at = app_uploaded
+    coll = collection_table(at)
     assert sorted(coll["file"]) == ["retrieval_paper.pdf", "storage.pdf"]
     assert (coll["pages"] == 2).all() and (coll["texts"] > 0).all()
     assert set(coll["status"]) == {"indexed"}
     errors = " ".join(e.value for e in at.error)
     assert "broken" in errors  # the failure is listed with its reason; the others went on
-    uploads = env["ws"] / "uploads"
+    uploads = app_env["ws"] / "uploads"
     assert sorted(p.name for p in uploads.iterdir()) == ["broken.pdf", "retrieval_paper.pdf", "storage.pdf"]
-    assert not (env["root"] / "retrieval paper.pdf").exists()
+    assert not (app_env["root"] / "retrieval paper.pdf").exists()
 
 
-def test_reopened_workspace_shows_collection_at_once(uploaded, env):
+def test_reopened_workspace_shows_collection_at_once(app_uploaded, app_env):
     from docmaster_core.store.workspace import Workspace
 
-    at = _open("pages/upload.py")
-    coll = _collection(at)
+    at = open_app("pages/upload.py")
+    coll = collection_table(at)
     assert len(coll) == 2
-    newest_first = sorted(Workspace(env["ws"], create=False).documents(), key=lambda d: -d.added_at)
+    newest_first = sorted(Workspace(app_env["ws"], create=False).documents(), key=lambda d: -d.added_at)
     assert list(coll["doc_id"]) == [d.doc_id for d in newest_first]  # the newest documents first
     assert set(coll["title"]) == {"Dense Retrieval for Open-Domain QA", "A Distributed Storage System"}
-    assert "LLM: offline (extractive)" in _texts(at)
+    assert "LLM: offline (extractive)" in page_texts(at)
 
 
-def test_workspace_outside_root_is_refused(uploaded, env):
-    at = _open("pages/upload.py")
+def test_workspace_outside_root_is_refused(app_uploaded, app_env):
+    at = open_app("pages/upload.py")
     at.text_input(key="w_upload_workspace").set_value("/etc")
-    _run(at)
+    run_app(at)
     assert any("outside the allowed root" in e.value for e in at.error)
-    assert at.session_state["dm_workspace"] == str(env["ws"].resolve())
+    assert at.session_state["dm_workspace"] == str(app_env["ws"].resolve())
 
 
-def _doc_key(at: AppTest, base: str) -> str:
-    """The key of a per-document widget of the current document."""
-    return f"{base}_{at.session_state['dm_doc_id']}"
-
-
-def test_tree_page_select_node_shows_content_page_and_embedding(uploaded):
-    at = _open("pages/tree.py")
-    sb = at.selectbox(key=_doc_key(at, "w_tree_node"))
+def test_tree_page_select_node_shows_content_page_and_embedding(app_uploaded):
+    at = open_app("pages/tree.py")
+    sb = at.selectbox(key=doc_key(at, "w_tree_node"))
     assert len(sb.options) >= 6
     table_opts = [o for o in sb.options if "▦" in o]
     target = table_opts[0] if table_opts else [o for o in sb.options if "¶" in o][0]
     sb.select(target)
-    _run(at)
-    node_id = at.session_state[_doc_key(at, "w_tree_node")]
+    run_app(at)
+    node_id = at.session_state[doc_key(at, "w_tree_node")]
     assert any(f"#{node_id}" in s.value for s in at.subheader)
     assert len(at.image) >= 1  # page rendered with the node's box
     assert any(m.label == "dimensions" and m.value == "384" for m in at.metric)
     if table_opts:
         assert any(len(df.value) >= 2 for df in at.dataframe)  # the table's rows as a table
     at.toggle(key="w_tree_full_vector").set_value(True)
-    _run(at)
+    run_app(at)
     assert any(c.language == "json" and c.value.startswith("[") for c in at.code)
 
 
-def test_hyperedge_page_select_hyperedge(uploaded):
-    at = _open("pages/hyperedges.py")
-    sb = at.selectbox(key=_doc_key(at, "w_he_select"))
+def test_hyperedge_page_select_hyperedge(app_uploaded):
+    at = open_app("pages/hyperedges.py")
+    sb = at.selectbox(key=doc_key(at, "w_he_select"))
     last = sb.options[-1]
     sb.select(last)
-    _run(at)
-    he = at.session_state[_doc_key(at, "w_he_select")]
+    run_app(at)
+    he = at.session_state[doc_key(at, "w_he_select")]
     assert any(m.value.startswith(f"**H{he}**") for m in at.markdown)
     assert any(m.label == "hyper-edges" and int(m.value) == len(sb.options) for m in at.metric)
 
 
-def test_hyperedge_page_builds_a_missing_index(uploaded):
+def test_hyperedge_page_builds_a_missing_index(app_uploaded):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_index_params"] = {"alpha": 0.5, "k": 5, "K": 3, "w": 2.0}
-    _run(at)
+    run_app(at)
     at.switch_page("pages/hyperedges.py")
-    _run(at)
+    run_app(at)
     assert any("No semantic index" in i.value for i in at.info)
     at.button(key="w_he_build").click()
-    _run(at)
-    assert at.selectbox(key=_doc_key(at, "w_he_select")).options
+    run_app(at)
+    assert at.selectbox(key=doc_key(at, "w_he_select")).options
     assert any(m.label == "clusters" and int(m.value) <= 3 for m in at.metric)
 
 
-def test_cluster_sliders_rebuild_and_collection_mode(uploaded):
-    at = _open("pages/clusters.py")
+def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
+    at = open_app("pages/clusters.py")
     first = {m.label: m.value for m in at.metric}
     at.slider(key="w_clusters_K").set_value(2)
-    _run(at)
+    run_app(at)
     now = {m.label: m.value for m in at.metric}
     assert int(now["clusters"]) <= 2 and now["TEXT nodes"] == first["TEXT nodes"]
     assert at.session_state["dm_index_params"]["K"] == 2
     at.slider(key="w_clusters_alpha").set_value(0.3)
-    _run(at)
+    run_app(at)
     at.radio(key="w_clusters_mode").set_value("collection")
-    _run(at)
+    run_app(at)
     coll = {m.label: m.value for m in at.metric}
     assert int(coll["TEXT nodes"]) > int(first["TEXT nodes"])
 
 
-def test_filter_two_configurations_and_export(uploaded):
-    at = _open("pages/filter.py")
+def test_filter_two_configurations_and_export(app_uploaded):
+    at = open_app("pages/filter.py")
     at.text_area(key="w_filter_condition").set_value("The paper evaluates dense passage retrieval on question answering benchmarks.")
-    _run(at)
+    run_app(at)
     at.multiselect(key="w_filter_B_strategies").set_value(["semantic", "flat"])
-    _run(at)
+    run_app(at)
     at.selectbox(key="w_filter_B_decide_by").set_value("flat")
-    _run(at)
+    run_app(at)
     at.button(key="w_filter_run").click()
-    _run(at)
+    run_app(at)
     runs = at.session_state["dm_filter_runs"]
     assert set(runs) == {"A", "B"}
     for name, run in runs.items():
         assert len(run["documents"]) == 2
         for d in run["documents"]:
-            assert d["match"] in (True, False) and d["evidence"], name
+            assert doc_match(run, d) in (True, False) and evidence_list(d), name
     assert set(runs["A"]["documents"][0]["decisions"]) == {"tree", "semantic", "hyperedge", "combined"}
     assert set(runs["B"]["documents"][0]["decisions"]) == {"semantic", "flat"}
-    keep_a = {d["file"]: d["match"] for d in runs["A"]["documents"]}
+    keep_a = {d["file"]: doc_match(runs["A"], d) for d in runs["A"]["documents"]}
     assert keep_a["retrieval_paper.pdf"] is True
     assert any("Differences between A and B" in s.value for s in at.subheader)
     assert len(at.download_button) == 2
@@ -268,43 +147,45 @@ def test_filter_two_configurations_and_export(uploaded):
     assert boxes.value == at.session_state["dm_filter_runs"][at.radio(key="w_filter_which").value]["strategy"]
     other = next(o for o in boxes.options if o != boxes.value)
     boxes.set_value(other)
-    _run(at)
+    run_app(at)
     assert at.radio(key="w_filter_boxes").value == other and len(at.image) >= 1
     # highlight for the tree explorer
     assert at.session_state["dm_highlight"]
 
 
-def test_app_and_cli_give_the_same_decisions_and_answers(uploaded, env, capsys):
+def test_app_and_cli_give_the_same_decisions_and_answers(app_uploaded, app_env, capsys):
     """One engine: the Filter page's configuration A and ``docmaster filter`` (same
     default parameters), and the Chat page and ``docmaster ask``, agree exactly."""
     from docmaster_core import cli
 
     cond = "The paper measures read latency of a distributed storage system."
-    at = _open("pages/filter.py")
+    at = open_app("pages/filter.py")
     at.text_area(key="w_filter_condition").set_value(cond)
-    _run(at)
+    run_app(at)
     at.button(key="w_filter_run").click()
-    _run(at)
+    run_app(at)
     app_run = at.session_state["dm_filter_runs"]["A"]
-    assert cli.main(["filter", cond, "--workspace", str(env["ws"]), "--json", "--no-save"]) == 0
+    assert cli.main(["filter", cond, "--workspace", str(app_env["ws"]), "--json", "--no-save"]) == 0
     cli_run = json.loads(capsys.readouterr().out)
     by_file = {d["file"]: d for d in cli_run["documents"]}
     assert sorted(by_file) == sorted(d["file"] for d in app_run["documents"])
     for d in app_run["documents"]:
         c = by_file[d["file"]]["decisions"]
-        assert d["decisions"] == {s: v["decision"] for s, v in c.items()}, d["file"]
-        assert d["score"] == c["combined"]["evidence_score"] and d["rank"] == c["combined"]["rank"]
-    assert any(d["match"] for d in app_run["documents"]) and not all(d["match"] for d in app_run["documents"])
+        assert {s: v["decision"] for s, v in d["decisions"].items()} == {s: v["decision"] for s, v in c.items()}, d["file"]
+        assert deciding(app_run, d)["evidence_score"] == c["combined"]["evidence_score"]
+        assert deciding(app_run, d)["rank"] == c["combined"]["rank"]
+    assert any(doc_match(app_run, d) for d in app_run["documents"])
+    assert not all(doc_match(app_run, d) for d in app_run["documents"])
 
     question = "Which benchmarks are used to evaluate retrieval accuracy?"
-    at = _open("pages/chat.py")
+    at = open_app("pages/chat.py")
     at.radio(key="w_chat_scope").set_value("all")
-    _run(at)
+    run_app(at)
     at.chat_input(key="w_chat_input").set_value(question)
-    _run(at)
+    run_app(at)
     app_answer = at.session_state["dm_chat_history"][-1]
     files = [d["file"] for d in app_run["documents"]]
-    assert cli.main(["ask", question, "--workspace", str(env["ws"]), "--docs", *files, "--json"]) == 0
+    assert cli.main(["ask", question, "--workspace", str(app_env["ws"]), "--docs", *files, "--json"]) == 0
     cli_answer = json.loads(capsys.readouterr().out)["answer"]
     assert app_answer["text"] == cli_answer["text"]
     key = ("doc_id", "node_id", "page", "quote")
@@ -312,27 +193,27 @@ def test_app_and_cli_give_the_same_decisions_and_answers(uploaded, env, capsys):
         [tuple(c[k] for k in key) for c in cli_answer["citations"]]
 
 
-def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, monkeypatch):
+def test_filter_cut_slider_moves_kept_set_without_new_retrieval(app_uploaded, app_env, monkeypatch):
     """The Filter page lists the documents ranked by evidence score with the suggested
     cut; moving the cut slider changes "kept N of M" and the decisions, and runs no new
     retrieval (no engine call, no new saved run)."""
     import docmaster_core.filtering.run as core_filter
     from docmaster_core.store.workspace import Workspace
 
-    at = _open("pages/filter.py")
+    at = open_app("pages/filter.py")
     at.text_area(key="w_filter_condition").set_value("Does the paper describe a distributed storage system?")
-    _run(at)
+    run_app(at)
     at.button(key="w_filter_run").click()
-    _run(at)
+    run_app(at)
     run_a = at.session_state["dm_filter_runs"]["A"]
-    ranks = sorted(d["rank"] for d in run_a["documents"])
-    assert ranks == [1, 2] and all(d["score"] is not None for d in run_a["documents"])
-    top = next(d for d in run_a["documents"] if d["rank"] == 1)
+    ranks = sorted(deciding(run_a, d)["rank"] for d in run_a["documents"])
+    assert ranks == [1, 2] and all(deciding(run_a, d)["evidence_score"] is not None for d in run_a["documents"])
+    top = next(d for d in run_a["documents"] if deciding(run_a, d)["rank"] == 1)
     assert top["file"].startswith("storage")
-    suggested = run_a["cut"]["kept"]
+    suggested = run_cut(run_a)["kept"]
     assert any(f"kept **{suggested} of 2 documents**" in m.value for m in at.markdown)
 
-    n_runs = len(Workspace(env["ws"], create=False).runs("filter"))
+    n_runs = len(Workspace(app_env["ws"], create=False).runs("filter"))
     calls = []
     monkeypatch.setattr(core_filter, "collect_evidence", lambda *a, **k: calls.append(1) or (_ for _ in ()).throw(
         AssertionError("retrieval must not run when the cut moves")))
@@ -340,68 +221,69 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(uploaded, env, m
     assert at.slider(key=key).value == suggested
     for k in (0, 2):
         at.slider(key=key).set_value(k)
-        _run(at)
+        run_app(at)
         assert any(f"kept **{k} of 2 documents**" in m.value for m in at.markdown), k
         assert calls == []
-    assert len(Workspace(env["ws"], create=False).runs("filter")) == n_runs
+    assert len(Workspace(app_env["ws"], create=False).runs("filter")) == n_runs
     # at 2 every document is kept; the stored run itself is unchanged
-    assert at.session_state["dm_filter_runs"]["A"]["cut"]["kept"] == suggested
+    assert run_cut(at.session_state["dm_filter_runs"]["A"])["kept"] == suggested
+    assert "moved_to" not in run_cut(at.session_state["dm_filter_runs"]["A"])
 
 
-def test_filter_condition_restored_in_a_new_session(uploaded, env):
+def test_filter_condition_restored_in_a_new_session(app_uploaded, app_env):
     """A browser reload starts a new session: the Filter page shows the condition of the
     workspace's last saved filter run instead of an empty box."""
     from docmaster_core.store.workspace import Workspace
 
-    last = Workspace(env["ws"], create=False).last_run_params("filter")
+    last = Workspace(app_env["ws"], create=False).last_run_params("filter")
     assert last is not None, "the filter test above saves its runs"
-    at = _open("pages/filter.py")
+    at = open_app("pages/filter.py")
     assert at.text_area(key="w_filter_condition").value == last[1]["condition"]
-    assert any(f"#{last[0]}" in t and "restored" in t for t in _texts(at))
+    assert any(f"#{last[0]}" in t and "restored" in t for t in page_texts(at))
     # once edited, the user's text is kept (no second restore in the same session)
     at.text_area(key="w_filter_condition").set_value("Does the paper describe a storage system?")
-    _run(at)
+    run_app(at)
     at.switch_page("pages/upload.py")
-    _run(at)
+    run_app(at)
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     assert at.text_area(key="w_filter_condition").value == "Does the paper describe a storage system?"
 
 
-def test_chat_question_gives_cited_answer(uploaded):
-    at = _open("pages/chat.py")
+def test_chat_question_gives_cited_answer(app_uploaded):
+    at = open_app("pages/chat.py")
     at.radio(key="w_chat_scope").set_value("all")
-    _run(at)
+    run_app(at)
     at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval accuracy?")
-    _run(at)
+    run_app(at)
     hist = at.session_state["dm_chat_history"]
     assert [m["role"] for m in hist] == ["user", "assistant"]
     cites = hist[1]["citations"]
     assert cites and all(c["text"] and c["page"] >= 1 for c in cites)
-    assert any(t.startswith("[E") for t in _texts(at))
+    assert any(t.startswith("[E") for t in page_texts(at))
     # the conversation is kept for the session
     at.switch_page("pages/upload.py")
-    _run(at)
+    run_app(at)
     at.switch_page("pages/chat.py")
-    _run(at)
+    run_app(at)
     assert len(at.chat_message) == 2
 
 
-def test_every_page_runs_without_exception(uploaded):
-    at = _open()
+def test_every_page_runs_without_exception(app_uploaded):
+    at = open_app()
     for page in ("upload", "tree", "hyperedges", "clusters", "filter", "chat"):
         at.switch_page(f"pages/{page}.py")
-        _run(at)
-        assert "LLM: offline (extractive)" in _texts(at), page
+        run_app(at)
+        assert "LLM: offline (extractive)" in page_texts(at), page
 
 
-def test_pages_on_an_empty_workspace_point_to_upload(env, monkeypatch):
-    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "empty"))
-    at = _open()
+def test_pages_on_an_empty_workspace_point_to_upload(app_env, monkeypatch):
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(app_env["root"] / "empty"))
+    at = open_app()
     for page in ("tree", "hyperedges", "clusters", "filter", "chat"):
         at.switch_page(f"pages/{page}.py")
-        _run(at)
-        assert any("No documents in this workspace yet" in t for t in _texts(at)), page
+        run_app(at)
+        assert any("No documents in this workspace yet" in t for t in page_texts(at)), page
         assert not at.button, page  # the page stopped before drawing its controls
 
 
@@ -413,17 +295,17 @@ def _sidebar_only():
     render_sidebar()
 
 
-def test_sidebar_backend_label_and_api_key_never_shown(uploaded, monkeypatch):
+def test_sidebar_backend_label_and_api_key_never_shown(app_uploaded, monkeypatch):
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     sb = AppTest.from_function(_sidebar_only, default_timeout=TIMEOUT)
-    _run(sb)
-    assert "LLM: offline (extractive)" in _texts(sb)
+    run_app(sb)
+    assert "LLM: offline (extractive)" in page_texts(sb)
     sb.radio(key="w_sidebar_backend").set_value("openai")
-    _run(sb)
+    run_app(sb)
     sb.text_input(key="w_sidebar_base_url").set_value("http://user:pw@localhost:11434/v1?token=abc")
-    _run(sb)
-    texts = _texts(sb) + [str(e.value) for e in sb.text_input]
+    run_app(sb)
+    texts = page_texts(sb) + [str(e.value) for e in sb.text_input]
     assert "LLM: gpt-4o-mini (OpenAI-compatible, http://localhost:11434/v1)" in texts  # no credentials shown
     assert any("found in the environment" in t for t in texts)
     assert not any(secret in t for t in texts)
@@ -432,11 +314,11 @@ def test_sidebar_backend_label_and_api_key_never_shown(uploaded, monkeypatch):
     # every page names the active backend; the key appears nowhere
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_llm_backend"] = "openai"
-    _run(at)
+    run_app(at)
     for page in ("tree", "filter", "chat"):
         at.switch_page(f"pages/{page}.py")
-        _run(at)
-        texts = _texts(at)
+        run_app(at)
+        texts = page_texts(at)
         assert any(t.startswith("LLM: gpt-4o-mini (OpenAI-compatible") for t in texts), page
         assert not any(secret in t for t in texts), page
 
@@ -527,7 +409,8 @@ def test_projection_pca_and_disk_cached_umap(tmp_path, monkeypatch):
 
 
 def test_filter_compare_and_export_from_engine_run():
-    from ui.filtering import compare_rows, decision_rows, export_csv, export_json, normalise_run
+    from docmaster_core.filtering.results import compare_runs
+    from ui.filtering import decision_rows, difference_rows, doc_match, evidence_list, export_csv, export_json
 
     def doc(doc_id, comb, sem):
         ev = {"doc_id": doc_id, "node_id": 3, "strategy": "semantic", "score": 0.5, "text": "t", "page": 1,
@@ -537,22 +420,28 @@ def test_filter_compare_and_export_from_engine_run():
                               "semantic": {"decision": sem, "rationale": "s", "tokens": 2}},
                 "evidence": {"combined": [{**ev, "evidence_id": "C1"}], "semantic": [{**ev, "evidence_id": "S1"}]}}
 
-    a = normalise_run({"strategy": "combined", "condition": "c", "documents": [doc("d1", True, True), doc("d2", False, True)]})
-    b = normalise_run({"strategy": "combined", "condition": "c", "documents": [doc("d1", True, False), doc("d2", False, True)]})
-    assert a["documents"][0]["match"] is True and len(a["documents"][0]["evidence"]) == 2
+    # the app renders the engine's run dict as it is (no second layout)
+    a = {"strategy": "combined", "condition": "c", "documents": [doc("d1", True, True), doc("d2", False, True)]}
+    b = {"strategy": "combined", "condition": "c", "documents": [doc("d1", True, False), doc("d2", False, True)]}
+    assert doc_match(a, a["documents"][0]) is True and len(evidence_list(a["documents"][0])) == 2
     assert decision_rows(a)[0]["tokens"] == 7
-    comp = compare_rows(a, b)
+    from docmaster_core.pipeline import DocMaster
+
+    comp = difference_rows(DocMaster, a, b)  # the facade's comparison (a static method)
     assert [r["differs"] for r in comp] == [True, False]
+    assert [r["A strategies"] for r in comp] == ["S✓ C✓", "S✓ C✗"]  # one compact cell per run
+    assert compare_runs(a, b, documents=True)["documents"][0]["b_decisions"] == {"combined": True, "semantic": False}
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
     assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""
-    assert json.loads(export_json({"A": a}))["A"]["documents"][1]["match"] is False
+    assert json.loads(export_json({"A": a}))["A"]["documents"][1]["decisions"]["combined"]["decision"] is False
 
 
 def test_with_cut_and_ranked_rows_from_engine_run():
     """The ranked table and the movable cut on a run dict as the engine writes it: an
     offline run's decisions follow the cut; an LLM run keeps the model's decisions and
     shows the cut of the ranking beside them."""
-    from ui.filtering import export_csv, normalise_run, ranked_rows, with_cut
+    from docmaster_core.filtering.results import move_cut
+    from ui.filtering import by_score, deciding, doc_match, export_csv, ranked_rows, run_cut
 
     def doc(doc_id, score, rank, dec):
         return {"doc_id": doc_id, "file": f"{doc_id}.pdf", "evidence": {},
@@ -562,21 +451,21 @@ def test_with_cut_and_ranked_rows_from_engine_run():
     raw = {"strategy": "combined", "condition": "c", "backend": "offline-calibrated",
            "cuts": {"combined": {"rule": "best_fraction", "threshold": 3.0, "kept": 1, "of": 3, "best": 9.0}},
            "documents": [doc("d1", 1.0, 3, False), doc("d2", 9.0, 1, True), doc("d3", 2.5, 2, False)]}
-    run = normalise_run(raw)
-    assert run["cut"]["kept"] == 1
+    run = raw
+    assert run_cut(run)["kept"] == 1
     assert [r["file"] for r in ranked_rows(run)] == ["d2.pdf", "d3.pdf", "d1.pdf"]
-    moved = with_cut(run, 2)
-    assert {d["doc_id"]: d["match"] for d in moved["documents"]} == {"d1": False, "d2": True, "d3": True}
-    assert moved["cut"]["moved_to"] == 2 and moved["cut"]["suggested"] == 1
+    moved = move_cut(run, 2)  # the engine moves the cut
+    assert {d["doc_id"]: doc_match(moved, d) for d in moved["documents"]} == {"d1": False, "d2": True, "d3": True}
+    assert run_cut(moved)["moved_to"] == 2 and run_cut(moved)["suggested"] == 1
     d3 = next(d for d in moved["documents"] if d["doc_id"] == "d3")
-    assert d3["rationale"].startswith("Kept by the moved cut (top 2)")  # the text follows the moved cut
-    assert [d["match"] for d in with_cut(run, None)["documents"]] == [False, True, False]
-    assert run["documents"][2]["match"] is False  # the run itself is untouched
+    assert deciding(moved, d3)["rationale"].startswith("Kept by the moved cut (top 2)")  # the text follows the moved cut
+    assert [doc_match(run, d) for d in move_cut(run, None)["documents"]] == [False, True, False]
+    assert doc_match(run, run["documents"][2]) is False  # the run itself is untouched
     csv_rows = list(csv.DictReader(io.StringIO(export_csv({"A": moved}))))
     assert [(r["doc_id"], r["rank"], r["match"]) for r in csv_rows] == [("d1", "3", "false"), ("d2", "1", "true"),
                                                                        ("d3", "2", "true")]
-    llm = normalise_run({**raw, "backend": "gpt-4o-mini"})
-    moved = with_cut(llm, 2)
-    assert [d["match"] for d in moved["documents"]] == [False, True, False]  # the model's decisions
-    assert [d["by_score"] for d in moved["documents"]] == [False, True, True]
+    llm = {**raw, "backend": "gpt-4o-mini"}
+    moved = move_cut(llm, 2)
+    assert [doc_match(moved, d) for d in moved["documents"]] == [False, True, False]  # the model's decisions
+    assert [by_score(moved, d) for d in moved["documents"]] == [False, True, True]
     assert "by score" in ranked_rows(moved)[0]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from support.app import make_pdf
 from support.browser_driver import (
     kept_lines,
     CHROMIUM,
@@ -66,8 +67,6 @@ def _shots_dir(tmp_path: Path) -> Path:
 def server(tmp_path_factory, embedder):
     """The app on a workspace of two generated paper-like PDFs."""
     pytest.importorskip("playwright.sync_api")
-    from test_app import make_pdf
-
     from docmaster_core.pipeline import DocMaster
 
     root = tmp_path_factory.mktemp("browser_root")
@@ -139,6 +138,17 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
             grid = frames.nth(i).locator("[aria-rowcount]").first
             assert int(grid.get_attribute("aria-rowcount")) == n_docs + 1  # + the header row
         assert page.get_by_text("Differences between A and B").count() == 1
+        # issue 24: every strategy's decision fits each half-width table (one compact cell
+        # at a fixed width; only certainty and rationale may lie behind a horizontal scroll)
+        from ui.filtering import RANKED_COLUMN_WIDTHS
+
+        decision_cols = ["rank", "score", "kept", "strategies", "file"]
+        need = 32 + sum(RANKED_COLUMN_WIDTHS[c] for c in decision_cols)  # + the row-selection box
+        for i in range(2):
+            frame = frames.nth(i)
+            assert frame.bounding_box()["width"] >= need, (frame.bounding_box(), need)
+            heads = [h.inner_text().strip() for h in frame.locator("[role='columnheader']").all()]
+            assert heads[:len(decision_cols)] == decision_cols, heads
         page.screenshot(path=str(out / "corpus_filter.png"), full_page=True)
 
         # ------------------------------------------------------------ clusters: one document, a slider

@@ -14,39 +14,40 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from test_app import APP, TIMEOUT, _collection, _doc_key, _open, _run, _texts, env, uploaded  # noqa: E402,F401
+from ui.filtering import doc_match, evidence_list  # noqa: E402
+from support.app import APP, TIMEOUT, collection_table, doc_key, open_app, page_texts, run_app  # noqa: E402,F401
 
 
 def _widget_texts(at: AppTest) -> list[str]:
     """Every label, option and caption a user sees on the page (widgets included)."""
-    out = _texts(at)
+    out = page_texts(at)
     for sb in list(at.selectbox) + list(at.multiselect):
         out += [str(sb.label), *map(str, sb.options)]
     for df in at.dataframe:
         out += [str(v) for v in df.value.astype(str).to_numpy().ravel()]
     return out
 
-def test_switching_documents_leaves_no_stale_label(uploaded, env):
+def test_switching_documents_leaves_no_stale_label(app_uploaded, app_env):
     """Tree explorer and hyper-edge graph: after switching document, no widget shows the
     previous document's section, node or hyper-edge label, and a node-type filter set on
     one document does not carry over to the next."""
     from docmaster_core.store.workspace import Workspace
 
-    ws = Workspace(env["ws"], create=False)
+    ws = Workspace(app_env["ws"], create=False)
     titles = {d.doc_id: ws.load_tree(d.doc_id) for d in ws.documents()}
-    at = _open("pages/tree.py")
+    at = open_app("pages/tree.py")
     doc_a = at.selectbox(key="w_tree_doc").value
     doc_b = next(d for d in titles if d != doc_a)
     words_a = {titles[doc_a].title} | {n.content for n in titles[doc_a].nodes if n.type.value == "TITLE"} - \
         {n.content for n in titles[doc_b].nodes} - {titles[doc_b].title}
-    node_box = at.selectbox(key=_doc_key(at, "w_tree_node"))
+    node_box = at.selectbox(key=doc_key(at, "w_tree_node"))
     node_box.select(node_box.options[-1])
-    _run(at)
-    at.button_group(key=_doc_key(at, "w_tree_types")).set_value(["TABLE"])
-    _run(at)
+    run_app(at)
+    at.button_group(key=doc_key(at, "w_tree_types")).set_value(["TABLE"])
+    run_app(at)
     assert any("nodes match" in c.value for c in at.caption)
     at.selectbox(key="w_tree_doc").set_value(doc_b)
-    _run(at)
+    run_app(at)
     assert at.session_state["dm_doc_id"] == doc_b
     seen = " ".join(_widget_texts(at))
     stale = [w for w in words_a if w and w in seen]
@@ -58,28 +59,28 @@ def test_switching_documents_leaves_no_stale_label(uploaded, env):
     assert any(f"of {len(titles[doc_b].nodes)} nodes visible" in c.value for c in at.caption)
     # back to A: its own choices come back
     at.selectbox(key="w_tree_doc").set_value(doc_a)
-    _run(at)
+    run_app(at)
     assert at.button_group(key=f"w_tree_types_{doc_a}").value == ["TABLE"]
 
     at.switch_page("pages/hyperedges.py")
-    _run(at)
+    run_app(at)
     assert at.session_state["w_he_doc"] == doc_a
     he_a = at.selectbox(key=f"w_he_select_{doc_a}")
     he_a.select(he_a.options[-1])
-    _run(at)
+    run_app(at)
     labels_a = set(at.selectbox(key=f"w_he_select_{doc_a}").options)
     at.selectbox(key="w_he_doc").set_value(doc_b)
-    _run(at)
+    run_app(at)
     he_b = at.selectbox(key=f"w_he_select_{doc_b}")
     assert he_b.options and not (set(he_b.options) & labels_a)
     assert not any(sb.key == f"w_he_select_{doc_a}" for sb in at.selectbox)
     assert any(m.value.startswith("**H") for m in at.markdown)
 
-def test_tree_expand_and_collapse(uploaded):
+def test_tree_expand_and_collapse(app_uploaded):
     """The outline is a collapsible tree: a click on a section row opens the node and
     expands it (its children appear, full titles, type icons), a second click collapses
     it; Expand all / Collapse all open and close every section."""
-    at = _open("pages/tree.py")
+    at = open_app("pages/tree.py")
     doc = at.session_state["dm_doc_id"]
 
     def outline():
@@ -87,7 +88,7 @@ def test_tree_expand_and_collapse(uploaded):
         return df, list(df.value["outline"])
 
     at.button(key=f"w_tree_collapse_all_{doc}").click()
-    _run(at)
+    run_app(at)
     df, rows = outline()
     first = rows[0]
     assert "▾" in first and "▣" in first  # the root, open
@@ -96,7 +97,7 @@ def test_tree_expand_and_collapse(uploaded):
     i = sections[0]
     n_closed = len(rows)
     at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # a click on row i
-    _run(at)
+    run_app(at)
     df, rows = outline()
     assert len(rows) > n_closed and "▾" in rows[i]
     node = at.session_state[f"w_tree_node_{doc}"]
@@ -104,25 +105,25 @@ def test_tree_expand_and_collapse(uploaded):
     assert rows[i + 1].count("\u2003") > rows[i].count("\u2003")  # a child, indented deeper
     assert any(icon in r for r in rows[i + 1:] for icon in ("¶", "▦", "∑", "▨", "§"))
     at.session_state[df.key] = {"selection": {"rows": [i], "columns": [], "cells": []}}  # click it again
-    _run(at)
+    run_app(at)
     _, rows = outline()
     assert len(rows) == n_closed and "▸" in rows[i]
     at.button(key=f"w_tree_expand_all_{doc}").click()
-    _run(at)
+    run_app(at)
     _, rows = outline()
     assert len(rows) == len(at.selectbox(key=f"w_tree_node_{doc}").options)  # every node visible
     assert not any("▸" in r for r in rows)
     # the section toggle button beside the outline collapses the open node
     at.button(key=f"w_tree_toggle_{doc}").click()
-    _run(at)
+    run_app(at)
     _, rows = outline()
     assert "▸" in rows[i]
 
-def test_graph_readable_default_and_one_must_link_count(uploaded):
+def test_graph_readable_default_and_one_must_link_count(app_uploaded):
     """The graph draws the top few links per hyper-edge (a slider sets how many) with a
     legend, and the Clusters page and the graph count must-links the same way, under
     the same labels."""
-    at = _open("pages/hyperedges.py")
+    at = open_app("pages/hyperedges.py")
     doc = at.session_state["dm_doc_id"]
     graph = {m.label: int(m.value) for m in at.metric}
     assert {"hyper-edge links", "must-link pairs"} <= set(graph)
@@ -137,13 +138,13 @@ def test_graph_readable_default_and_one_must_link_count(uploaded):
     n2, total = drawn()
     assert total == graph["hyper-edge links"] and n2 <= total
     at.slider(key="w_he_top_links").set_value(0)
-    _run(at)
+    run_app(at)
     assert drawn() == (0, total)
     at.slider(key="w_he_top_links").set_value(10)
-    _run(at)
+    run_app(at)
     assert drawn()[0] >= n2
     at.switch_page("pages/clusters.py")
-    _run(at)
+    run_app(at)
     assert at.session_state["dm_doc_id"] == doc and at.radio(key="w_clusters_mode").value == "document"
     clusters = {m.label: int(m.value) for m in at.metric}
     assert clusters["must-link pairs"] == graph["must-link pairs"]
@@ -166,14 +167,13 @@ def test_top_links_keeps_the_most_similar_partners():
     assert set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (1, 2)} or \
         set(top_links([(0, 1), (0, 2), (1, 2)], hes2, emb, 1)) == {(0, 1), (0, 2), (1, 2)}
 
-def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
-    """Two normalised runs over the uploaded documents: A keeps the first ``keep_a``
+def _crafted_runs(app_env, keep_a: int, keep_b: int, ids: tuple[int, int] = (9001, 9002)) -> dict:
+    """Two runs (as the engine writes them) over the app_uploaded documents: A keeps the first ``keep_a``
     documents (by file name), B the first ``keep_b``; one evidence passage (a TEXT node
     with its box) per document."""
     from docmaster_core.store.workspace import Workspace
-    from ui.filtering import normalise_run
 
-    ws = Workspace(env["ws"], create=False)
+    ws = Workspace(app_env["ws"], create=False)
     docs = sorted(ws.documents(), key=lambda d: d.file_name)
 
     def ev(d):
@@ -184,7 +184,7 @@ def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
                 "node_type": "TEXT"}
 
     def run(rid, kept):
-        return normalise_run({
+        return ({
             "run_id": rid, "strategy": "combined", "condition": "crafted", "backend": "offline-calibrated",
             "cuts": {"combined": {"rule": "best_fraction", "threshold": 1.0, "kept": kept, "of": len(docs), "best": 5.0}},
             "documents": [{"doc_id": d.doc_id, "file": d.file_name, "evidence": {"combined": [ev(d)]},
@@ -192,15 +192,16 @@ def _crafted_runs(env, keep_a: int, keep_b: int) -> dict:
                                                       "tokens": 0, "evidence_score": 5.0 - r, "rank": r}}}
                           for r, d in enumerate(docs, 1)]})
 
-    return {"A": run(9001, keep_a), "B": run(9002, keep_b)}, docs
+    return {"A": run(ids[0], keep_a), "B": run(ids[1], keep_b)}, docs
 
-def test_filter_differences_table_lists_only_differences(uploaded, env):
-    runs, docs = _crafted_runs(env, 1, 2)
+
+def test_filter_differences_table_lists_only_differences(app_uploaded, app_env):
+    runs, docs = _crafted_runs(app_env, 1, 2)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_filter_runs"] = runs
-    _run(at)
+    run_app(at)
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     assert any("Differences between A and B: 1 document" in s.value for s in at.subheader)
     diff = [df.value for df in at.dataframe if "A match" in df.value.columns]
     assert len(diff) == 1 and list(diff[0]["file"]) == [docs[1].file_name]
@@ -208,37 +209,37 @@ def test_filter_differences_table_lists_only_differences(uploaded, env):
     table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0")
     assert list(table_a.value["kept"]) == ["✓ yes", "✗ no"]
     at.toggle(key="w_filter_kept_only").set_value(True)
-    _run(at)
+    run_app(at)
     table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_1")
     assert list(table_a.value["file"]) == [docs[0].file_name]
     # the same runs in both configurations: no differences, no table
     at.session_state["dm_filter_runs"] = {"A": runs["A"], "B": {**runs["A"], "run_id": 9003}}
-    _run(at)
+    run_app(at)
     assert any("0 document(s)" in s.value for s in at.subheader)
     assert not [df for df in at.dataframe if "A match" in df.value.columns]
 
-def test_filter_row_click_opens_that_documents_evidence(uploaded, env):
+def test_filter_row_click_opens_that_documents_evidence(app_uploaded, app_env):
     """A click on a row of a result table opens that document's evidence (its passage,
     the page image with the box) and "Show evidence in the tree explorer" opens the
     evidence node there, highlighted."""
-    runs, docs = _crafted_runs(env, 1, 1)
+    runs, docs = _crafted_runs(app_env, 1, 1)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_filter_runs"] = runs
-    _run(at)
+    run_app(at)
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     assert at.selectbox(key="w_filter_doc").value == docs[0].doc_id  # the kept document opens first
     at.session_state["w_filter_table_B_9002_0"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
-    _run(at)
+    run_app(at)
     assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id and at.radio(key="w_filter_which").value == "B"
-    texts = _texts(at)
+    texts = page_texts(at)
     assert f"{docs[1].file_name}: rejected by combined" in texts
     assert f"combined: why {docs[1].file_name}" in texts
-    ev = runs["B"]["documents"][1]["evidence"][0]
+    ev = evidence_list(runs["B"]["documents"][1])[0]
     assert any(ev["text"][:40] in t for t in texts) and len(at.image) == 1
     assert at.selectbox(key="w_filter_page").value == ev["page"]
     at.button(key="w_filter_to_tree").click()
-    _run(at)
+    run_app(at)
     assert at.session_state["dm_doc_id"] == docs[1].doc_id
     assert at.session_state[f"w_tree_node_{docs[1].doc_id}"] == ev["node_id"]
     outline = next(df for df in at.dataframe if df.key and df.key.startswith("w_tree_table_")).value
@@ -246,38 +247,104 @@ def test_filter_row_click_opens_that_documents_evidence(uploaded, env):
     assert list(row[" "]) == ["▶"]
     assert any(f"#{ev['node_id']}" in s.value for s in at.subheader)
 
-def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
+def test_filter_tables_show_each_strategy_in_one_compact_cell(app_uploaded, app_env):
+    """Issue 24: the per-strategy columns were cut off in the side-by-side tables; each
+    table now has one short ``strategies`` cell per document (T/S/H/C/F with ✓/✗)."""
+    runs, docs = _crafted_runs(app_env, 1, 2)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    run_app(at)
+    at.switch_page("pages/filter.py")
+    run_app(at)
+    table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0").value
+    assert list(table_a.columns) == ["rank", "score", "kept", "strategies", "file", "certainty", "rationale"]
+    assert list(table_a["strategies"]) == ["C✓", "C✗"]
+    diff = next(df.value for df in at.dataframe if "A match" in df.value.columns)
+    assert list(diff.columns) == ["file", "A match", "B match", "A strategies", "B strategies"]
+    assert list(diff["A strategies"]) == ["C✗"] and list(diff["B strategies"]) == ["C✓"]
+
+
+def test_filter_evidence_panel_follows_the_current_run(app_uploaded, app_env):
+    """Issue 24: after a new run the evidence panel opens the new run's best document,
+    not the document (and configuration) picked in the previous run."""
+    runs, docs = _crafted_runs(app_env, 1, 2)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["dm_filter_runs"] = runs
+    run_app(at)
+    at.switch_page("pages/filter.py")
+    run_app(at)
+    at.session_state["w_filter_table_B_9002_0"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    run_app(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id and at.radio(key="w_filter_which").value == "B"
+    at.switch_page("pages/tree.py")  # a page switch keeps the pick: the runs are the same
+    run_app(at)
+    at.switch_page("pages/filter.py")
+    run_app(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id
+    new_runs, _ = _crafted_runs(app_env, 1, 1, ids=(9011, 9012))  # a new run of A and B
+    at.session_state["dm_filter_runs"] = new_runs
+    run_app(at)
+    assert at.selectbox(key="w_filter_doc").value == docs[0].doc_id and at.radio(key="w_filter_which").value == "A"
+    assert f"{docs[0].file_name}: kept by combined" in page_texts(at)
+
+
+def test_filter_configuration_b_survives_a_reload(app_uploaded, app_env):
+    """Issue 24: configuration B's settings are kept in the workspace, so a reload (a new
+    browser session) shows them; A keeps its own."""
+    from docmaster_core.store.workspace import Workspace
+
+    at = open_app("pages/filter.py")
+    a_top_k = at.slider(key="w_filter_A_top_k").value
+    ws = Workspace(app_env["ws"], create=False)
+    assert ws.load_preference("filter_config_B") is None  # opening the page writes nothing
+    try:
+        at.slider(key="w_filter_B_top_k").set_value(7)
+        run_app(at)
+        at.slider(key="w_filter_B_gamma").set_value(0.45)
+        run_app(at)
+        at.multiselect(key="w_filter_B_strategies").set_value(["semantic", "combined"])
+        run_app(at)
+        again = open_app("pages/filter.py")  # a reload: a new session
+        assert again.slider(key="w_filter_B_top_k").value == 7
+        assert again.slider(key="w_filter_B_gamma").value == pytest.approx(0.45)
+        assert again.multiselect(key="w_filter_B_strategies").value == ["semantic", "combined"]
+        assert again.slider(key="w_filter_A_top_k").value == a_top_k
+    finally:  # the other tests of this workspace start from the defaults
+        ws.save_preference("filter_config_B", {})
+
+
+def test_chat_citation_links_contiguous_numbers_and_scope(app_uploaded, app_env):
     """Each [E1] marker of an answer links to its citation's anchor, the numbers are
     contiguous in first-use order, and "Open a source" shows the passage with its page;
     "documents I choose" starts empty; "the last filter" is the last saved run."""
     from docmaster_core import cli
     from docmaster_core.store.workspace import Workspace
 
-    if not Workspace(env["ws"], create=False).runs("filter"):  # run alone: save one filter run
+    if not Workspace(app_env["ws"], create=False).runs("filter"):  # run alone: save one filter run
         assert cli.main(["filter", "The paper evaluates retrieval on question answering benchmarks.",
-                         "--workspace", str(env["ws"]), "--json"]) == 0
-    at = _open("pages/chat.py")
-    saved = Workspace(env["ws"], create=False).runs("filter")
+                         "--workspace", str(app_env["ws"]), "--json"]) == 0
+    at = open_app("pages/chat.py")
+    saved = Workspace(app_env["ws"], create=False).runs("filter")
     scope = at.radio(key="w_chat_scope")
     assert scope.value == "all"  # the default, even after a filter run
     n_kept = len(saved[0]["result"]["matches"])
     assert f"documents kept by the last filter run ({n_kept})" in scope.options
     scope.set_value("filter")
-    _run(at)
-    texts = _texts(at)
+    run_app(at)
+    texts = page_texts(at)
     assert not any("the this" in t for t in texts)
     if n_kept:
         assert any(t.startswith(f"Filter run #{saved[0]['run_id']}, condition") for t in texts)
         assert any(t.startswith(f"Answering from: the {n_kept} document") and
                    f"kept by filter run {saved[0]['run_id']}" in t for t in texts)
     at.radio(key="w_chat_scope").set_value("chosen")
-    _run(at)
+    run_app(at)
     assert at.multiselect(key="w_chat_docs").value == []  # starts empty
-    assert "Answering from: no document chosen yet" in _texts(at)
+    assert "Answering from: no document chosen yet" in page_texts(at)
     at.radio(key="w_chat_scope").set_value("all")
-    _run(at)
+    run_app(at)
     at.chat_input(key="w_chat_input").set_value("Which benchmarks are used to evaluate retrieval accuracy?")
-    _run(at)
+    run_app(at)
     hist = at.session_state["dm_chat_history"]
     turn = len(hist) - 1
     answer = next(m.value for m in at.chat_message[turn].markdown)
@@ -294,14 +361,14 @@ def test_chat_citation_links_contiguous_numbers_and_scope(uploaded, env):
     assert all(re.sub(r"\\(.)", r"\1", x).split(" · ")[0].split("] ", 1)[1] in {c["file"] for c in hist[turn]["citations"]}
                for x in lines)  # whole file names, not cut
     at.button_group(key=f"w_chat_source_{turn}").set_value("E1")
-    _run(at)
+    run_app(at)
     assert len(at.image) == 1  # the cited page with the passage's box
     cited = {c["evidence_id"]: c for c in hist[turn]["citations"]}
     from ui.citations import renumber
 
     _, shown = renumber(hist[turn]["text"], hist[turn]["citations"])
     e1 = shown[0]
-    assert " ".join(e1["text"].split())[:40] in " ".join(" ".join(_texts(at)).split())
+    assert " ".join(e1["text"].split())[:40] in " ".join(" ".join(page_texts(at)).split())
     assert cited[e1["source_id"]]["page"] == e1["page"]
 
 def test_renumber_citations_contiguous():
@@ -315,46 +382,47 @@ def test_renumber_citations_contiguous():
     md = linked_answer(text, 2, {"E1", "E2", "E3"})
     assert "[\\[E1\\]](#cite-2-e1)" in md and "\\[E5\\]" in md and "(#cite-2-e5)" not in md
 
-def test_example_collection_shows_something_on_every_page(env, monkeypatch):
+def test_example_collection_shows_something_on_every_page(app_env, monkeypatch):
     """"Load an example collection" on an empty workspace writes the three generated
     PDFs, ingests them with progress and every page then has something to show: a tree
     with tables, figures and equations, hyper-edges, clusters, a filter with its
     suggested condition that keeps the paper, and a cited chat answer."""
     from docmaster_core.examples import EXAMPLE_CONDITION, EXAMPLE_FILES, EXAMPLE_QUESTION
 
-    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "examples_ws"))
-    at = _open("pages/upload.py")
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(app_env["root"] / "examples_ws"))
+    at = open_app("pages/upload.py")
     at.button(key="w_upload_examples").click()
-    _run(at)
-    coll = _collection(at)
+    run_app(at)
+    coll = collection_table(at)
     assert sorted(coll["file"]) == sorted(EXAMPLE_FILES) and set(coll["status"]) == {"indexed"}
     assert (coll["tables"] >= 1).all() and (coll["images"] >= 1).all() and (coll["titles"] >= 4).all()
     assert "Sparse Attention for Long Document Retrieval" in set(coll["title"])
     assert any("Examples loaded" in s.value for s in at.success)
     at.switch_page("pages/tree.py")
-    _run(at)
+    run_app(at)
     assert any(" of " in c.value and "nodes visible" in c.value for c in at.caption)
     at.switch_page("pages/hyperedges.py")
-    _run(at)
+    run_app(at)
     assert any(m.label == "hyper-edges" and int(m.value) >= 1 for m in at.metric)
     at.switch_page("pages/clusters.py")
-    _run(at)
+    run_app(at)
     assert any(m.label == "clusters" and int(m.value) >= 1 for m in at.metric)
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     assert at.text_area(key="w_filter_condition").value == EXAMPLE_CONDITION
     at.button(key="w_filter_run").click()
-    _run(at)
-    kept = {d["file"] for d in at.session_state["dm_filter_runs"]["A"]["documents"] if d["match"]}
+    run_app(at)
+    run_a = at.session_state["dm_filter_runs"]["A"]
+    kept = {d["file"] for d in run_a["documents"] if doc_match(run_a, d)}
     assert "example_paper_sparse_attention.pdf" in kept and "example_report_regional_energy.pdf" not in kept
     at.switch_page("pages/chat.py")
-    _run(at)
+    run_app(at)
     # the example hint's question, asked right after the example filter, with the default
     # scope: answered from the manual (the filter kept only the paper)
     assert at.radio(key="w_chat_scope").value == "all"
-    assert "Answering from: all 3 documents" in _texts(at)
+    assert "Answering from: all 3 documents" in page_texts(at)
     at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
-    _run(at)
+    run_app(at)
     answer = at.session_state["dm_chat_history"][-1]
     assert answer["outcome"] == "answered" and answer["scope_label"] == "all 3 documents"
     assert answer["citations"] and answer["citations"][0]["file"] == "example_manual_water_filter.pdf"
@@ -375,44 +443,44 @@ def test_cluster_colours_follow_their_group():
     assert now[3] not in (0, 1, 2)
     assert match_colors(prev, keys, [0] * 9, 5) == {0: 0}  # merged: the tie goes to one colour
 
-def test_chat_scope_defaults_to_all_and_persists_across_pages(uploaded, env):
+def test_chat_scope_defaults_to_all_and_persists_across_pages(app_uploaded, app_env):
     """Issue 24: the chat answers from all documents unless the user chooses otherwise,
     says so above the chat input, and keeps the choice for the session when the user
     leaves the Chat page and comes back."""
     from docmaster_core import cli
     from docmaster_core.store.workspace import Workspace
 
-    ws = Workspace(env["ws"], create=False)
+    ws = Workspace(app_env["ws"], create=False)
     if not ws.runs("filter"):  # a saved filter run, so that "the last filter" exists
         assert cli.main(["filter", "The paper evaluates retrieval on question answering benchmarks.",
-                         "--workspace", str(env["ws"]), "--json"]) == 0
+                         "--workspace", str(app_env["ws"]), "--json"]) == 0
     run = ws.runs("filter")[0]
     n_docs = len(ws.documents())
-    at = _open("pages/chat.py")
+    at = open_app("pages/chat.py")
     assert at.radio(key="w_chat_scope").value == "all" and at.session_state["dm_chat_scope"] == "all"
-    assert f"Answering from: all {n_docs} documents" in _texts(at)
+    assert f"Answering from: all {n_docs} documents" in page_texts(at)
     at.radio(key="w_chat_scope").set_value("filter")
-    _run(at)
+    run_app(at)
     for page in ("pages/upload.py", "pages/tree.py"):
         at.switch_page(page)
-        _run(at)
+        run_app(at)
         at.switch_page("pages/chat.py")
-        _run(at)
+        run_app(at)
         assert at.radio(key="w_chat_scope").value == "filter", page
         assert any(t.startswith("Answering from: ") and f"kept by filter run {run['run_id']}" in t
                    or t == f"Answering from: no document: filter run {run['run_id']} kept none that is still in the "
-                   "workspace" for t in _texts(at)), page
+                   "workspace" for t in page_texts(at)), page
     at.radio(key="w_chat_scope").set_value("all")
-    _run(at)
+    run_app(at)
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     at.switch_page("pages/chat.py")
-    _run(at)
+    run_app(at)
     assert at.radio(key="w_chat_scope").value == "all"
-    assert f"Answering from: all {n_docs} documents" in _texts(at)
+    assert f"Answering from: all {n_docs} documents" in page_texts(at)
 
 
-def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatch):
+def test_narrowed_not_found_offers_all_then_examples_are_removed(app_env, monkeypatch):
     """Issue 24, the demo that does not trip: asked from the one document the example
     filter kept, the example question is not found; the answer lists its closest
     passages, says the other documents were not searched and "Search all 3 documents"
@@ -424,33 +492,33 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatc
     from docmaster_core.examples import EXAMPLE_FILES, EXAMPLE_QUESTION
     from docmaster_core.store.workspace import Workspace
 
-    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(env["root"] / "examples_ws"))
-    at = _open("pages/upload.py")
+    monkeypatch.setenv("DOCMASTER_WORKSPACE", str(app_env["root"] / "examples_ws"))
+    at = open_app("pages/upload.py")
     at.button(key="w_upload_examples").click()  # ingests, or finds them already there
-    _run(at)
-    assert sorted(_collection(at)["file"]) == sorted(EXAMPLE_FILES)
+    run_app(at)
+    assert sorted(collection_table(at)["file"]) == sorted(EXAMPLE_FILES)
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     at.button(key="w_filter_run").click()
-    _run(at)
+    run_app(at)
     run_a = at.session_state["dm_filter_runs"]["A"]
-    kept = [d["file"] for d in run_a["documents"] if d["match"]]
+    kept = [d["file"] for d in run_a["documents"] if doc_match(run_a, d)]
     assert kept == ["example_paper_sparse_attention.pdf"]
 
     at.switch_page("pages/chat.py")
-    _run(at)
+    run_app(at)
     at.radio(key="w_chat_scope").set_value("filter")
-    _run(at)
+    run_app(at)
     scope = f"the 1 document kept by filter run {run_a['run_id']} (of 3)"
-    assert f"Answering from: {scope}" in _texts(at)
+    assert f"Answering from: {scope}" in page_texts(at)
     at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
-    _run(at)
+    run_app(at)
     hist = at.session_state["dm_chat_history"]
     turn = len(hist) - 1
     msg = hist[turn]
     assert msg["outcome"] == "not_found" and not msg["citations"] and msg["closest"]
     assert msg["text"].startswith("The documents do not say")
-    texts = _texts(at)
+    texts = page_texts(at)
     assert f"Only {scope} was searched; the other 2 documents were not." in " ".join(texts)
     assert "Closest passages (they do not answer the question):" in texts
     closest_lines = [t for t in texts if t.startswith("[E")]
@@ -458,10 +526,10 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatc
     assert all("example_paper_sparse_attention.pdf" in t for t in closest_lines)
     assert f"· {len(msg['closest'])} closest passage(s) · answered from {scope}" in " ".join(texts)
     at.button_group(key=f"w_chat_source_{turn}").set_value("E1")  # a closest passage opens with its page
-    _run(at)
+    run_app(at)
     assert len(at.image) == 1
     at.button(key=f"w_chat_search_all_{turn}").click()
-    _run(at)
+    run_app(at)
     hist = at.session_state["dm_chat_history"]
     assert len(hist) == turn + 3 and hist[-2] == {"role": "user", "text": EXAMPLE_QUESTION}
     answer = hist[-1]
@@ -471,38 +539,38 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(env, monkeypatc
 
     # curate: tick the paper in the collection table, remove it (asked first)
     at.switch_page("pages/upload.py")
-    _run(at)
+    run_app(at)
     table = next(df for df in at.dataframe if df.key and df.key.startswith("w_upload_collection"))
     row = list(table.value["file"]).index("example_paper_sparse_attention.pdf")
     at.session_state[table.key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
-    _run(at)
+    run_app(at)
     at.button(key="w_upload_remove").click()
-    _run(at)
+    run_app(at)
     assert any("Remove 1 document(s) from the workspace: example_paper_sparse_attention.pdf?" in w.value
                .replace("\\", "") for w in at.warning)
-    assert len(_collection(at)) == 3  # nothing removed before the confirmation
+    assert len(collection_table(at)) == 3  # nothing removed before the confirmation
     at.button(key="w_upload_remove_confirm").click()
-    _run(at)
+    run_app(at)
     assert any("Removed 1 document(s): example_paper_sparse_attention.pdf" in s.value.replace("\\", "")
                for s in at.success)
-    assert sorted(_collection(at)["file"]) == sorted(f for f in EXAMPLE_FILES if "paper" not in f)
+    assert sorted(collection_table(at)["file"]) == sorted(f for f in EXAMPLE_FILES if "paper" not in f)
     # the run the paper was kept in still shows, the paper marked as removed
     at.switch_page("pages/filter.py")
-    _run(at)
+    run_app(at)
     files = [f for df in at.dataframe if df.key and df.key.startswith("w_filter_table_A") for f in df.value["file"]]
     assert "example_paper_sparse_attention.pdf (removed)" in files
     at.switch_page("pages/chat.py")
-    _run(at)
+    run_app(at)
     at.radio(key="w_chat_scope").set_value("filter")
-    _run(at)
-    assert any(t.startswith("Answering from: no document: filter run") for t in _texts(at))
+    run_app(at)
+    assert any(t.startswith("Answering from: no document: filter run") for t in page_texts(at))
     assert at.chat_input(key="w_chat_input").disabled
 
     at.switch_page("pages/upload.py")
-    _run(at)
+    run_app(at)
     at.button(key="w_upload_remove_examples").click()
-    _run(at)
+    run_app(at)
     assert not [df for df in at.dataframe if "doc_id" in df.value.columns]
     assert any("No documents yet" in i.value for i in at.info)
-    assert Workspace(env["root"] / "examples_ws", create=False).documents() == []
-    assert cli.main(["check", "--workspace", str(env["root"] / "examples_ws")]) == 0
+    assert Workspace(app_env["root"] / "examples_ws", create=False).documents() == []
+    assert cli.main(["check", "--workspace", str(app_env["root"] / "examples_ws")]) == 0

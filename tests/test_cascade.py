@@ -175,6 +175,7 @@ def _fresh_decision_cache():
 TARGETS = CascadeTargets(recall=0.8, precision=0.8, delta=0.2, sample_budget=8, seed=0)
 
 
+@pytest.mark.slow
 def test_documents_decided_by_score_make_no_request_and_a_rerun_makes_none(workspace, server):
     dm = _dm(workspace, server)
     run = dm.filter(CONDITION, decide="combined-only", cascade=TARGETS, save=True)
@@ -209,6 +210,7 @@ def test_documents_decided_by_score_make_no_request_and_a_rerun_makes_none(works
     assert not (set(new) & asked)
 
 
+@pytest.mark.slow
 def test_budget_stops_cleanly_with_undecided_documents_marked(workspace, server):
     dm = _dm(workspace, server, max_calls=3)
     run = dm.filter(CONDITION, decide="combined-only", cascade=CascadeTargets(sample_budget=12, seed=0), save=False)

@@ -15,8 +15,7 @@ from docmaster_core.errors import WorkspaceError
 from docmaster_core.retrieval import corpus
 from docmaster_core.filtering.run import run_filter
 from docmaster_core.retrieval.retriever import Retriever
-from test_filter_qa import CONDITIONS
-from support.toy import TOY_DOCS, add_toy_document, build_toy_workspace
+from support.toy import CONDITIONS, TOY_DOCS, add_toy_document, build_toy_workspace
 
 STRATS = ("tree", "semantic", "hyperedge", "combined")
 
@@ -35,6 +34,7 @@ def _decisions(ws, embedder):
     return out, scores
 
 
+@pytest.mark.slow
 def test_memory_mapped_fp16_view_gives_the_same_filter_decisions(tmp_path, embedder, monkeypatch):
     ws = build_toy_workspace(tmp_path / "ws", embedder)
     # today's path: every tree and a float32 matrix in memory (the store cannot be written)
@@ -67,6 +67,7 @@ def _files(ws) -> tuple[bytes, bytes]:
     return (d / "vectors.bin").read_bytes(), (d / "nodes.bin").read_bytes()
 
 
+@pytest.mark.slow
 def test_incremental_append_and_faiss_add_match_a_rebuild(tmp_path, embedder):
     ws = build_toy_workspace(tmp_path / "ws", embedder, TOY_DOCS[:-2])
     coll = sync_collection(ws, corpus.node_meta)

@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from docmaster_core import cli
 from docmaster_core.errors import DocMasterError
 from docmaster_core.store.workspace import Workspace
@@ -66,6 +68,7 @@ class _Reader(threading.Thread):
             ws.close()
 
 
+@pytest.mark.slow
 def test_two_ingests_at_once_and_readers_during_ingest(tmp_path):
     src = tmp_path / "in"
     src.mkdir()

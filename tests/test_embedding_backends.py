@@ -40,6 +40,7 @@ def torch_vectors():
 # (backend, floor of the mean cosine, floor of the min cosine) over SAMPLE. onnx-int8 measured
 # 0.9914 / 0.9776 (the empty text is the worst) on AVX2; the 8-bit recipe it replaces gave
 # 0.9898 there (docs/embedding_cpu.md).
+@pytest.mark.slow
 @pytest.mark.parametrize("backend, floor, min_floor", [("onnx", 0.9999, 0.9999), ("onnx-int8", 0.99, 0.97),
                                                        ("torch-bf16", 0.999, 0.995)])
 def test_backend_vectors_match_torch(backend, floor, min_floor, torch_vectors):
@@ -55,6 +56,7 @@ def test_backend_vectors_match_torch(backend, floor, min_floor, torch_vectors):
     assert emb.name == get_embedder(EmbeddingSettings(backend="torch")).name
 
 
+@pytest.mark.slow
 def test_onnx_batches_keep_input_order(torch_vectors):
     emb = get_embedder(EmbeddingSettings(backend="onnx"))
     rev = emb.encode(SAMPLE[::-1], batch_size=3)  # uneven batches, sorted by length inside
@@ -85,6 +87,7 @@ def export_dir(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_export_is_cached_and_atomic(export_dir):
     tmp_path = export_dir
     src = model_dir(EmbeddingSettings())
@@ -103,6 +106,7 @@ def test_export_is_cached_and_atomic(export_dir):
         export_onnx(src, "fp8", tmp_path)
 
 
+@pytest.mark.slow
 def test_corrupt_cached_graph_is_a_clear_error(export_dir, tmp_path):
     import shutil
 
@@ -125,6 +129,7 @@ def _int8_graph(path):
     return g, {t.name: t for t in g.initializer}, numpy_helper
 
 
+@pytest.mark.slow
 def test_int8_weights_fit_in_7_bits(export_dir):
     """Every quantised weight lies in [-64, 64], so u8 x s8 pair sums (2 x 255 x 64 = 32640)
     fit the 16-bit accumulators of AVX2's vpmaddubsw: no saturation, the same integers as
@@ -157,6 +162,7 @@ def test_int8_weights_fit_in_7_bits(export_dir):
     assert tables[0].dims[0] == 30522
 
 
+@pytest.mark.slow
 def test_changed_int8_recipe_is_not_served_from_the_cache(export_dir, tmp_path, monkeypatch):
     import shutil
 

@@ -103,6 +103,7 @@ def test_public_filter_cases_load():
     assert sum(c.label for c in cs if c.condition == "P11") == 2
 
 
+@pytest.mark.slow
 def test_eval_filter_on_toy_collection(tmp_path, embedder):
     ws = build_toy_workspace(tmp_path / "w", embedder)
     rows = ["file\tcondition\tlabel"]
@@ -158,6 +159,7 @@ def test_load_real_benchmarks_and_page_numbering():
     assert len(on_shipped) == 103  # 104 answerable questions on the 18 shipped PDFs, one with page "0"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not BENCH.exists(), reason="../shared/corpus/bench not available")
 def test_eval_retrieval_recall_on_a_bench_question(tmp_path, embedder):
     """A document named like a FinanceBench PDF: its gold page holds the real evidence text,
@@ -187,6 +189,7 @@ def test_eval_retrieval_recall_on_a_bench_question(tmp_path, embedder):
         eval_retrieval(Workspace(tmp_path / "empty"), embedder, RetrievalSettings(), "mmlongbench", root=BENCH)
 
 
+@pytest.mark.slow
 def test_cli_eval_filter(tmp_path, embedder, capsys):
     from docmaster_core.cli import main
 
@@ -210,6 +213,7 @@ def test_cli_eval_filter(tmp_path, embedder, capsys):
     assert main(["eval", "retrieval", "--workspace", str(ws.path)]) == 2
 
 
+@pytest.mark.slow
 def test_calibrate_filter_reports_both_halves(tmp_path, embedder):
     from docmaster_core.evaluation.harness import calibrate_filter
 

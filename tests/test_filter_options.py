@@ -56,3 +56,56 @@ def test_settings_sections_reject_unknown_keys(tmp_path, monkeypatch, capsys):
     assert main(["docs", "--workspace", str(tmp_path / "ws")]) != 0
     err = capsys.readouterr().err
     assert "llm.modle" in err and "DOCMASTER_LLM__MODLE" in err
+
+
+def test_cascade_targets_are_built_one_way_for_the_cli_and_the_app():
+    """``docmaster filter --cascade ...`` and the Filter page's cascade form build their
+    options with the one engine function (the CLI's seed included)."""
+    import argparse
+    from types import SimpleNamespace
+
+    from docmaster_core.cli.cascade import add_cascade_arguments
+    from docmaster_core.cli.cascade import cascade_options as cli_options
+    from docmaster_core.filtering.options import cascade_options
+    from ui.filtering import default_config, run_filter
+
+    ap = argparse.ArgumentParser()
+    add_cascade_arguments(ap)
+    ap.add_argument("--decider", default="auto")
+    args = ap.parse_args(["--cascade", "--recall-target", "0.8", "--sample-budget", "30", "--cascade-seed", "4"])
+    assert cli_options(args) == cascade_options(cascade=True, recall=0.8, sample_budget=30, seed=4) \
+        == {"cascade": CascadeTargets(recall=0.8, sample_budget=30, seed=4)}
+    with pytest.raises(RetrievalError, match="needs an LLM decider"):
+        cli_options(ap.parse_args(["--cascade", "--decider", "calibrated"]))
+    with pytest.raises(RetrievalError, match="recall target"):
+        cascade_options(cascade=True, recall=1.5)
+
+    seen = {}
+
+    class FakeFacade:  # what ui.filtering.run_filter uses of the facade
+        path = "unused"
+        llm = SimpleNamespace(is_offline=False)
+
+        def retrieval_settings(self, **kw):
+            return get_settings().retrieval.model_copy(update=kw)
+
+        def filter(self, condition, options):
+            seen["options"] = options
+            raise RetrievalError("stop here")
+
+    cfg = {**default_config("A"), "cascade": True, "recall_target": 0.8, "sample_budget": 30}
+    with pytest.raises(RetrievalError, match="stop here"):
+        run_filter(FakeFacade(), CONDITION, cfg)
+    assert seen["options"].cascade == cascade_options(cascade=True, recall=0.8, sample_budget=30)["cascade"]
+
+
+def test_facade_state_is_declared_and_preferences_persist(tmp_path, embedder):
+    """The facade declares its state in ``__init__`` (no mixin sets it up lazily), and a
+    preference saved through it is read back by a new facade on the same workspace."""
+    dm = DocMaster(tmp_path / "w", embedder=embedder)
+    assert {"_retrievers", "_index_lock", "_group_cache", "_pending_saves"} <= set(vars(dm))
+    assert dm.retriever() is dm.retriever() and len(dm._retrievers) == 1
+    assert dm.preference("filter_config_B") is None and dm.preference("x", 3) == 3
+    assert dm.save_preference("filter_config_B", {"top_k": 3, "strategies": ["semantic"]})
+    assert DocMaster(tmp_path / "w", embedder=embedder).preference("filter_config_B") == \
+        {"top_k": 3, "strategies": ["semantic"]}

@@ -13,18 +13,8 @@ from docmaster_core.model import Answer, Citation, Decision
 from docmaster_core.filtering.run import compare_runs, run_filter
 from docmaster_core.qa.ask import ask, decompose_question, select_documents
 from docmaster_core.retrieval.retriever import Retriever
-from support.toy import TOY_DOCS, build_toy_workspace
+from support.toy import APPLIANCE, CONDITIONS, IMAGENET, TOY_DOCS, build_toy_workspace
 
-IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
-APPLIANCE = "Does the document give operating, cleaning or safety instructions for a household appliance?"
-CONDITIONS = [
-    IMAGENET,
-    APPLIANCE,
-    "Does the paper propose a retrieval-augmented generation method?",
-    "Does the document report a company's financial results, such as revenue or net income?",
-    "Does the paper address fact-checking or claim verification?",
-    "Does the paper train a model with reinforcement learning?",
-]
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +78,7 @@ def test_offline_filter_other_conditions(toy, embedder, condition):
     assert len(_matches(ws, run)) <= 2
 
 
+@pytest.mark.slow
 def test_planted_instruction_does_not_change_the_decision(tmp_path, embedder):
     """A document that tells the model to answer true is decided like one without it."""
     from docmaster_core.llm import make_llm
@@ -320,3 +311,30 @@ def test_cli_filter_ask_and_compare(toy, capsys):
     ans = json.loads(capsys.readouterr().out)
     assert ans["doc_source"] == "last-filter-run" and ans["answer"]["citations"]
     assert main(["filter", "--workspace", w]) == 2
+
+
+def test_moving_the_cut_of_a_saved_run(toy, embedder):
+    """The engine moves a run's cut (the app's cut slider): an offline run's decisions
+    follow rank <= N, its matches and three-way counts follow, nothing is retrieved, and
+    the run itself is unchanged; comparing the moved run with the saved one lists the
+    documents the move added."""
+    from docmaster_core.filtering.results import move_cut
+
+    ws, r = toy
+    run = run_filter(ws, embedder, None, RetrievalSettings(), IMAGENET, retriever=r, top_k=8)
+    saved = next(x for x in ws.runs("filter") if x["run_id"] == run.run_id)["result"]
+    n = len(saved["documents"])
+    kept = saved["cuts"]["combined"]["kept"]
+    assert saved["matches"] == run.matches()
+    moved = move_cut(saved, kept + 2)
+    ranks = {d["doc_id"]: d["decisions"]["combined"]["rank"] for d in saved["documents"]}
+    assert sorted(moved["matches"]) == sorted(i for i, rk in ranks.items() if rk <= kept + 2)
+    assert moved["cuts"]["combined"]["moved_to"] == kept + 2 and moved["cuts"]["combined"]["suggested"] == kept
+    assert sum(moved["three_way"]["combined"].values()) == n
+    assert saved["matches"] == run.matches() and "moved_to" not in saved["cuts"]["combined"]
+    assert move_cut(saved, None)["matches"] == saved["matches"]
+    assert move_cut(saved, 10_000)["cuts"]["combined"]["moved_to"] == n  # clamped
+    cmp = compare_runs(saved, moved, documents=True)
+    assert len(cmp["only_b"]) == min(2, n - kept) and not cmp["only_a"]
+    assert [row["doc_id"] for row in cmp["documents"]] == [d["doc_id"] for d in saved["documents"]]
+    assert sum(row["differs"] for row in cmp["documents"]) == len(cmp["only_b"])

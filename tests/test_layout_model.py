@@ -26,7 +26,10 @@ except ImportError:  # tests imported as a package
     from tests.layout_factory import make_equation_pdf, make_multiline_cell_table_pdf
     from tests.pdf_factory import make_many_pages_pdf, make_paper_pdf
 
-pytestmark = pytest.mark.skipif(not layout_available(), reason="pymupdf4llm / pymupdf.layout not installed")
+pytestmark = [
+    pytest.mark.skipif(not layout_available(), reason="pymupdf4llm / pymupdf.layout not installed"),
+    pytest.mark.slow,  # every test loads the layout model (~20 s the first time)
+]
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRANSFORMER = sorted((SHARED / "corpus" / "pdf").glob("1706.03762*.pdf")) if (SHARED / "corpus" / "pdf").is_dir() else []

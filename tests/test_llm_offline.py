@@ -205,6 +205,7 @@ def test_condition_core_and_extractive_helper():
     assert len(out.split()) == 5
 
 
+@pytest.mark.slow
 def test_real_pdf_paragraphs(llm):
     pdf = SHARED / "corpus" / "pdf" / "1706.03762v7_attention-is-all-you-need.pdf"
     if not pdf.exists():

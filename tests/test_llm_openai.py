@@ -374,3 +374,46 @@ def test_factory_and_missing_key(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ConfigError, match="API key"):
         make_llm(LLMSettings(backend="openai"), cache_dir=None).summarize("text")
+
+
+def test_answer_stream_goes_through_the_same_retry_and_budget_loop(server):
+    """Streaming uses the transport's one retry and budget loop (issue 23 step 4): a 503
+    before the first piece is retried with the same bounded backoff, each attempt counts
+    as a call, and a retry the call budget cannot pay is refused before it is sent."""
+    server.enqueue(Reply(status=503, headers={"retry-after": "0"}),
+                   Reply(chunks=["It uses ", "attention [E1]."], prompt_tokens=20, completion_tokens=4))
+    llm = make(server)
+    assert "".join(llm.answer_stream("q?", [ev(1, PASSAGE)])) == "It uses attention [E1]."
+    assert server.count == 2 and llm.calls_sent == 2
+    assert llm.usage.snapshot()["by_task"]["answer_stream"]["calls"] == 2
+
+    server.enqueue(Reply(status=503, headers={"retry-after": "0"}), Reply(chunks=["never sent"]))
+    llm = make(server, max_calls=1)
+    with pytest.raises(LLMBudgetExceeded):
+        "".join(llm.answer_stream("another question?", [ev(1, PASSAGE)]))
+    assert server.count == 3  # the retry was not sent
+
+
+def test_backend_holds_a_transport_behind_one_method():
+    """The backend sends every request, whole or streamed, through ``handle`` of the
+    transport it holds: a scripted transport answers a structured task and a stream."""
+    from docmaster_core.llm.transport import ChatReply
+
+    class Scripted:
+        def __init__(self):
+            self.requests = []
+
+        def handle(self, request):
+            self.requests.append(request)
+            if request.stream:
+                yield "Streamed "
+                yield "answer."
+                return ChatReply("Streamed answer.", 7)
+            return ChatReply(summary("A scripted summary."), 5)
+
+    t = Scripted()
+    llm = OpenAILLM(LLMSettings(backend="openai", model="m", api_key=KEY), transport=t)
+    assert llm.summarize(PASSAGE) == "A scripted summary."
+    assert list(llm.answer_stream("q?", [ev(1, PASSAGE)])) == ["Streamed ", "answer."]
+    assert [(r.task, r.stream, r.schema is not None) for r in t.requests] == [
+        ("summarize", False, True), ("answer_stream", True, False)]

@@ -289,6 +289,7 @@ def test_corpus_two_column_dpr():
     assert all(x > 300 for x in xs[first_right:])
 
 
+@pytest.mark.slow
 def test_corpus_empty_password_and_type3_ligatures():
     parsed = PyMuPDFParser().parse(_corpus("doc_ntsb-aviation-accident-report.pdf"))
     assert parsed.n_pages == 5 and len(parsed.elements) > 10

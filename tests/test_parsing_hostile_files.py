@@ -258,6 +258,7 @@ _MEMORY_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_thousands_of_pages_and_huge_image_in_bounded_memory(tmp_path):
     """A 2,100-page PDF and a page with a 9,000 x 9,000 image (243 MB decoded) are
     parsed page by page: peak RSS grows by well under the decoded image size."""
@@ -280,6 +281,7 @@ def test_thousands_of_pages_and_huge_image_in_bounded_memory(tmp_path):
     assert m["rss_many"] - m["rss_small"] < 200, m  # 84x the pages, bounded growth
 
 
+@pytest.mark.slow
 def test_page_with_100000_tiny_spans(tmp_path):
     p = make_tiny_spans(tmp_path / "spans.pdf")
     doc = parse_document(p, parser="pymupdf")
@@ -457,6 +459,7 @@ def test_same_file_twice_and_same_name_different_content(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- fuzz (short)
+@pytest.mark.slow
 def test_fuzz_short_seeded_run_reports_every_failure(tmp_path):
     """15 seeded corruptions of generated PDFs (``scripts/fuzz_parser.py``), parsed in a
     child process watched with a timeout: no crash, no hang, every failure a

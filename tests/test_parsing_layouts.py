@@ -332,11 +332,11 @@ def test_marks_stage_alone_groups_display_equation(tmp_path):
 
 
 def test_tables_stage_alone_joins_wrapped_cells():
-    from docmaster_core.parsing.pdf.tables import _join_wrapped_cells
+    from docmaster_core.parsing.pdf.tables import join_wrapped_cells
 
     rows = [["System", "Latency"], ["Baseline store with", "12.1 ms"], ["write-ahead log", ""],
             ["Cached store with", "4.3 ms"], ["Read replicas", ""], ["Operating expenses:", ""], ["Fulfillment", "84"]]
     centres = [0, 16, 27, 46, 57, 76, 90]
-    out = _join_wrapped_cells(rows, centres, 9.0)
+    out = join_wrapped_cells(rows, centres, 9.0)
     assert out == [["System", "Latency"], ["Baseline store with write-ahead log", "12.1 ms"],
                    ["Cached store with Read replicas", "4.3 ms"], ["Operating expenses:", ""], ["Fulfillment", "84"]]

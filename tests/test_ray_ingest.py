@@ -148,6 +148,7 @@ def ray_run(pdfs, tmp_path_factory, embedder, ray_cluster):
     return dm, results, events, sent
 
 
+@pytest.mark.slow
 def test_ray_ingest_equals_local_node_for_node(local_run, ray_run):
     ldm, lres, _ = local_run
     rdm, rres, _, _ = ray_run
@@ -175,6 +176,7 @@ def test_ray_ingest_equals_local_node_for_node(local_run, ray_run):
     assert rdm.ws.check() == []
 
 
+@pytest.mark.slow
 def test_bad_file_fails_with_the_local_one_line_reason(local_run, ray_run):
     _, lres, _ = local_run
     rdm, rres, _, _ = ray_run
@@ -185,6 +187,7 @@ def test_bad_file_fails_with_the_local_one_line_reason(local_run, ray_run):
     assert sorted(d.file_name for d in rdm.ws.documents()) == sorted(GOOD)
 
 
+@pytest.mark.slow
 def test_results_and_events_have_the_local_shape(local_run, ray_run):
     _, lres, levents = local_run
     _, rres, revents, _ = ray_run
@@ -206,6 +209,7 @@ def test_results_and_events_have_the_local_shape(local_run, ray_run):
     assert all(e.total == 4 and e.elapsed >= 0 for e in revents)
 
 
+@pytest.mark.slow
 def test_no_llm_settings_or_key_reach_ray(ray_run):
     _, _, _, sent = ray_run
     parse_args = [a for a, _ in sent if len(a) == 3 and isinstance(a[0], str)]
@@ -217,6 +221,7 @@ def test_no_llm_settings_or_key_reach_ray(ray_run):
     assert SECRET.encode() not in blob and b"api_key" not in blob and b"base_url" not in blob
 
 
+@pytest.mark.slow
 def test_resume_after_an_interrupted_ray_ingest_with_the_cli(pdfs, tmp_path, embedder, ray_cluster, capsys):
     ws = tmp_path / "ws"
     files = [pdfs / n for n in GOOD]

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from docmaster_core import cli
 from docmaster_core.store.workspace import Workspace
 
@@ -27,6 +29,7 @@ def _script():
     return mod
 
 
+@pytest.mark.slow
 def test_kill_9_during_ingest_loses_nothing_and_rerun_completes(tmp_path):
     mod = _script()
     inputs = mod.generated_inputs(tmp_path / "gen", 3)

@@ -63,7 +63,7 @@ def test_uncertain_documents_lie_between_the_thresholds():
 
 
 def test_run_counts_and_export_show_uncertain_documents():
-    from ui.filtering import export_csv, normalise_run, ranked_rows
+    from ui.filtering import export_csv, ranked_rows
 
     ev, cos, stats = _collection()
     decisions, cut = calibrated_document_decisions(CONDITION, ev, cos, DEFAULT_CALIBRATION, stats)
@@ -75,7 +75,7 @@ def test_run_counts_and_export_show_uncertain_documents():
     assert counts["kept"] == sum(d.decision and not d.uncertain for d in decisions)
     out = run.to_dict()
     assert out["three_way"]["combined"] == counts
-    norm = normalise_run(out)
+    norm = out  # the app renders the engine's dict as it is
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": norm}))))
     assert sum(r["uncertain"] == "true" for r in rows) == counts["uncertain"]
     assert {"sure", "uncertain"} <= {r["certainty"] for r in ranked_rows(norm)}
@@ -84,7 +84,7 @@ def test_run_counts_and_export_show_uncertain_documents():
 def test_rows_below_the_similarity_floor_say_so():
     """A document whose passages fail the dense floor ranks after all others even with a
     higher score; its row says why (issue 24: ranks that contradict the score column)."""
-    from ui.filtering import normalise_run, ranked_rows
+    from ui.filtering import ranked_rows
 
     def doc(doc_id, score, rank, dec):
         return {"doc_id": doc_id, "file": f"{doc_id}.pdf", "evidence": {},
@@ -94,6 +94,6 @@ def test_rows_below_the_similarity_floor_say_so():
            "cuts": {"combined": {"rule": "best_fraction", "threshold": 3.0, "kept": 1, "of": 3, "best": 9.0,
                                  "eligible": 2}},
            "documents": [doc("d1", -0.2, 3, False), doc("d2", 9.0, 1, True), doc("d3", -0.4, 2, False)]}
-    rows = {r["file"]: r for r in ranked_rows(normalise_run(raw))}
+    rows = {r["file"]: r for r in ranked_rows(raw)}
     assert rows["d1.pdf"]["certainty"] == "below the similarity floor"
     assert rows["d3.pdf"]["certainty"] == "sure" and rows["d2.pdf"]["certainty"] == "sure"

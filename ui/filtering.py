@@ -8,19 +8,13 @@ reciprocal-rank fusion ("combined") and, optionally, the flat-chunk baseline. It
 :func:`docmaster_core.filtering.run.run_filter` with retrieval settings and index
 parameters (alpha, k, K, w) taken from the form, and is saved in the workspace.
 
-The page works on *normalised* runs (:func:`normalise_run`)::
-
-    {"run_id", "condition", "strategy", "strategies", "params", "backend", "tokens",
-     "cut": {"rule", "threshold", "kept", "of", "best"} | None (the deciding strategy's),
-     "documents": [{"doc_id", "file", "decisions": {strategy: bool | None},
-                    "match": bool | None, "rationale": str, "rationales": {strategy: str},
-                    "errors": {strategy: str}, "evidence": [Evidence dicts],
-                    "tokens": {strategy: int}, "score": float | None, "rank": int | None,
-                    "decided": bool | None (the decider's own decision, before any cut move)}]}
-
-Every document has an offline *evidence score* and rank (whatever the decider), so the
-page lists the collection ranked, marks the suggested cut, and lets the user move it
-(:func:`with_cut`) without retrieving again.
+The page renders the run as the engine writes it (``FilterRun.to_dict()``, the one
+shape; :mod:`docmaster_core.filtering.results`); the helpers here only read it
+(:func:`deciding`, :func:`doc_match`, :func:`evidence_list`, ...). Every document has an
+offline *evidence score* and rank (whatever the decider), so the page lists the
+collection ranked, marks the suggested cut, and lets the user move it with the engine's
+``dm.move_cut`` (:func:`~docmaster_core.filtering.results.move_cut`) without retrieving
+again; two runs are compared by ``dm.compare_runs``, as ``docmaster filter --compare`` does.
 """
 from __future__ import annotations
 
@@ -32,26 +26,38 @@ from typing import Any
 
 import streamlit as st
 
+from docmaster_core.filtering.results import is_offline_run
+
 from . import state
 
 __all__ = [
     "STRATEGIES",
     "DECISION_COLUMNS",
+    "STRATEGY_LETTERS",
+    "RANKED_COLUMN_WIDTHS",
     "default_config",
     "render_filter_form",
+    "saved_config",
+    "CONFIG_PREFERENCE",
     "retrieval_settings",
     "run_filter",
     "warm_filter",
-    "normalise_run",
+    "deciding",
+    "doc_match",
+    "doc_rationale",
+    "evidence_list",
+    "run_cut",
+    "by_score",
+    "decision_cell",
     "decision_rows",
-    "compare_rows",
+    "difference_rows",
     "export_csv",
     "export_json",
     "evidence_node_ids",
     "mark",
     "mark_removed",
-    "with_cut",
     "ranked_rows",
+    "ranked_column_config",
     "is_offline_run",
 ]
 
@@ -89,20 +95,61 @@ def _wkey(prefix: str, name: str) -> str:
     return f"w_filter_{prefix}_{name}"
 
 
-def render_filter_form(prefix: str, title: str) -> dict[str, Any]:
+#: Name of the workspace preference holding configuration A or B (``+ prefix``).
+CONFIG_PREFERENCE = "filter_config_"
+_CASCADE_FIELDS = {"cascade": bool, "combined_only": bool, "recall_target": float, "precision_target": float,
+                   "delta": float, "sample_budget": int}
+
+
+def saved_config(dm: Any, prefix: str) -> dict[str, Any]:
+    """Configuration ``prefix`` as last saved in the workspace (:meth:`DocMaster.preference
+    <docmaster_core.pipeline.DocMaster.preference>`), keeping only known fields of the
+    right type (unknown strategies dropped), or ``{}``."""
+    saved = dm.preference(CONFIG_PREFERENCE + prefix) if dm is not None else None
+    if not isinstance(saved, dict):
+        return {}
+    types = {k: type(v) for k, v in default_config(prefix).items()}
+    types.update(_CASCADE_FIELDS)
+    out: dict[str, Any] = {}
+    for k, v in saved.items():
+        typ = types.get(k)
+        if typ is None:
+            continue
+        if typ is list:
+            if isinstance(v, list) and (picked := [x for x in STRATEGIES if x in v]):
+                out[k] = picked
+        elif typ is bool:
+            if isinstance(v, bool):
+                out[k] = v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = typ(v)
+        elif typ is str and isinstance(v, str):
+            out[k] = v
+    return out
+
+
+def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any]:
     """Draw one filter configuration form and return its values.
 
     The same function draws configuration A and B side by side; values persist in
-    ``state.FILTER_CONFIGS[prefix]`` across page switches.
+    ``state.FILTER_CONFIGS[prefix]`` across page switches and, with ``dm``, in the
+    workspace (:func:`saved_config`), so a page reload (a new browser session) starts
+    from them.
 
     Args:
         prefix: ``"A"`` or ``"B"`` (widget keys and stored config).
         title: Heading shown above the form.
+        dm: The DocMaster facade whose workspace keeps the configuration (None: this
+            browser session only).
 
     Returns:
         A config dict as :func:`default_config`.
     """
     configs = dict(state.get(state.FILTER_CONFIGS) or {})
+    saved_key = f"dm_filter_config_saved_{prefix}"
+    fresh = prefix not in configs and dm is not None
+    if fresh:  # a new session: the configuration saved in the workspace
+        configs[prefix] = saved_config(dm, prefix)
     cfg = {**default_config(prefix), **configs.get(prefix, {})}
     st.markdown(f"**{title}**")
     state.seed_widget(_wkey(prefix, "strategies"), cfg["strategies"])
@@ -163,6 +210,11 @@ def render_filter_form(prefix: str, title: str) -> dict[str, Any]:
                                                        key=_wkey(prefix, "sample_budget")))
     configs[prefix] = out
     state.put(state.FILTER_CONFIGS, configs)
+    if fresh:  # what the session starts from: written back only once the user changes it
+        st.session_state[saved_key] = dict(out)
+    elif dm is not None and st.session_state.get(saved_key) != out:
+        if dm.save_preference(CONFIG_PREFERENCE + prefix, out):  # unsaved (read-only workspace): this session only
+            st.session_state[saved_key] = dict(out)
     return out
 
 
@@ -246,153 +298,152 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
         docs: doc ids to filter (default all).
 
     Returns:
-        The normalised run (see the module docstring).
+        The run as the engine writes it (``FilterRun.to_dict()``, the shape described in
+        :mod:`docmaster_core.filtering.results`).
 
     Raises:
         RetrievalError: empty condition, unknown strategy, or no documents.
         LLMError: only for failures outside per-document decisions.
     """
+    from docmaster_core.filtering.options import FilterOptions, cascade_options
+
     _wait_for_warm_up(dm)
     ip = {k: config[k] for k in ("alpha", "k", "K", "w")}
     strategies = [x for x in STRATEGIES if x in config["strategies"]] or ["combined"]
     decide_by = config.get("decide_by") if config.get("decide_by") in strategies else strategies[-1]
     extra: dict[str, Any] = {}
     if not dm.llm.is_offline:  # the cascade and combined-only decide with an LLM (issue 14)
-        if config.get("combined_only") and "combined" in strategies:
-            extra["decide"] = "combined-only"
-        if config.get("cascade"):
-            from docmaster_core.filtering.cascade import CascadeTargets
-
-            extra["cascade"] = CascadeTargets(recall=float(config.get("recall_target", 0.9)),
-                                              precision=float(config.get("precision_target", 0.9)),
-                                              delta=float(config.get("delta", 0.1)),
-                                              sample_budget=int(config.get("sample_budget") or 0) or None)
-    from docmaster_core.filtering.options import FilterOptions
-
+        extra = cascade_options(
+            cascade=bool(config.get("cascade")),
+            decide="combined-only" if config.get("combined_only") and "combined" in strategies else None,
+            recall=float(config.get("recall_target", 0.9)), precision=float(config.get("precision_target", 0.9)),
+            delta=float(config.get("delta", 0.1)), sample_budget=int(config.get("sample_budget") or 0) or None)
     opts = FilterOptions(strategy=decide_by, strategies=tuple(strategies), top_k=int(config["top_k"]),
                          doc_ids=None if docs is None else tuple(docs), index_params=ip,
                          retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)}, **extra)
-    run = dm.filter(condition, opts)
-    return normalise_run(run.to_dict())
+    return dm.filter(condition, opts).to_dict()
 
 
-def normalise_run(run: dict[str, Any]) -> dict[str, Any]:
-    """Turn ``FilterRun.to_dict()`` into the page's normalised run (module docstring).
-
-    Evidence of all strategies is flattened into one list (ids are unique per document:
-    T1.., S1.., H1.., C1.., F1..). Already normalised runs are returned unchanged.
-    """
-    main = run.get("strategy", "combined")
-    docs = []
-    for d in run.get("documents", []):
-        dec = d.get("decisions") or {}
-        if dec and all(isinstance(v, (bool, type(None))) for v in dec.values()):
-            docs.append(d)  # already normalised
-            continue
-        decisions = {s: (v or {}).get("decision") for s, v in dec.items()}
-        rationales = {s: (v or {}).get("rationale", "") for s, v in dec.items()}
-        errors = {s: (v or {}).get("error") for s, v in dec.items() if (v or {}).get("error")}
-        tokens = {s: int((v or {}).get("tokens", 0)) for s, v in dec.items()}
-        main_dec = dec.get(main) or {}
-        ev_raw = d.get("evidence") or {}
-        flat, seen = [], set()
-        for items in (ev_raw.values() if isinstance(ev_raw, dict) else [ev_raw]):
-            for e in items:
-                if e.get("evidence_id") not in seen:
-                    seen.add(e.get("evidence_id"))
-                    flat.append(e)
-        docs.append({
-            "doc_id": d.get("doc_id", ""),
-            "file": d.get("file", ""),
-            "decisions": decisions,
-            "match": decisions.get(main),
-            "rationale": rationales.get(main) or errors.get(main, ""),
-            "rationales": rationales,
-            "errors": errors,
-            "evidence": flat,
-            "tokens": tokens,
-            "score": main_dec.get("evidence_score"),
-            "rank": main_dec.get("rank"),
-            "uncertain": bool(main_dec.get("uncertain")),
-            "decided": decisions.get(main),
-        })
-    out = {k: v for k, v in run.items() if k not in ("documents", "cuts")}
-    out["documents"] = docs
-    out.setdefault("strategy", main)
-    out["cut"] = (run.get("cuts") or {}).get(main, run.get("cut"))
-    return out
+# ---------------------------------------------------------------- reading a run (FilterRun.to_dict())
+def deciding(run: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    """The deciding strategy's decision dict (``Decision.to_dict()``) of one document of
+    ``run``, or ``{}`` when it has none."""
+    return (doc.get("decisions") or {}).get(run.get("strategy", "combined")) or {}
 
 
-def is_offline_run(run: dict[str, Any]) -> bool:
-    """True when the run was decided by the offline evidence score (its decisions *are*
-    the cut of the ranking, so moving the cut changes them)."""
-    return str(run.get("backend", "")).startswith("offline")
+def doc_match(run: dict[str, Any], doc: dict[str, Any]) -> bool | None:
+    """The document's decision by the run's deciding strategy (None: undecided)."""
+    return deciding(run, doc).get("decision")
 
 
-def with_cut(run: dict[str, Any], kept: int | None) -> dict[str, Any]:
-    """The run with its cut moved to keep the ``kept`` best-ranked documents.
+def doc_rationale(run: dict[str, Any], doc: dict[str, Any]) -> str:
+    """The deciding strategy's rationale, else its error, else ``""``."""
+    dec = deciding(run, doc)
+    return dec.get("rationale") or dec.get("error") or ""
 
-    No retrieval and no decision is repeated: offline-decided runs get ``match`` (and the
-    deciding strategy's decision) = rank <= ``kept``; LLM-decided runs keep the model's
-    decisions as ``match`` and gain ``by_score`` (the cut of the ranking) beside them.
+
+def evidence_list(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every strategy's evidence of one document as one list (``Evidence.to_dict()``;
+    ids are unique per document: T1.., S1.., H1.., C1.., F1..; repeated ids once)."""
+    flat, seen = [], set()
+    for items in (doc.get("evidence") or {}).values():
+        for e in items:
+            if e.get("evidence_id") not in seen:
+                seen.add(e.get("evidence_id"))
+                flat.append(e)
+    return flat
+
+
+def run_cut(run: dict[str, Any]) -> dict[str, Any]:
+    """The deciding strategy's cut (``Cut.to_dict()``, with ``moved_to`` and
+    ``suggested`` after :func:`~docmaster_core.filtering.results.move_cut`), or ``{}``."""
+    return (run.get("cuts") or {}).get(run.get("strategy", "combined")) or {}
+
+
+def by_score(run: dict[str, Any], doc: dict[str, Any]) -> bool | None:
+    """Whether the document is inside the moved cut of the ranking (None: the cut was
+    not moved or the document has no rank); for LLM runs, shown beside the model's decision."""
+    k, rank = run_cut(run).get("moved_to"), deciding(run, doc).get("rank")
+    return None if k is None or rank is None else int(rank) <= int(k)
+
+
+#: One letter per strategy in the compact decision cell (the letters of the evidence ids).
+STRATEGY_LETTERS = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F"}
+#: Help of the compact decision column.
+STRATEGIES_HELP = ("Each strategy's decision: T tree, S semantic, H hyper-edge, C combined, F flat; "
+                   "✓ yes, ✗ no, – not decided")
+
+
+def decision_cell(decisions: dict[str, Any], columns: list[str]) -> str:
+    """The strategies' decisions of one document as one short cell, e.g. ``"T✓ S✗ H✓ C✓"``.
 
     Args:
-        run: A normalised run.
-        kept: Documents kept (0..M); None = the suggested cut (the run as decided).
-
-    Returns:
-        A new normalised run (documents copied shallowly) with ``cut["moved_to"]`` set.
+        decisions: ``{strategy: Decision.to_dict() | bool | None}``.
+        columns: Strategies shown, in order (those of :data:`DECISION_COLUMNS` decided in the runs).
     """
-    docs = run.get("documents", [])
-    n = len(docs)
-    cut = dict(run.get("cut") or {})
-    suggested = int(cut.get("kept", sum(d.get("decided") is True for d in docs)))
-    k = suggested if kept is None else max(0, min(int(kept), n))
-    offline = is_offline_run(run)
-    out_docs = []
-    for d in docs:
-        rank = d.get("rank")
-        inside = rank is not None and int(rank) <= k
-        nd = dict(d)
-        nd["by_score"] = inside
-        if offline and kept is not None and d.get("decided") is not None:
-            nd["match"] = inside
-            # the deciding strategy's column follows the moved cut too (the others are unchanged)
-            nd["decisions"] = {**(d.get("decisions") or {}), run.get("strategy", "combined"): inside}
-            if inside != d.get("decided"):
-                nd["rationale"] = (f"{'Kept' if inside else 'Not kept'} by the moved cut (top {k}); the suggested cut "
-                                   f"(top {suggested}) said: {d.get('rationale', '')}")
-        out_docs.append(nd)
-    cut["moved_to"] = k
-    cut["suggested"] = suggested
-    return {**run, "documents": out_docs, "cut": cut}
+    def one(v: Any) -> str:
+        v = v.get("decision") if isinstance(v, dict) else v
+        return "✓" if v is True else "✗" if v is False else "–"
+
+    return " ".join(f"{STRATEGY_LETTERS.get(c, c[:1].upper())}{one(decisions.get(c))}" for c in columns)
+
+
+#: Pixel widths of the ranked table's decision columns: with the row-selection box
+#: (~32 px) they fit the ~436 px that each of the side-by-side tables gets at a 1400 px
+#: window (measured in Chromium), so no decision is cut off; certainty and rationale
+#: follow, behind a horizontal scroll when the window is narrow.
+RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "strategies": 100, "file": 140}
 
 
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per document, the kept ones first, each part by evidence score (best
-    first): rank, score, kept, file, one column per decided strategy (and ``by score``
-    for model-decided runs), rationale, doc_id."""
+    first): rank, score, kept, ``by score`` (LLM runs: inside the moved cut),
+    ``strategies`` (:func:`decision_cell`), file, certainty (offline runs), rationale, doc_id."""
     cols = _columns(run)
     offline = is_offline_run(run)
-    n_eligible = (run.get("cut") or {}).get("eligible")
+    n_eligible = run_cut(run).get("eligible")
     rows = []
-    for d in sorted(run.get("documents", []),
-                    key=lambda d: (d.get("match") is not True, d.get("rank") is None, d.get("rank") or 0)):
-        dec = d.get("decisions") or {}
-        row = {"rank": d.get("rank"), "score": None if d.get("score") is None else round(float(d["score"]), 2),
-               "kept": mark(d.get("match")), "file": d.get("file", d.get("doc_id", ""))}
+
+    def order(d):
+        dec = deciding(run, d)
+        return dec.get("decision") is not True, dec.get("rank") is None, dec.get("rank") or 0
+
+    for d in sorted(run.get("documents", []), key=order):
+        dec = deciding(run, d)
+        rank, score = dec.get("rank"), dec.get("evidence_score")
+        row = {"rank": rank, "score": None if score is None else round(float(score), 2),
+               "kept": mark(dec.get("decision"))}
+        if not offline:
+            row["by score"] = mark(by_score(run, d))
+        row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
+        row["file"] = d.get("file", d.get("doc_id", ""))
         if offline:  # three-way decisions: the cut is often wrong between the sure-no and sure-yes scores
-            row["certainty"] = "uncertain" if d.get("uncertain") else "sure"
-            if isinstance(n_eligible, int) and d.get("rank") is not None and d["rank"] > n_eligible:
+            row["certainty"] = "uncertain" if dec.get("uncertain") else "sure"
+            if isinstance(n_eligible, int) and rank is not None and rank > n_eligible:
                 # ranked after every document with closer passages, whatever its score
                 row["certainty"] = "below the similarity floor"
-        else:
-            row["by score"] = mark(d.get("by_score"))
-        for c in cols:
-            row[c] = mark(dec.get(c))
-        row.update({"rationale": d.get("rationale", ""), "doc_id": d.get("doc_id", "")})
+        row.update({"rationale": doc_rationale(run, d), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
+
+
+def ranked_column_config(columns: list[str]) -> dict:
+    """Column settings of a ranked table: the decision columns at their fixed widths
+    (:data:`RANKED_COLUMN_WIDTHS`), so they fit the half-width frame."""
+    helps = {"score": "evidence score (z units)", "strategies": STRATEGIES_HELP,
+             "by score": "inside the cut of the evidence-score ranking (the slider)"}
+    out: dict = {"rationale": st.column_config.TextColumn("rationale", width="large")}
+    for c in columns:
+        w = RANKED_COLUMN_WIDTHS.get(c)
+        if w is None:
+            continue
+        if c == "score":
+            out[c] = st.column_config.NumberColumn(c, format="%.2f", width=w, help=helps[c])
+        elif c == "rank":
+            out[c] = st.column_config.NumberColumn(c, width=w)
+        else:
+            out[c] = st.column_config.TextColumn(c, width=w, help=helps.get(c))
+    return out
 
 
 def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict[str, Any]], int]:
@@ -422,10 +473,7 @@ def mark(v: Any) -> str:
 
 
 def _tokens(doc: dict[str, Any]) -> int:
-    t = doc.get("tokens") or {}
-    if isinstance(t, dict):
-        return int(sum(int(x or 0) for x in t.values()))
-    return int(t or 0)
+    return int(sum(int((v or {}).get("tokens") or 0) for v in (doc.get("decisions") or {}).values()))
 
 
 def _columns(*runs: dict[str, Any]) -> list[str]:
@@ -443,36 +491,28 @@ def decision_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for d in run.get("documents", []):
         dec = d.get("decisions") or {}
-        row = {"file": d.get("file", d.get("doc_id", "")), "match": mark(d.get("match"))}
+        row = {"file": d.get("file", d.get("doc_id", "")), "match": mark(doc_match(run, d))}
         for c in cols:
-            row[c] = mark(dec.get(c))
-        row.update({"rationale": d.get("rationale", ""), "tokens": _tokens(d), "evidence": len(d.get("evidence") or []),
+            row[c] = mark((dec.get(c) or {}).get("decision"))
+        row.update({"rationale": doc_rationale(run, d), "tokens": _tokens(d), "evidence": len(evidence_list(d)),
                     "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
 
 
-def compare_rows(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str, Any]]:
-    """Side-by-side decisions of two runs per document with a ``differs`` flag (True
-    when the match or any strategy decided in both runs differs)."""
-    a = {d["doc_id"]: d for d in run_a.get("documents", [])}
-    b = {d["doc_id"]: d for d in run_b.get("documents", [])}
-    cols = ["match"] + _columns(run_a, run_b)
+def difference_rows(dm: Any, run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Side-by-side decisions of two runs per document, from the engine's comparison
+    (``dm.compare_runs``, :func:`~docmaster_core.filtering.results.compare_runs`): file, ``A match``,
+    ``B match`` (each run's deciding strategy), ``A strategies``, ``B strategies``
+    (:func:`decision_cell`), ``differs`` (the match or a strategy decided in both runs
+    differs), doc_id."""
+    cols = _columns(run_a, run_b)
     rows = []
-    for doc_id in list(a) + [x for x in b if x not in a]:
-        da, db = a.get(doc_id, {}), b.get(doc_id, {})
-        deca = {"match": da.get("match"), **(da.get("decisions") or {})}
-        decb = {"match": db.get("match"), **(db.get("decisions") or {})}
-        row = {"file": da.get("file") or db.get("file") or doc_id}
-        differs = False
-        for c in cols:
-            row[f"A {c}"] = mark(deca.get(c))
-            row[f"B {c}"] = mark(decb.get(c))
-            if c in deca and c in decb:
-                differs |= deca.get(c) != decb.get(c)
-        row["differs"] = bool(differs)
-        row["doc_id"] = doc_id
-        rows.append(row)
+    for r in dm.compare_runs(run_a, run_b, documents=True)["documents"]:
+        rows.append({"file": r["file"], "A match": mark(r["a"]), "B match": mark(r["b"]),
+                     "A strategies": decision_cell(r["a_decisions"], cols),
+                     "B strategies": decision_cell(r["b_decisions"], cols),
+                     "differs": r["differs"], "doc_id": r["doc_id"]})
     return rows
 
 
@@ -492,18 +532,21 @@ def export_csv(runs: dict[str, dict[str, Any]]) -> str:
 
     for name, run in runs.items():
         for d in run.get("documents", []):
-            dec = d.get("decisions") or {}
+            dec = {k: (v or {}).get("decision") for k, v in (d.get("decisions") or {}).items()}
+            main = deciding(run, d)
+            rank, score = main.get("rank"), main.get("evidence_score")
             w.writerow([
                 name, run.get("run_id", ""), run.get("condition", ""), d.get("doc_id", ""), d.get("file", ""),
-                cell(d.get("match")), cell(d.get("uncertain", False)), "" if d.get("rank") is None else d["rank"],
-                "" if d.get("score") is None else round(float(d["score"]), 4), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
-                d.get("rationale", ""), _tokens(d), " ".join(e.get("evidence_id", "") for e in d.get("evidence") or []),
+                cell(main.get("decision")), cell(main.get("uncertain", False)), "" if rank is None else rank,
+                "" if score is None else round(float(score), 4), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
+                doc_rationale(run, d), _tokens(d), " ".join(e.get("evidence_id", "") for e in evidence_list(d)),
             ])
     return buf.getvalue()
 
 
 def export_json(runs: dict[str, dict[str, Any]]) -> str:
-    """JSON text of both runs (``{"A": run, "B": run}``)."""
+    """JSON text of both runs as the engine writes them (``{"A": run, "B": run}``; a
+    moved cut shows as ``cuts[strategy]["moved_to"]``)."""
     return json.dumps(runs, indent=2, ensure_ascii=False, default=str)
 
 
@@ -512,7 +555,7 @@ def evidence_node_ids(runs: dict[str, dict[str, Any]]) -> dict[str, list[int]]:
     out: dict[str, set[int]] = {}
     for run in runs.values():
         for d in run.get("documents", []):
-            for e in d.get("evidence") or []:
+            for e in evidence_list(d):
                 nid = e.get("node_id", -1)
                 if isinstance(nid, int) and nid >= 0:
                     out.setdefault(e.get("doc_id") or d.get("doc_id"), set()).add(nid)

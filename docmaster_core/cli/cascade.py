@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import RetrievalError
-
 __all__ = ["add_cascade_arguments", "cascade_options", "cascade_line"]
 
 
@@ -34,21 +32,11 @@ def cascade_options(args: argparse.Namespace) -> dict:
     Raises:
         RetrievalError: ``--cascade`` with the calibrated decider, or a target out of range.
     """
-    out: dict = {}
-    if args.decide:
-        out["decide"] = args.decide
-    if args.cascade:
-        from ..filtering.cascade import CascadeTargets
+    from ..filtering.options import cascade_options as options
 
-        if args.decider == "calibrated":
-            raise RetrievalError("--cascade needs an LLM decider (--llm openai)")
-        try:
-            out["cascade"] = CascadeTargets(recall=args.recall_target, precision=args.precision_target,
-                                            delta=args.delta, sample_budget=args.sample_budget,
-                                            seed=args.cascade_seed)
-        except ValueError as e:
-            raise RetrievalError(str(e)) from None
-    return out
+    return options(cascade=bool(args.cascade), decide=args.decide, decider=args.decider,
+                   recall=args.recall_target, precision=args.precision_target, delta=args.delta,
+                   sample_budget=args.sample_budget, seed=args.cascade_seed)
 
 
 def cascade_line(strategy: str, rep: dict) -> str:

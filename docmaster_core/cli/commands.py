@@ -223,7 +223,6 @@ _MARK = {True: "yes", False: "no", None: "?"}
 
 def cmd_filter(args: argparse.Namespace) -> int:
     from ..filtering.options import FilterOptions
-    from ..filtering.run import compare_runs
 
     dm = open_docmaster(args)
     if args.compare:
@@ -232,7 +231,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
         if a not in runs or b not in runs:
             print(f"error: no filter run {a if a not in runs else b} in this workspace", file=sys.stderr)
             return 1
-        cmp = compare_runs(runs[a], runs[b])
+        cmp = dm.compare_runs(runs[a], runs[b])
         known = {d.doc_id for d in dm.documents()}
         cmp["removed"] = sorted({d["doc_id"] for k in ("only_a", "only_b", "both") for d in cmp[k]} - known)
         if args.json:

@@ -18,7 +18,7 @@ from ..retrieval.retriever import check_top_k
 from .cascade import CascadeTargets
 from .decider import OfflineCalibration
 
-__all__ = ["FilterOptions", "DECIDERS", "DECIDE_MODES"]
+__all__ = ["FilterOptions", "DECIDERS", "DECIDE_MODES", "cascade_options"]
 
 #: Deciders: ``auto`` (the LLM when one is configured, else the calibrated rule), ``llm``, ``calibrated``.
 DECIDERS = ("auto", "llm", "calibrated")
@@ -108,3 +108,38 @@ class FilterOptions:
         if self.strategy not in strats:
             strats.append(self.strategy)
         return strats
+
+
+def cascade_options(*, cascade: bool = False, decide: str | None = None, decider: str = "auto",
+                    recall: float = 0.9, precision: float = 0.9, delta: float = 0.1,
+                    sample_budget: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """The :class:`FilterOptions` fields of the LLM cascade and the decide mode, built one
+    way for the command line (``--cascade``, ``--recall-target`` ...) and the app's form.
+
+    Args:
+        cascade: Ask the LLM only about a sample and the uncertain band (issue 14).
+        decide: One of :data:`DECIDE_MODES`, or None (the run's default).
+        decider: The run's decider; the cascade needs an LLM one.
+        recall, precision, delta: The cascade's targets (see
+            :class:`~docmaster_core.filtering.cascade.CascadeTargets`).
+        sample_budget: Sample draws (None: ``clip(2 sqrt(N), 20, 1000)``).
+        seed: Seed of the sample.
+
+    Returns:
+        ``{"decide": str}`` and/or ``{"cascade": CascadeTargets}`` (only the ones given).
+
+    Raises:
+        RetrievalError: the cascade with the calibrated decider, or a target out of range.
+    """
+    out: dict[str, Any] = {}
+    if decide:
+        out["decide"] = decide
+    if cascade:
+        if decider == "calibrated":
+            raise RetrievalError("--cascade needs an LLM decider (--llm openai)")
+        try:
+            out["cascade"] = CascadeTargets(recall=float(recall), precision=float(precision), delta=float(delta),
+                                            sample_budget=sample_budget, seed=int(seed))
+        except ValueError as e:
+            raise RetrievalError(str(e)) from None
+    return out

@@ -29,7 +29,8 @@ decisions. Each decision records how it was made (``Decision.decided_by``).
 
 A run is saved in the workspace (``Workspace.save_run("filter", params, result)``)
 with the condition, every parameter and all decisions, so two runs can be compared
-(:func:`compare_runs`).
+(:func:`~docmaster_core.filtering.results.compare_runs`); its cut can be moved without
+retrieving again (:func:`~docmaster_core.filtering.results.move_cut`).
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from .llm_decisions import decide_with_cascade, llm_strategies
 from .decider import DEFAULT_CALIBRATION
 from .offline import Cut, calibrated_document_decisions, offline_decisions
 from .options import FilterOptions
+from .results import compare_runs, move_cut
 from ..retrieval.retriever import Retriever, check_top_k
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "FilterRun",
     "run_filter",
     "compare_runs",
+    "move_cut",
     "condition_query",
     "DEFAULT_STRATEGIES",
 ]
@@ -432,58 +435,3 @@ def _usage_delta(a: dict | None, b: dict | None) -> dict[str, Any]:
     if not a or not b:
         return {}
     return {k: (b.get(k, 0) - a.get(k, 0)) if isinstance(b.get(k), (int, float)) else b.get(k) for k in b}
-
-
-def compare_runs(a: dict[str, Any], b: dict[str, Any], strategy: str | None = None) -> dict[str, Any]:
-    """Compare two saved filter runs (``Workspace.runs("filter")`` entries or ``FilterRun.to_dict()``).
-
-    Args:
-        a, b: The runs (``{"run_id", "params", "result"}`` or a run dict).
-        strategy: Strategy to compare (default: each run's own strategy).
-
-    Returns:
-        ``{"a": run_id, "b": run_id, "params_changed": {name: [a, b]}, "only_a": [...],
-        "only_b": [...], "both": [...], "agreement": fraction of documents with the
-        same decision}``; document entries are ``{"doc_id", "file"}``.
-    """
-    ra = a.get("result", a)
-    rb = b.get("result", b)
-    pa = a.get("params", ra.get("params", {}))
-    pb = b.get("params", rb.get("params", {}))
-    sa = strategy or ra.get("strategy", "combined")
-    sb = strategy or rb.get("strategy", "combined")
-
-    def dec(r, s):
-        return {d["doc_id"]: (d["decisions"].get(s, {}).get("decision"), d.get("file", "")) for d in r.get("documents", [])}
-
-    da, db = dec(ra, sa), dec(rb, sb)
-    common = sorted(set(da) & set(db))
-    only_a = [{"doc_id": i, "file": da[i][1]} for i in common if da[i][0] is True and db[i][0] is not True]
-    only_b = [{"doc_id": i, "file": db[i][1]} for i in common if db[i][0] is True and da[i][0] is not True]
-    both = [{"doc_id": i, "file": da[i][1]} for i in common if da[i][0] is True and db[i][0] is True]
-    same = sum(da[i][0] == db[i][0] for i in common)
-    changed = {}
-    flat_a, flat_b = _flatten(pa), _flatten(pb)
-    for key in sorted(set(flat_a) | set(flat_b)):
-        if flat_a.get(key) != flat_b.get(key):
-            changed[key] = [flat_a.get(key), flat_b.get(key)]
-    return {
-        "a": a.get("run_id", ra.get("run_id")),
-        "b": b.get("run_id", rb.get("run_id")),
-        "strategy": [sa, sb],
-        "params_changed": changed,
-        "only_a": only_a,
-        "only_b": only_b,
-        "both": both,
-        "agreement": same / len(common) if common else 1.0,
-    }
-
-
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-    else:
-        out[prefix[:-1]] = d
-    return out

@@ -28,16 +28,17 @@ COLLECTION_KEY = "__collection__"
 
 class IndexStage:
     """Index operations of the facade (a mixin: it uses ``settings``, ``ws``,
-    ``embedder`` and ``llm``). Thread-safe: saves are serialised by one lock per facade
-    (the workspace write lock is per process, not per thread)."""
+    ``embedder`` and ``llm``, and the state the facade declares in its ``__init__``:
+    ``_index_lock`` (threading.Lock), ``_group_cache``
+    (:class:`~docmaster_core.index.reuse.GroupCache`) and ``_pending_saves`` (list of
+    threading.Thread)). Thread-safe: saves are serialised by one lock per facade (the
+    workspace write lock is per process, not per thread)."""
+
+    _index_lock: threading.Lock
+    _group_cache: GroupCache
+    _pending_saves: list[threading.Thread]
 
     COLLECTION_KEY = COLLECTION_KEY
-
-    def _index_state(self) -> tuple[threading.Lock, GroupCache, list[threading.Thread]]:
-        st = self.__dict__.get("_index_state_t")
-        if st is None:
-            st = self.__dict__.setdefault("_index_state_t", (threading.Lock(), GroupCache(), []))
-        return st
 
     # ------------------------------------------------------------------ parameters
     def index_params(self, params: Mapping[str, Any] | None = None, **overrides: Any) -> IndexParams:
@@ -139,7 +140,7 @@ class IndexStage:
 
     # ------------------------------------------------------------------ storage
     def _reusable_groups(self, doc_id: str):
-        lock, cache, _ = self._index_state()
+        cache = self._group_cache
         backend, emb_name = self.llm.backend_name, str(getattr(self.embedder, "name", ""))
         try:
             added = float(self.ws.document(doc_id).added_at)
@@ -149,12 +150,11 @@ class IndexStage:
                          lambda: reusable_groups(self.ws.load_index(doc_id), backend, emb_name))
 
     def _save_index(self, doc_id: str, params: Mapping[str, Any], data: dict[str, Any]) -> None:
-        lock, _, _ = self._index_state()
-        with lock, self.ws.writing():
+        with self._index_lock, self.ws.writing():
             self.ws.save_index(doc_id, params, data)
 
     def _save_in_background(self, doc_id: str, params: IndexParams, idx: Any) -> None:
-        _, _, pending = self._index_state()
+        pending = self._pending_saves
 
         def _run() -> None:
             try:
@@ -168,8 +168,7 @@ class IndexStage:
 
     def wait_for_saves(self, timeout: float = 60.0) -> None:
         """Join this facade's background index saves (seconds per save at most)."""
-        _, _, pending = self._index_state()
-        for th in list(pending):
+        for th in list(self._pending_saves):
             if th is not threading.current_thread():
                 th.join(timeout)
 

@@ -2,25 +2,46 @@
 summaries, anchor-pair labels, paragraph grouping, filter decisions and answers, each a
 structured request validated against its schema (:mod:`docmaster_core.llm.prompts`).
 
-Transport (client, retries, budget, usage, cache, structured outputs, key scrubbing)
-is :class:`~docmaster_core.llm.transport.OpenAITransport`; see its module docstring.
+The backend holds a transport (:class:`~docmaster_core.llm.transport.Transport`, by
+default :class:`~docmaster_core.llm.transport.OpenAITransport`: client, retries, budget,
+structured outputs, key scrubbing; see its module docstring) and sends every request,
+streamed or not, through its one method ``handle``. The backend itself keeps the
+response cache, the usage records and the validation (with one repair) of structured
+replies.
 The API key is passed to the client only; it is never logged, never put in an
 exception message and never stored in the cache.
 """
 from __future__ import annotations
 
+import json
+import logging
 import re
-import time
-from typing import Any, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
+from pydantic import ValidationError
 
-from ..errors import LLMError, LLMUnreachable
+from ..config import LLMSettings
+from ..errors import LLMError, LLMResponseError
 from ..model import Answer, Citation, Decision, Evidence
 from . import prompts
 from ..text.words import normalize_ws, split_sentences, truncate_words
-from .cache import make_key
-from .transport import PRICES_PER_MTOK, OpenAITransport, estimate_cost
+from .base import UsageTracker
+from .cache import LLMCache, make_key
+from .transport import (
+    PRICES_PER_MTOK,
+    ChatRequest,
+    OpenAITransport,
+    Transport,
+    complete,
+    estimate_cost,
+    scrub_key,
+)
+
+logger = logging.getLogger("docmaster_core.llm.openai_backend")
+
+T = TypeVar("T")
 
 __all__ = ["OpenAILLM", "PRICES_PER_MTOK", "estimate_cost", "NO_EVIDENCE_ANSWER"]
 
@@ -64,13 +85,176 @@ def _verbatim_quote(quote: str, text: str, max_words: int = 40) -> str:
 
 
 
-class OpenAILLM(OpenAITransport):
+def _strip_fences(content: str) -> str:
+    s = content.strip()
+    if s.startswith("```"):
+        s = re.sub(r"^```[a-zA-Z]*\s*", "", s)
+        s = re.sub(r"\s*```$", "", s)
+    return s
+
+
+def _short_error(err: Exception) -> str:
+    if isinstance(err, ValidationError):
+        parts = []
+        for e in err.errors()[:5]:
+            loc = ".".join(str(x) for x in e.get("loc", ())) or "(root)"
+            parts.append(f"{loc}: {e.get('msg')}")
+        return "; ".join(parts)
+    if isinstance(err, json.JSONDecodeError):
+        return f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+    return str(err)[:300]
+
+
+class OpenAILLM:
     """The LLM facade over an OpenAI-compatible Chat Completions endpoint: the typed
-    tasks of :class:`~docmaster_core.llm.base.LLM` on :class:`OpenAITransport`.
+    tasks of :class:`~docmaster_core.llm.base.LLM`, sent through the transport it holds.
+
+    Args:
+        settings: LLM settings (model, base URL, key, temperature, timeout in seconds,
+            max_retries, max_concurrency, max_calls, max_tokens_budget).
+        cache: Response cache and usage log; ``None`` = no persistence.
+        backoff_base, backoff_max, seed: Retry delays (seconds) and jitter seed of the
+            default :class:`~docmaster_core.llm.transport.OpenAITransport`.
+        transport: The :class:`~docmaster_core.llm.transport.Transport` requests go
+            through (default: an :class:`~docmaster_core.llm.transport.OpenAITransport`
+            for ``settings`` that reports every request to this backend's usage records).
 
     Raises:
         ConfigError: on first use when no API key is available for api.openai.com.
     """
+
+    is_offline = False
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        cache: LLMCache | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        seed: int | None = None,
+        transport: Transport | None = None,
+    ):
+        self.settings = settings
+        self.backend_name = settings.model
+        self.model = settings.model
+        self.max_concurrency = int(settings.max_concurrency)
+        self.cache = cache
+        self.usage = UsageTracker()
+        self.transport: Transport = transport if transport is not None else OpenAITransport(
+            settings, on_request=self._request_sent, backoff_base=backoff_base, backoff_max=backoff_max, seed=seed)
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAILLM(model={self.model!r}, base_url={self.settings.resolved_base_url()!r})"
+
+    # ------------------------------------------------------------------ the transport's state
+    @property
+    def calls_sent(self) -> int:
+        """HTTP requests sent by this backend's transport (this run)."""
+        return int(getattr(self.transport, "calls_sent", 0))
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens counted against the budget by this backend's transport (this run)."""
+        return int(getattr(self.transport, "tokens_used", 0))
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint for messages: scheme, host, port and path, never credentials."""
+        return str(getattr(self.transport, "endpoint", ""))
+
+    def check_ready(self) -> None:
+        """Cheap up-front check (no request sent): an API key is available, or a
+        ``base_url`` names a local endpoint that needs none.
+
+        Raises:
+            ConfigError: no API key for api.openai.com.
+        """
+        check = getattr(self.transport, "check_ready", None)
+        if check is not None:
+            check()
+
+    def check_reachable(self, timeout: float = 3.0) -> None:
+        """Probe the endpoint with one TCP connection before a run (see
+        :meth:`OpenAITransport.check_reachable <docmaster_core.llm.transport.OpenAITransport.check_reachable>`).
+
+        Raises:
+            ConfigError: the base URL has no host.
+            LLMUnreachable: refused, unresolvable or timed out (one line naming the endpoint).
+        """
+        check = getattr(self.transport, "check_reachable", None)
+        if check is not None:
+            check(timeout)
+
+    # ------------------------------------------------------------------ usage and structured calls
+    def _request_sent(self, task: str, doc_id: str | None, pt: int, ct: int) -> None:
+        self._record(task, doc_id, pt, ct)
+
+    def _record(self, task: str, doc_id: str | None, pt: int, ct: int, *, calls: int = 1, cached: bool = False) -> None:
+        cost = 0.0 if cached else estimate_cost(self.model, pt, ct)
+        self.usage.record(task, doc_id, calls=calls, prompt_tokens=pt, completion_tokens=ct, cost=cost, cached=cached)
+        if self.cache is not None:
+            self.cache.log_usage(
+                task, doc_id, self.model, calls=calls, prompt_tokens=pt, completion_tokens=ct, cost=cost, cached=cached
+            )
+
+    def _scrub(self, text: str) -> str:
+        return scrub_key(text, self.settings.resolved_api_key())
+
+    def _json_task(
+        self,
+        task: str,
+        doc_id: str | None,
+        messages: list[dict[str, str]],
+        payload: Any,
+        validate: Callable[[Any], T],
+    ) -> tuple[T, int]:
+        """Cached, validated, once-repaired structured call; returns (result, tokens spent)."""
+        spec = prompts.SPECS[task]
+        key = make_key(task, self.model, spec.version, payload)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    result = validate(hit)
+                except (ValueError, ValidationError):
+                    result = None  # stale or corrupt entry: ask again
+                if result is not None:
+                    self._record(task, doc_id, 0, 0, calls=0, cached=True)
+                    return result, 0
+        reply = complete(self.transport, ChatRequest(task, doc_id, messages, spec.json_schema))
+        content, tokens = reply.content, reply.tokens
+        try:
+            obj = json.loads(_strip_fences(content))
+            result = validate(obj)
+        except (ValueError, ValidationError) as err:
+            why = self._scrub(_short_error(err))
+            logger.info("%s: invalid reply (%s), one repair attempt", task, why)
+            repair = [*messages, {"role": "assistant", "content": content[:4000]}, prompts.repair_message(why, spec)]
+            reply2 = complete(self.transport, ChatRequest(task, doc_id, repair, spec.json_schema))
+            content2 = reply2.content
+            tokens += reply2.tokens
+            try:
+                obj = json.loads(_strip_fences(content2))
+                result = validate(obj)
+            except (ValueError, ValidationError) as err2:
+                raise LLMResponseError(
+                    f"{task}: {self.model} reply did not match the schema after one repair: "
+                    + self._scrub(_short_error(err2))
+                ) from None
+        if self.cache is not None:
+            self.cache.put(key, task, self.model, spec.version, obj)
+        return result, tokens
+
+    def map_threads(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
+        """Apply ``fn`` to ``items`` on up to ``max_concurrency`` threads, order kept.
+
+        Exceptions propagate (the first one raised in item order).
+        """
+        if len(items) <= 1 or self.max_concurrency <= 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+            return list(pool.map(fn, items))
 
     # ------------------------------------------------------------------ tasks
     def summarize_many(self, texts: Sequence[str], *, doc_id: str | None = None, max_words: int = 50) -> list[str]:
@@ -324,11 +508,13 @@ class OpenAILLM(OpenAITransport):
     def answer_stream(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Iterator[str]:
         """Stream a plain-text cited answer (``stream=True``, server-sent events).
 
-        Retries transient errors only before the first piece arrived; an HTTP 400
-        (endpoints without ``stream_options`` support) is retried once without usage
-        reporting. A connection dropped mid-stream, or a stream that ends without a
-        finish reason, raises :class:`LLMError` (never a raw transport exception). The
-        full text is cached.
+        Sent through the transport's one method like every other request (same
+        retries, budget and unreachable-endpoint handling): transient errors are
+        retried only before the first piece arrived; an HTTP 400 (endpoints without
+        ``stream_options`` support) is retried once without usage reporting. A
+        connection dropped mid-stream, or a stream that ends without a finish reason,
+        raises :class:`LLMError` (never a raw transport exception). The full text is
+        cached.
 
         Raises:
             LLMError, LLMBudgetExceeded.
@@ -347,68 +533,7 @@ class OpenAILLM(OpenAITransport):
                 yield from _pieces(hit["text"])
                 return
         messages = prompts.answer_stream_messages(question, evidence)
-        if self._unreachable:
-            raise LLMUnreachable(self._unreachable)
-        client = self._get_client()
-        estimate = self._estimate_tokens(messages)
-        attempts = self.settings.max_retries + 1
-        attempt = 0
-        include_usage = True
-        while True:
-            self._reserve(estimate)
-            parts: list[str] = []
-            finish = None
-            pt = ct = 0
-            extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if include_usage else {}
-            try:
-                with self._sem:
-                    stream = client.chat.completions.create(
-                        model=self.model,
-                        messages=messages,
-                        temperature=self.settings.temperature,
-                        stream=True,
-                        **extra,
-                    )
-                    try:
-                        for chunk in stream:
-                            usage = getattr(chunk, "usage", None)
-                            if usage is not None:
-                                pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-                                ct = int(getattr(usage, "completion_tokens", 0) or 0)
-                            for choice in chunk.choices or []:
-                                piece = getattr(choice.delta, "content", None) if choice.delta else None
-                                if piece:
-                                    parts.append(piece)
-                                    yield piece
-                                if choice.finish_reason:
-                                    finish = choice.finish_reason
-                    finally:
-                        stream.close()
-            except Exception as err:  # noqa: BLE001 - classified below, re-raised as LLMError
-                self._settle(estimate, 0)
-                if not parts and self._never_reached(err):
-                    self._unreserve()  # no connection: not a call, not counted against the budget
-                else:
-                    self._record(task, doc_id, 0, 0)
-                if not self._is_openai_error(err):
-                    raise
-                unreachable = None if parts else self._unreachable_reason(err)
-                if unreachable:
-                    self._unreachable = unreachable
-                    raise LLMUnreachable(unreachable) from None
-                if not parts and include_usage and getattr(err, "status_code", None) == 400:
-                    include_usage = False  # endpoint without stream_options support: ask again without
-                    continue
-                if parts or not self._retryable(err) or attempt + 1 >= attempts:
-                    where = "mid-stream" if parts else "before the first token"
-                    raise LLMError(f"{task}: {self.model} stream failed {where}: {self._describe(err)}") from None
-                time.sleep(self._delay(attempt, err))
-                attempt += 1
-                continue
-            self._settle(estimate, pt + ct)
-            self._record(task, doc_id, pt, ct)
-            if finish is None:
-                raise LLMError(f"{task}: {self.model} stream ended before the model finished")
-            if self.cache is not None:
-                self.cache.put(key, task, self.model, spec.version, {"text": self._without_key("".join(parts))})
-            return
+        # the same retry, budget and unreachable-endpoint loop as every other request
+        reply = yield from self.transport.handle(ChatRequest(task, doc_id, messages, stream=True))
+        if self.cache is not None:
+            self.cache.put(key, task, self.model, spec.version, {"text": reply.content})

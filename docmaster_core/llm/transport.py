@@ -1,9 +1,14 @@
 """Transport to an OpenAI-compatible Chat Completions endpoint (OpenAI, Azure, Ollama,
-vLLM, LM Studio): client, retries, budget, usage, cache and key scrubbing.
+vLLM, LM Studio): client, retries, budget and key scrubbing, behind one seam.
 
-The task methods live in :mod:`docmaster_core.llm.openai_backend`. Built on the official ``openai`` client with its own retries switched off
-(``max_retries=0``); this module retries itself so that every request is counted
-against the per-run budget and recorded in the usage log:
+The backend (:class:`~docmaster_core.llm.openai_backend.OpenAILLM`: tasks, response
+cache, schema validation and repair, usage records) *holds* a :class:`Transport` and
+sends every request through its one method, :meth:`Transport.handle` (as ``httpx``
+holds a transport behind ``handle_request``); streamed answers go through the same
+method, so they get the same retry, budget and unreachable-endpoint handling as every
+other call. :class:`OpenAITransport` is built on the official ``openai`` client with its
+own retries switched off (``max_retries=0``); it retries itself so that every request
+is counted against the per-run budget and reported to the backend's usage log:
 
 * an endpoint that cannot be reached at all (connection refused, DNS failure,
   network unreachable) fails at once with :class:`LLMUnreachable`, one line naming
@@ -14,31 +19,29 @@ against the per-run budget and recorded in the usage log:
   ``settings.max_retries`` times, with exponential backoff and jitter
   (``backoff_base * 2**attempt * U(0.5, 1.5)`` seconds, capped at ``backoff_max``);
   a ``Retry-After`` / ``retry-after-ms`` header of a 429/503 reply is honoured
-  (capped at ``backoff_max``);
+  (capped at ``backoff_max``); a stream is retried only before its first piece;
 * structured outputs (``response_format={"type": "json_schema", ...}`` with the task's
   JSON schema) for every structured task where the server supports them (OpenAI,
   vLLM, recent Ollama); a server that rejects them (HTTP 400/422 naming
   ``response_format`` / ``json_schema``) gets JSON mode (``{"type": "json_object"}``)
-  from then on, the schema being in the prompt either way;
-  the reply is validated strictly against the task's pydantic schema
-  (:mod:`docmaster_core.llm.prompts`); an invalid reply gets exactly ONE repair
-  request that quotes the validation error, then :class:`LLMResponseError`;
+  from then on, the schema being in the prompt either way (the backend validates the
+  reply against the task's pydantic schema, :mod:`docmaster_core.llm.prompts`, and
+  sends exactly ONE repair request quoting the validation error);
 * a per-run budget (``max_calls`` requests, ``max_tokens_budget`` tokens): a request
   that would exceed it is not sent, :class:`LLMBudgetExceeded` is raised instead;
   every HTTP request sent (retries and repairs included) counts as one call; a
   request that could not connect at all (connection refused, DNS failure; not a
   timeout) is neither counted as a call nor against the budget;
 * at most ``max_concurrency`` requests in flight (a semaphore; callers may use threads);
-* usage per task and per document (calls, prompt/completion tokens, cost estimate
-  for models in :data:`PRICES_PER_MTOK`) in memory and in the workspace usage log;
-* responses cached by content hash (:mod:`docmaster_core.llm.cache`).
+* every request sent reported to ``on_request`` (the backend's usage per task and per
+  document: calls, prompt/completion tokens, cost estimate for models in
+  :data:`PRICES_PER_MTOK`).
 
 The API key is passed to the client only; it is never logged, never put in an
-exception message (messages are scrubbed) and never stored in the cache.
+exception message (messages are scrubbed) and never returned in a reply.
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -46,23 +49,17 @@ import socket
 import threading
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Protocol, Sequence
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-
 from ..config import LLMSettings
-from ..errors import ConfigError, LLMBudgetExceeded, LLMError, LLMResponseError, LLMUnreachable
-from . import prompts
-from .base import UsageTracker
-from .cache import LLMCache, make_key
+from ..errors import ConfigError, LLMBudgetExceeded, LLMError, LLMUnreachable
 
-__all__ = ["OpenAITransport", "PRICES_PER_MTOK", "estimate_cost", "display_url"]
+__all__ = ["OpenAITransport", "Transport", "ChatRequest", "ChatReply", "complete", "PRICES_PER_MTOK",
+           "estimate_cost", "display_url", "scrub_key", "without_key"]
 
 logger = logging.getLogger("docmaster_core.llm.openai_backend")
-
-T = TypeVar("T")
 
 #: US dollars per 1M (prompt, completion) tokens; matched by model-name prefix
 #: (``gpt-4o-mini-2024-07-18`` uses ``gpt-4o-mini``). Source: OpenAI price list.
@@ -127,24 +124,91 @@ def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> flo
     return None
 
 
-def _strip_fences(content: str) -> str:
-    s = content.strip()
-    if s.startswith("```"):
-        s = re.sub(r"^```[a-zA-Z]*\s*", "", s)
-        s = re.sub(r"\s*```$", "", s)
-    return s
+def scrub_key(text: str, key: str | None) -> str:
+    """``text`` with the API key ``key`` and anything shaped like a key (``sk-...``)
+    replaced by ``***`` (for messages and logs)."""
+    if key:
+        text = text.replace(key, "***")
+    return _KEYLIKE.sub(r"\1-***", text)
 
+
+def without_key(text: str, key: str | None) -> str:
+    """``text`` with the exact API key replaced by ``***`` (an endpoint that echoes the
+    key must not get it into summaries, the cache or the workspace)."""
+    return text.replace(key, "***") if key and len(key) >= 8 and key in text else text
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion asked of a :class:`Transport`.
+
+    Attributes:
+        task: Task name (usage records, log lines, error messages; the JSON schema's name).
+        doc_id: Document the request is about (usage per document), or None.
+        messages: ``[{"role", "content"}]`` chat messages.
+        schema: JSON schema of a structured reply (``response_format`` json_schema, JSON
+            mode where the server rejects it); None: JSON mode.
+        stream: Plain text streamed as server-sent events (no ``response_format``).
+    """
+
+    task: str
+    doc_id: str | None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    schema: dict | None = None
+    stream: bool = False
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """A completed request: ``content`` (the reply text, API key removed) and ``tokens``
+    (prompt + completion tokens the server reported; 0 when it did not)."""
+
+    content: str
+    tokens: int
+
+
+class Transport(Protocol):
+    """The one seam between an LLM backend and the wire (as ``httpx`` holds a transport
+    behind ``handle_request``): every request of the backend, streamed or not, goes
+    through :meth:`handle`."""
+
+    def handle(self, request: ChatRequest) -> Generator[str, None, ChatReply]:
+        """Send ``request``; yield the reply's text pieces as they come (streamed
+        requests only) and return the :class:`ChatReply`.
+
+        Raises:
+            LLMError (and its subclasses LLMBudgetExceeded, LLMUnreachable).
+        """
+        ...
+
+
+def complete(transport: Transport, request: ChatRequest) -> ChatReply:
+    """:meth:`Transport.handle` run to its end (pieces, if any, dropped): the reply of
+    a request that is not consumed piece by piece.
+
+    Raises:
+        LLMError (and its subclasses), as :meth:`Transport.handle`.
+    """
+    gen = transport.handle(request)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
 
 
 class OpenAITransport:
-    """Requests to an OpenAI-compatible Chat Completions endpoint: one client, bounded
-    retries, the per-run budget, usage records, the response cache, structured outputs
-    and key scrubbing (see the module docstring). Backends subclass it with tasks.
+    """The :class:`Transport` to an OpenAI-compatible Chat Completions endpoint: one
+    client, bounded retries, the per-run budget, structured outputs and key scrubbing
+    (see the module docstring), the same for streamed and whole replies. The backend
+    (:class:`~docmaster_core.llm.openai_backend.OpenAILLM`) holds one.
 
     Args:
         settings: LLM settings (model, base URL, key, temperature, timeout in seconds,
             max_retries, max_concurrency, max_calls, max_tokens_budget).
-        cache: Response cache and usage log; ``None`` = no persistence.
+        on_request: Called once per HTTP request sent (retries and failures included)
+            with ``(task, doc_id, prompt_tokens, completion_tokens)``: the backend's
+            usage records. None: not recorded.
         backoff_base: First retry delay in seconds (before jitter).
         backoff_max: Cap of any retry delay in seconds (also caps ``Retry-After``).
         seed: Seed of the private jitter generator (no global random state).
@@ -159,19 +223,17 @@ class OpenAITransport:
         self,
         settings: LLMSettings,
         *,
-        cache: LLMCache | None = None,
+        on_request: Callable[[str, str | None, int, int], None] | None = None,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         seed: int | None = None,
     ):
         self.settings = settings
-        self.backend_name = settings.model
         self.model = settings.model
         self.max_concurrency = int(settings.max_concurrency)
-        self.cache = cache
+        self.on_request = on_request
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
-        self.usage = UsageTracker()
         self._rng = random.Random(seed)
         self._sem = threading.BoundedSemaphore(self.max_concurrency)
         self._budget_lock = threading.Lock()
@@ -184,7 +246,7 @@ class OpenAITransport:
         self._structured = True  # json_schema response_format until the server rejects it
 
     def __repr__(self) -> str:  # never shows the key
-        return f"OpenAILLM(model={self.model!r}, base_url={self.settings.resolved_base_url()!r})"
+        return f"OpenAITransport(model={self.model!r}, base_url={self.settings.resolved_base_url()!r})"
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -268,16 +330,7 @@ class OpenAITransport:
         return self._client
 
     def _scrub(self, text: str) -> str:
-        key = self.settings.resolved_api_key()
-        if key:
-            text = text.replace(key, "***")
-        return _KEYLIKE.sub(r"\1-***", text)
-
-    def _without_key(self, text: str) -> str:
-        """``text`` with the exact API key replaced by ``***`` (an endpoint that echoes
-        the key must not get it into summaries, the cache or the workspace)."""
-        key = self.settings.resolved_api_key()
-        return text.replace(key, "***") if key and len(key) >= 8 and key in text else text
+        return scrub_key(text, self.settings.resolved_api_key())
 
     def _describe(self, err: Exception) -> str:
         import openai
@@ -385,63 +438,75 @@ class OpenAITransport:
         with self._budget_lock:
             self._tokens_used += actual - estimate
 
-    def _record(self, task: str, doc_id: str | None, pt: int, ct: int, *, calls: int = 1, cached: bool = False) -> None:
-        cost = None if cached else estimate_cost(self.model, pt, ct)
-        if cached:
-            cost = 0.0
-        self.usage.record(task, doc_id, calls=calls, prompt_tokens=pt, completion_tokens=ct, cost=cost, cached=cached)
-        if self.cache is not None:
-            self.cache.log_usage(
-                task, doc_id, self.model, calls=calls, prompt_tokens=pt, completion_tokens=ct, cost=cost, cached=cached
-            )
+    def _recorded(self, task: str, doc_id: str | None, pt: int, ct: int) -> None:
+        if self.on_request is not None:
+            self.on_request(task, doc_id, pt, ct)
 
-    def _send(self, task: str, doc_id: str | None, messages: list[dict[str, str]],
-              schema: dict | None = None) -> tuple[str, int]:
-        """One chat completion with retries; returns (content, tokens). With ``schema``
-        (a JSON schema) the reply is a structured output, else JSON mode.
+    def handle(self, request: ChatRequest) -> Generator[str, None, ChatReply]:
+        """One chat completion, whole or streamed, with the one retry and budget loop:
+        every attempt is reserved against the budget before it is sent, a connection
+        that was never made is not counted, an unreachable endpoint fails at once (and
+        every later request of this instance too), retryable errors (408/409/429/5xx,
+        timeouts, dropped connections) are retried with backoff. A streamed request is
+        retried only before its first piece; one whose server rejects
+        ``stream_options`` (HTTP 400) is asked again without usage reporting; a whole
+        request whose server rejects structured outputs is asked again in JSON mode.
+
+        Yields:
+            The reply's text pieces as they arrive (streamed requests only).
+
+        Returns:
+            The :class:`ChatReply` (content with the API key removed; tokens reported).
 
         Raises:
             LLMBudgetExceeded: before a request that would exceed the budget.
-            LLMUnreachable: the endpoint cannot be reached (not retried; every later
-                request of this instance fails the same way at once).
-            LLMError: after the retries, or at once on a non-retryable HTTP error.
+            LLMUnreachable: the endpoint cannot be reached (not retried).
+            LLMError: after the retries, at once on a non-retryable HTTP error, a
+                stream broken after its first piece, or a stream that ends without a
+                finish reason.
         """
         if self._unreachable:
             raise LLMUnreachable(self._unreachable)
         client = self._get_client()
-        estimate = self._estimate_tokens(messages)
+        task, doc_id = request.task, request.doc_id
+        estimate = self._estimate_tokens(request.messages)
         attempts = self.settings.max_retries + 1
         last: Exception | None = None
         attempt = 0
+        include_usage = True
         while attempt < attempts:
             self._reserve(estimate)
-            fmt = self._response_format(task, schema)
+            parts: list[str] = []
+            fmt = None if request.stream else self._response_format(task, request.schema)
+            finish: str | None = "stop"
             try:
                 with self._sem:
-                    resp = client.chat.completions.create(
-                        model=self.model,
-                        messages=messages,
-                        temperature=self.settings.temperature,
-                        response_format=fmt,
-                    )
+                    if request.stream:
+                        pt, ct, finish = yield from self._stream_once(client, request, include_usage, parts)
+                        content = "".join(parts)
+                    else:
+                        content, pt, ct = self._complete_once(client, request, fmt)
             except Exception as err:  # noqa: BLE001 - classified below, re-raised as LLMError
                 self._settle(estimate, 0)
-                if self._never_reached(err):
+                if not parts and self._never_reached(err):
                     self._unreserve()  # no connection: not a call, not counted against the budget
                 else:
-                    self._record(task, doc_id, 0, 0)
+                    self._recorded(task, doc_id, 0, 0)
                 if not self._is_openai_error(err):
                     raise
-                unreachable = self._unreachable_reason(err)
+                unreachable = None if parts else self._unreachable_reason(err)
                 if unreachable:
                     self._unreachable = unreachable
                     raise LLMUnreachable(unreachable) from None
-                if fmt["type"] == "json_schema" and self._rejects_structured(err):
+                if fmt is not None and fmt["type"] == "json_schema" and self._rejects_structured(err):
                     logger.info("%s: %s rejects structured outputs; JSON mode from now on", task, self.endpoint)
                     self._structured = False  # the same attempt again, in JSON mode
                     continue
-                if not self._retryable(err):
-                    raise LLMError(f"{task}: {self.model} request failed: {self._describe(err)}") from None
+                if request.stream and not parts and include_usage and getattr(err, "status_code", None) == 400:
+                    include_usage = False  # endpoint without stream_options support: ask again without
+                    continue
+                if parts or not self._retryable(err):
+                    raise LLMError(self._failure(request, err, parts)) from None
                 last = err
                 if attempt + 1 < attempts:
                     delay = self._delay(attempt, err)
@@ -451,89 +516,74 @@ class OpenAITransport:
                     time.sleep(delay)
                 attempt += 1
                 continue
-            usage = getattr(resp, "usage", None)
-            pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-            ct = int(getattr(usage, "completion_tokens", 0) or 0)
             self._settle(estimate, pt + ct)
-            self._record(task, doc_id, pt, ct)
-            try:
-                content = resp.choices[0].message.content or ""
-            except (AttributeError, IndexError, TypeError):
-                content = ""
-            return self._without_key(content), pt + ct
+            self._recorded(task, doc_id, pt, ct)
+            if finish is None:
+                raise LLMError(f"{task}: {self.model} stream ended before the model finished")
+            return ChatReply(without_key(content, self.settings.resolved_api_key()), pt + ct)
         assert last is not None
+        if request.stream:
+            raise LLMError(self._failure(request, last, [])) from None
         raise LLMError(
             f"{task}: {self.model} failed after {attempts} attempt(s): {self._describe(last)}"
         ) from None
+
+    def _failure(self, request: ChatRequest, err: Exception, parts: list[str]) -> str:
+        if request.stream:
+            where = "mid-stream" if parts else "before the first token"
+            return f"{request.task}: {self.model} stream failed {where}: {self._describe(err)}"
+        return f"{request.task}: {self.model} request failed: {self._describe(err)}"
+
+    def _complete_once(self, client: Any, request: ChatRequest, fmt: dict[str, Any]) -> tuple[str, int, int]:
+        """One whole request: ``(content, prompt tokens, completion tokens)``."""
+        resp = client.chat.completions.create(
+            model=self.model,
+            messages=request.messages,
+            temperature=self.settings.temperature,
+            response_format=fmt,
+        )
+        usage = getattr(resp, "usage", None)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            content = resp.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError):
+            content = ""
+        return content, pt, ct
+
+    def _stream_once(self, client: Any, request: ChatRequest, include_usage: bool,
+                     parts: list[str]) -> Generator[str, None, tuple[int, int, str | None]]:
+        """One streamed request: yields its pieces (also appended to ``parts``) and
+        returns ``(prompt tokens, completion tokens, finish reason or None)``."""
+        extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if include_usage else {}
+        stream = client.chat.completions.create(
+            model=self.model,
+            messages=request.messages,
+            temperature=self.settings.temperature,
+            stream=True,
+            **extra,
+        )
+        pt = ct = 0
+        finish = None
+        try:
+            for chunk in stream:
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+                    ct = int(getattr(usage, "completion_tokens", 0) or 0)
+                for choice in chunk.choices or []:
+                    piece = getattr(choice.delta, "content", None) if choice.delta else None
+                    if piece:
+                        parts.append(piece)
+                        yield piece
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        finally:
+            stream.close()
+        return pt, ct, finish
 
     @staticmethod
     def _is_openai_error(err: Exception) -> bool:
         import openai
 
         return isinstance(err, openai.OpenAIError)
-
-    def _json_task(
-        self,
-        task: str,
-        doc_id: str | None,
-        messages: list[dict[str, str]],
-        payload: Any,
-        validate: Callable[[Any], T],
-    ) -> tuple[T, int]:
-        """Cached, validated, once-repaired structured call; returns (result, tokens spent)."""
-        spec = prompts.SPECS[task]
-        key = make_key(task, self.model, spec.version, payload)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                try:
-                    result = validate(hit)
-                except (ValueError, ValidationError):
-                    result = None  # stale or corrupt entry: ask again
-                if result is not None:
-                    self._record(task, doc_id, 0, 0, calls=0, cached=True)
-                    return result, 0
-        content, tokens = self._send(task, doc_id, messages, spec.json_schema)
-        try:
-            obj = json.loads(_strip_fences(content))
-            result = validate(obj)
-        except (ValueError, ValidationError) as err:
-            why = self._scrub(_short_error(err))
-            logger.info("%s: invalid reply (%s), one repair attempt", task, why)
-            repair = [*messages, {"role": "assistant", "content": content[:4000]}, prompts.repair_message(why, spec)]
-            content2, tokens2 = self._send(task, doc_id, repair, spec.json_schema)
-            tokens += tokens2
-            try:
-                obj = json.loads(_strip_fences(content2))
-                result = validate(obj)
-            except (ValueError, ValidationError) as err2:
-                raise LLMResponseError(
-                    f"{task}: {self.model} reply did not match the schema after one repair: "
-                    + self._scrub(_short_error(err2))
-                ) from None
-        if self.cache is not None:
-            self.cache.put(key, task, self.model, spec.version, obj)
-        return result, tokens
-
-    # ------------------------------------------------------------------ batch helpers
-    def map_threads(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
-        """Apply ``fn`` to ``items`` on up to ``max_concurrency`` threads, order kept.
-
-        Exceptions propagate (the first one raised in item order).
-        """
-        if len(items) <= 1 or self.max_concurrency <= 1:
-            return [fn(x) for x in items]
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return list(pool.map(fn, items))
-
-
-def _short_error(err: Exception) -> str:
-    if isinstance(err, ValidationError):
-        parts = []
-        for e in err.errors()[:5]:
-            loc = ".".join(str(x) for x in e.get("loc", ())) or "(root)"
-            parts.append(f"{loc}: {e.get('msg')}")
-        return "; ".join(parts)
-    if isinstance(err, json.JSONDecodeError):
-        return f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
-    return str(err)[:300]

@@ -492,6 +492,32 @@ class Workspace(IndexRunStore, IntegrityChecks):
         """Files that failed to ingest: ``[{sha256, file_name, reason, at}]``."""
         return [dict(r) for r in self._con().execute("SELECT * FROM failures ORDER BY at").fetchall()]
 
+    # ------------------------------------------------------------------ preferences
+    def load_preference(self, name: str) -> Any | None:
+        """A saved preference (JSON value, e.g. the app's filter configurations), or None.
+
+        Preferences live in the ``meta`` table under ``"pref:" + name``; they are not part
+        of any document, index or run.
+        """
+        r = self._con().execute("SELECT value FROM meta WHERE key=?", (f"pref:{name}",)).fetchone()
+        if r is None:
+            return None
+        try:
+            return json.loads(r[0])
+        except json.JSONDecodeError:
+            return None
+
+    def save_preference(self, name: str, value: Any) -> None:
+        """Save a preference (any JSON value) under ``name``, replacing the previous one.
+
+        Raises:
+            TypeError: the value is not JSON-serialisable.
+            sqlite3.OperationalError: the database cannot be written (read-only folder).
+        """
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+                        (f"pref:{name}", json.dumps(value, sort_keys=True)))
+
     # ------------------------------------------------------------------ trees and vectors
     def load_tree(self, doc_id: str) -> DocumentTree:
         """The stored document tree (no parsing).

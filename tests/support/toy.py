@@ -9,7 +9,19 @@ from docmaster_core.model import DocumentTree, Node, NodeType
 from docmaster_core.pipeline import node_embedding_text
 from docmaster_core.store.workspace import Workspace
 
-__all__ = ["TOY_DOCS", "make_tree", "add_toy_document", "build_toy_workspace"]
+__all__ = ["TOY_DOCS", "CONDITIONS", "IMAGENET", "APPLIANCE", "make_tree", "add_toy_document", "build_toy_workspace"]
+
+#: Filter conditions over the toy collection (each matches at most a few of its documents).
+IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
+APPLIANCE = "Does the document give operating, cleaning or safety instructions for a household appliance?"
+CONDITIONS = [
+    IMAGENET,
+    APPLIANCE,
+    "Does the paper propose a retrieval-augmented generation method?",
+    "Does the document report a company's financial results, such as revenue or net income?",
+    "Does the paper address fact-checking or claim verification?",
+    "Does the paper train a model with reinforcement learning?",
+]
 
 
 TOY_DOCS = [

@@ -83,10 +83,10 @@ def word_grid(words: list[tuple], body: float) -> list[list[str]]:
             cells[k].append(w[4])
         out.append([clean_text(" ".join(c)) for c in cells])
     centres = [sum((q[1] + q[3]) / 2 for q in r) / len(r) for r in rows]
-    return _join_wrapped_cells(out, centres, hmed)
+    return join_wrapped_cells(out, centres, hmed)
 
 
-def _join_wrapped_cells(rows: list[list[str]], centres: list[float], h: float) -> list[list[str]]:
+def join_wrapped_cells(rows: list[list[str]], centres: list[float], h: float) -> list[list[str]]:
     """Join the continuation lines of multi-line cells to their row.
 
     A grid row is a continuation of the row above when it is closer to it than the
@@ -95,6 +95,14 @@ def _join_wrapped_cells(rows: list[list[str]], centres: list[float], h: float) -
     and leaves empty a cell that the row above fills (in the column headers, above
     the first row with a number, any such tight row). Its cells are appended to the
     cells above with a space.
+
+    Args:
+        rows: The grid's cell texts, row by row (top to bottom), equal lengths.
+        centres: Vertical centre of each row in PDF points, len(rows).
+        h: The table's median text height in PDF points.
+
+    Returns:
+        The rows with continuation rows merged into the row above (a new list).
     """
     if len(rows) < 2:
         return rows
