@@ -55,8 +55,6 @@ class IngestStage:
     facade (a mixin: it uses the facade's ``settings``, ``ws``, ``embedder``, ``llm``,
     ``check_llm``, ``index_params`` and ``index_document``)."""
 
-    _parse_pool: cf.ProcessPoolExecutor | None = None
-
     def _parse(self, path: Path):
         """:func:`parse_file` of ``path``: in the parse process while a batch holds one
         (:meth:`_ingest_local`), else here. Returns ``(ParsedDocument, seconds)``.
