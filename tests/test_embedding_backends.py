@@ -217,3 +217,16 @@ def test_cpu_capability_reads_the_flags_once(monkeypatch):
     except OSError:
         return
     assert (here in ("avx2", "baseline")) == (not flags & {"avx512_vnni", "avx_vnni", "amx_bf16", "avx512_bf16"})
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_max_seq_length_truncates_long_texts_only(backend):
+    """``max_seq_length`` = 128 changes the vector of a text longer than 128 word pieces
+    and leaves a short one as it was; it is a different shared embedder, not the cached one."""
+    full = get_embedder(EmbeddingSettings(backend=backend))
+    short = get_embedder(EmbeddingSettings(backend=backend, max_seq_length=128))
+    assert short is not full
+    texts = [SAMPLE[0], " ".join(SAMPLE[:6]) * 3]  # ~20 and ~300 word pieces
+    a, b = full.encode(texts), short.encode(texts)
+    assert float(a[0] @ b[0]) > 0.99999
+    assert float(a[1] @ b[1]) < 0.999
