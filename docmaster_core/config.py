@@ -71,6 +71,9 @@ class EmbeddingSettings(_Section):
     threads: int | None = Field(None, ge=1, description="ONNX Runtime intra-op threads (default: all cores).")
     quantize: bool = Field(False, description="torch backend only: torch dynamic int8 quantisation of the Linear layers.")
     max_chars: int = Field(2000, ge=100, description="Texts are cut to this many characters before encoding.")
+    max_seq_length: int | None = Field(
+        None, ge=16, le=512, description="Word pieces per text (None = the model's own, 256 for all-MiniLM-L6-v2; "
+                                         "128 truncates 14 % of corpus nodes; docs/results/embedding_cpu.md).")
 
 
 class LLMSettings(_Section):
@@ -178,6 +181,10 @@ class IngestSettings(_Section):
     ray_actors: int | None = Field(
         None, ge=1, description="Embedding actors, one model each (None = max(1, cluster CPUs // 4)).")
     ray_batch_docs: int = Field(4, ge=1, description="At most this many documents per embedding call of an actor.")
+    parse_process: bool = Field(
+        True, description="local executor: parse the next file in a separate (spawned) process while this one "
+                          "embeds, so parsing never holds the interpreter lock the embedding loop needs; a parser "
+                          "crash then fails only its file. Used for batches of 2+ files; false = a thread.")
 
 
 class Settings(BaseSettings):

@@ -60,6 +60,8 @@ class DocMaster(IngestStage, IndexStage):
         self._index_lock = threading.Lock()
         self._group_cache = GroupCache()
         self._pending_saves: list[threading.Thread] = []
+        # the ingest stage's parse process while a local batch runs (IngestStage._ingest_local)
+        self._parse_pool = None
 
     # ------------------------------------------------------------------ parts
     @property

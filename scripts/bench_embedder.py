@@ -43,6 +43,8 @@ BACKENDS = {
     "onnx-int8": {"backend": "onnx-int8"},
     "torch-int8": {"backend": "torch", "quantize": True},
     "torch-bf16": {"backend": "torch-bf16"},
+    "onnx-seq128": {"backend": "onnx", "max_seq_length": 128},
+    "onnx-int8-seq128": {"backend": "onnx-int8", "max_seq_length": 128},
 }
 
 

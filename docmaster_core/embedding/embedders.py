@@ -194,6 +194,8 @@ class SentenceTransformerEmbedder:
                 import torch
 
                 model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+            if self.settings.max_seq_length:
+                model.max_seq_length = self.settings.max_seq_length
             self._model = model
             return model
 
@@ -264,8 +266,8 @@ def get_embedder(settings: EmbeddingSettings | None = None) -> Embedder:
     else:
         backend = resolve_backend(settings)
         settings = settings.model_copy(update={"backend": backend})
-    key = (settings.model, backend, settings.quantize, settings.max_chars, settings.batch_size, settings.threads,
-           settings.onnx_cache)
+    key = (settings.model, backend, settings.quantize, settings.max_chars, settings.max_seq_length,
+           settings.batch_size, settings.threads, settings.onnx_cache)
     with _EMBEDDERS_LOCK:
         if key not in _EMBEDDERS:
             if backend == "hashing":

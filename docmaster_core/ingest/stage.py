@@ -9,21 +9,24 @@ the batch goes on. :class:`IngestStage` is mixed into the
 
 The per-document work that touches no workspace (parse -> tree -> embedding texts ->
 vectors) is :func:`prepare_document` / :func:`embed_prepared`; both executors call it:
-``local`` (this process, a parse thread overlapping the embedding) and ``ray``
+``local`` (this process embeds and stores; the next file is parsed meanwhile in a
+separate parse process, or a thread with ``settings.ingest.parse_process`` off) and ``ray``
 (:mod:`docmaster_core.ingest.ray_executor`: parse tasks and embedding actors on a Ray cluster).
 The LLM steps and every workspace write stay in the calling process either way.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import multiprocessing
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DocMasterError
+from ..errors import ConfigError, DocMasterError, ParseError
 from .prepare import (
     EXECUTORS,
     IngestEvent,
@@ -41,13 +44,35 @@ from ..store.workspace import file_sha256, storable_text
 __all__ = ["IngestStage"]
 
 
+def _start_parse_process() -> cf.ProcessPoolExecutor:
+    """One spawned worker process for parsing (spawn, not fork: the parent holds ONNX
+    Runtime / torch thread pools that a forked child must not inherit)."""
+    return cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+
+
 class IngestStage:
     """The ingest and repair half of the :class:`~docmaster_core.pipeline.DocMaster`
     facade (a mixin: it uses the facade's ``settings``, ``ws``, ``embedder``, ``llm``,
     ``check_llm``, ``index_params`` and ``index_document``)."""
 
     def _parse(self, path: Path):
-        return parse_file(path, self.settings.parsing)
+        """:func:`parse_file` of ``path``: in the parse process while a batch holds one
+        (:meth:`_ingest_local`), else here. Returns ``(ParsedDocument, seconds)``.
+
+        Raises:
+            ParseError, ConfigError: as :func:`parse_file`.
+            ParseError: the parse process died (e.g. the PDF library crashed on this
+                file); the pool is replaced for the next file.
+        """
+        pool = self._parse_pool
+        if pool is None:
+            return parse_file(path, self.settings.parsing)
+        try:
+            return pool.submit(parse_file, path, self.settings.parsing).result()
+        except BrokenProcessPool:
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._parse_pool = _start_parse_process()
+            raise ParseError(f"{path.name}: the parser process crashed on this file") from None
 
     def ingest(
         self,
@@ -155,8 +180,21 @@ class IngestStage:
 
     def _ingest_local(self, todo: list[tuple[int, Path, str]], total: int, emit, build_index: bool,
                       summaries: bool) -> list[IngestResult]:
-        """The local executor: ``todo`` = ``[(input index, path, sha256)]``, parsed in one
-        background thread while the current file is embedded and stored."""
+        """The local executor: ``todo`` = ``[(input index, path, sha256)]``. A background
+        thread parses the next file while the current one is embedded and stored; with
+        ``settings.ingest.parse_process`` and 2+ files the thread hands the parse to one
+        spawned parse process (:meth:`_parse`), so parser and embedder never share the
+        interpreter lock."""
+        if self.settings.ingest.parse_process and len(todo) > 1:
+            self._parse_pool = _start_parse_process()
+        try:
+            return self._ingest_local_overlapped(todo, total, emit, build_index, summaries)
+        finally:
+            pool, self._parse_pool = self._parse_pool, None
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _ingest_local_overlapped(self, todo, total, emit, build_index, summaries) -> list[IngestResult]:
         out = []
         with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="docmaster-parse") as pool:
             futures = {}
