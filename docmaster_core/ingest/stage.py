@@ -46,8 +46,24 @@ __all__ = ["IngestStage"]
 
 def _start_parse_process() -> cf.ProcessPoolExecutor:
     """One spawned worker process for parsing (spawn, not fork: the parent holds ONNX
-    Runtime / torch thread pools that a forked child must not inherit)."""
-    return cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    Runtime / torch thread pools that a forked child must not inherit). The worker ends
+    itself when the ingesting process dies (e.g. ``kill -9``), so none is left behind."""
+    return cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_exit_with_parent, initargs=(os.getpid(),))
+
+
+def _exit_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
+    """Parse-process initializer: a daemon thread that ends this process within
+    ``poll_s`` seconds once ``parent_pid`` is no longer its parent (the parent died and
+    the process was re-parented)."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="docmaster-parent-watch", daemon=True).start()
 
 
 class IngestStage:
