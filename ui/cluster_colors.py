@@ -33,22 +33,7 @@ def match_colors(prev: dict[Hashable, int] | None, keys: Sequence[Hashable], lab
     uniq = sorted({int(x) for x in labels})
     if not prev:
         return {c: i % n_colors for i, c in enumerate(uniq)}
-    prev_colors = sorted(set(prev.values()))
-    ui = {c: i for i, c in enumerate(uniq)}
-    pi = {c: j for j, c in enumerate(prev_colors)}
-    overlap = np.zeros((len(uniq), len(prev_colors)), dtype=np.int64)
-    for k, lab in zip(keys, labels):
-        pc = prev.get(k)
-        if pc is not None:
-            overlap[ui[int(lab)], pi[pc]] += 1
-    out: dict[int, int] = {}
-    if overlap.size:
-        from scipy.optimize import linear_sum_assignment
-
-        rows, cols = linear_sum_assignment(-overlap)
-        for i, j in zip(rows, cols):
-            if overlap[i, j] > 0:
-                out[uniq[i]] = prev_colors[j]
+    out = _matched(prev, keys, labels, uniq)
     used = set(out.values())
     free = [c for c in range(n_colors) if c not in used]
     for lab in uniq:
@@ -83,6 +68,25 @@ def match_clusters(prev: dict[Hashable, int] | None, keys: Sequence[Hashable], l
     if not prev:
         return {c: i for i, c in enumerate(uniq)}
     prev_ids = sorted(set(prev.values()))
+    out = _matched(prev, keys, labels, uniq)
+    taken = set(out.values()) | set(prev_ids)
+    nxt = 0
+    for lab in uniq:
+        if lab not in out:
+            while nxt in taken:
+                nxt += 1
+            out[lab] = nxt
+            taken.add(nxt)
+    return out
+
+
+def _matched(prev: dict[Hashable, int], keys: Sequence[Hashable], labels: Sequence[int],
+             uniq: list[int]) -> dict[int, int]:
+    """``{label: previous id}`` for the new clusters paired one-to-one with the previous
+    ids so that the most points keep theirs (Hungarian algorithm on the member-overlap
+    counts, ``scipy.optimize.linear_sum_assignment``); clusters sharing no point with
+    their partner are left out."""
+    prev_ids = sorted(set(prev.values()))
     ui = {c: i for i, c in enumerate(uniq)}
     pi = {c: j for j, c in enumerate(prev_ids)}
     overlap = np.zeros((len(uniq), len(prev_ids)), dtype=np.int64)
@@ -98,12 +102,4 @@ def match_clusters(prev: dict[Hashable, int] | None, keys: Sequence[Hashable], l
         for i, j in zip(rows, cols):
             if overlap[i, j] > 0:
                 out[uniq[i]] = prev_ids[j]
-    taken = set(out.values()) | set(prev_ids)
-    nxt = 0
-    for lab in uniq:
-        if lab not in out:
-            while nxt in taken:
-                nxt += 1
-            out[lab] = nxt
-            taken.add(nxt)
     return out
