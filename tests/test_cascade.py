@@ -33,9 +33,11 @@ from docmaster_core.filtering.cascade import (
 try:
     from support.fake_openai_server import FakeOpenAIServer, documents_in, user_text
     from support.pdf_factory import make_simple_pdf
+    from support.toy import ingest_offline
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, documents_in, user_text
     from tests.pdf_factory import make_simple_pdf
+    from tests.support.toy import ingest_offline
 
 KEY = "sk-cascade-0123456789abcdef"
 CONDITION = "The report measures river water quality"
@@ -142,12 +144,7 @@ def workspace(tmp_path_factory) -> Path:
             text = (f"Report code {w}. The compiler unrolls loops and allocates registers; benchmarks of the "
                     f"{w} compiler pass show faster code generation.")
         make_simple_pdf(src / f"{w}.pdf", text)
-    dm = DocMaster(d / "ws", get_settings(llm={"backend": "offline"}, parsing={"parser": "pymupdf"}),
-                   embedder=HashingEmbedder())
-    res = dm.ingest([src], build_index=False)
-    assert all(r.status == "ingested" for r in res), [r.reason for r in res]
-    dm.ws.close()
-    return d / "ws"
+    return ingest_offline(src, d / "ws")
 
 
 @pytest.fixture()

@@ -27,9 +27,11 @@ from docmaster_core.pipeline import DocMaster
 try:
     from support.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
     from support.pdf_factory import make_simple_pdf
+    from support.toy import ingest_offline
 except ImportError:  # tests imported as a package
     from tests.fake_openai_server import FakeOpenAIServer, Reply, documents_in, user_text
     from tests.pdf_factory import make_simple_pdf
+    from tests.support.toy import ingest_offline
 
 KEY = "sk-faults-0123456789abcdefSECRET"
 MAX_RETRIES = 1
@@ -103,12 +105,7 @@ def workspace(tmp_path_factory) -> Path:
     for w in FAULTS:
         make_simple_pdf(src / f"{w}.pdf", f"Report {w}. The {w} report describes rivers, bridges and the {w} survey "
                                           f"of water quality in spring. Code word {w} appears here again.")
-    dm = DocMaster(d / "ws", get_settings(llm={"backend": "offline"}, parsing={"parser": "pymupdf"}),
-                   embedder=HashingEmbedder())
-    res = dm.ingest([src], build_index=False)
-    assert all(r.status == "ingested" for r in res), [r.reason for r in res]
-    dm.ws.close()
-    return d / "ws"
+    return ingest_offline(src, d / "ws")
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ from docmaster_core.model import DocumentTree, Node, NodeType
 from docmaster_core.pipeline import node_embedding_text
 from docmaster_core.store.workspace import Workspace
 
-__all__ = ["TOY_DOCS", "CONDITIONS", "IMAGENET", "APPLIANCE", "make_tree", "add_toy_document", "build_toy_workspace", "generated_docs"]
+__all__ = ["TOY_DOCS", "CONDITIONS", "IMAGENET", "APPLIANCE", "make_tree", "add_toy_document", "build_toy_workspace", "generated_docs", "ingest_offline"]
 
 #: Filter conditions over the toy collection (each matches at most a few of its documents).
 IMAGENET = "Does the paper report experimental results on the ImageNet dataset?"
@@ -164,3 +164,19 @@ def generated_docs(n: int, seed: int = 0) -> list:
         secs.append((f"Appendix {i}", [rnd.choice(pool)]))
         out.append((f"g{i}_{f}", f"{title} ({i})", secs))
     return out
+
+
+def ingest_offline(src, ws):
+    """Ingest every PDF in folder ``src`` into a new workspace at ``ws`` with the offline
+    LLM, the fast PyMuPDF parser and the model-free hashing embedder, no semantic index;
+    asserts every file was ingested and returns ``ws`` (closed)."""
+    from docmaster_core.config import get_settings
+    from docmaster_core.embedding.embedders import HashingEmbedder
+    from docmaster_core.pipeline import DocMaster
+
+    dm = DocMaster(ws, get_settings(llm={"backend": "offline"}, parsing={"parser": "pymupdf"}),
+                   embedder=HashingEmbedder())
+    res = dm.ingest([src], build_index=False)
+    assert all(r.status == "ingested" for r in res), [r.reason for r in res]
+    dm.ws.close()
+    return ws
