@@ -130,6 +130,11 @@ class RetrievalSettings(_Section):
         "page", description="combined: fuse the strategies' rankings by page (rrf_fuse_pages) or by node (rrf_fuse)."
     )
     rrf_c: float = Field(5.0, gt=0.0, description="RRF constant of the page-level fusion of combined (node-level keeps 60).")
+    evidence_chars: int = Field(
+        8000, ge=0, description="Characters of combined filter evidence per document: every strategy's best passages "
+        "in turn within this budget (fuse_within_budget); 0: the top-k fused passages instead.")
+    evidence_pool: int = Field(
+        40, ge=1, description="Passages each strategy offers to the combined filter evidence (the budget decides how many are taken).")
 
 
 class FilterSettings(_Section):
@@ -146,6 +151,9 @@ class FilterSettings(_Section):
     z_threshold: float = Field(3.75, description="Minimum robust z-score of the zscore cut.")
     sure_yes_z: float = Field(6.0, description="Three-way decisions: evidence score from which a kept document is sure.")
     sure_no_z: float = Field(0.25, description="Three-way decisions: evidence score below which a dropped document is sure.")
+    abs_cos: float = Field(0.50, description="Absolute relevance: closest-passage cosine that makes a document on topic.")
+    abs_terms: float = Field(0.5, ge=0.0, le=1.0, description="Absolute relevance: share of the condition's distinctive terms that makes a document on topic.")
+    distinct_df: float = Field(0.5, gt=0.0, le=1.0, description="A condition term is distinctive when at most this share of documents hold it.")
 
 
 class CandidateSettings(_Section):

@@ -171,6 +171,10 @@ for col, (name, run) in zip(res_cols, runs.items()):
         n_unc = sum(bool(deciding(shown, d).get("uncertain")) for d in shown["documents"]) if is_offline_run(run) else 0
         how = ("by the cut" if is_offline_run(run) else f"by {md_escape(run.get('backend', ''))}; "
                f"the top {kept_n} by score shown beside")
+        if cut.get("none_meets") and kept_n == suggested:
+            st.warning(f"Configuration {name}: no document of this collection meets this condition (none holds a "
+                       "passage close in meaning to it or uses its distinctive words), so nothing is kept; the "
+                       "closest documents are listed as uncertain.")
         if n_unc:
             sure_kept = sum(deciding(shown, d).get("decision") is True and not deciding(shown, d).get("uncertain")
                             for d in shown["documents"])

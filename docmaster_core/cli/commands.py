@@ -287,6 +287,9 @@ def cmd_filter(args: argparse.Namespace) -> int:
     print(f"{'rank':>4} {'score':>6}  {'file':50} {head}   (ranked by {run.strategy} evidence score; documents "
           "whose passages are too weakly similar rank last)")
     cut = run.cuts.get(run.strategy)
+    if cut is not None and cut.none_meets:
+        print("No document of this collection meets this condition: none holds a passage close in meaning to it or "
+              "uses its distinctive words, so nothing is kept (the closest documents are marked uncertain, '?').")
 
     def rank_of(d):
         dec = d.decisions.get(run.strategy)
@@ -427,9 +430,10 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.set_defaults(func=cmd_ask)
 
     sp = sub.add_parser("eval", help="evaluate filtering (P/R/F1) or retrieval (evidence-page recall@k)")
-    sp.add_argument("what", choices=["filter", "retrieval", "calibrate", "qa"],
+    sp.add_argument("what", choices=["filter", "retrieval", "calibrate", "qa", "evidence"],
                     help="filter P/R/F1, retrieval recall@k, calibrate the offline decider on some conditions, "
-                         "or qa (key-on-page and decline rates of ask)")
+                         "qa (key-on-page and decline rates of ask), or evidence (share of labelled matches whose "
+                         "gold passage is inside each strategy's filter evidence)")
     common(sp)
     knobs(sp)
     sp.add_argument("--cases", nargs="+", help="filter: TSV(s) with columns file, condition, label; "
@@ -438,6 +442,8 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.add_argument("--conditions", nargs="+",
                     help="filter: TSV(s) condition<TAB>text, one per --cases file (else the condition column is the text)")
     sp.add_argument("--strategy", nargs="+", choices=strategies + ["keyword"], help="strategies to evaluate (default all five)")
+    sp.add_argument("--clauses", help="evidence: TSV file, condition, clause of gold passages (default: the "
+                    "cases' evidence column, one key sentence per match: a lower bound)")
     sp.add_argument("--calibrate-on", dest="calibrate_on", nargs="+", metavar="KEY",
                     help="calibrate: condition keys to choose the rule on (default 1st, 3rd, ... condition)")
     sp.add_argument("--decider", choices=["auto", "llm", "calibrated"], default="auto", help="filter decider")

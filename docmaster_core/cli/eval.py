@@ -74,6 +74,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     if args.what == "qa":
         return _cmd_eval_qa(args, dm)
+    if args.what == "evidence":
+        return _cmd_eval_evidence(args, dm)
     if args.what == "calibrate":
         cases, texts = _load_cases(ev, args)
         keys = list(texts)
@@ -134,8 +136,37 @@ def _cmd_eval_qa(args: argparse.Namespace, dm) -> int:
     return 0
 
 
+def _cmd_eval_evidence(args: argparse.Namespace, dm) -> int:
+    """``eval evidence``: gold passage inside each strategy's filter evidence, and characters per document."""
+    from ..evaluation import evidence as ee
+    from ..evaluation import harness as ev
+
+    _, texts = _load_cases(ev, args)
+    gold: dict = {}
+    for f in ([args.clauses] if args.clauses else args.cases):
+        for k, v in ee.load_gold_passages(f).items():
+            gold.setdefault(k, []).extend(v)
+    strategies = args.strategy or ["combined", "tree", "semantic", "keyword", "hyperedge", "flat"]
+    res = ee.eval_evidence(dm, texts, gold, strategies=strategies, top_k=args.top_k)
+    if args.json:
+        print_json(res)
+        return 0
+    t0 = str(res["thresholds"][0])
+    print(f"{res['matches']} labelled matches; gold passage inside the evidence (>= {float(t0):.0%} of its "
+          f"word 4-grams), top-k {res['top_k']}")
+    print(f"{'condition':10} {'n':>3}  " + "  ".join(f"{s[:9]:>9}" for s in strategies))
+    for key, c in res["conditions"].items():
+        print(f"{clean_line(key)[:10]:10} {c['matches']:>3}  " + "  ".join(f"{c[s]:>9.3f}" for s in strategies))
+    for t in res["thresholds"]:
+        print(f"{'all @' + format(t, 'g'):14}  " + "  ".join(f"{res['recall'][s][str(t)]:>9.3f}" for s in strategies))
+    print(f"{'chars / doc':14}  " + "  ".join(f"{res['chars_per_doc'][s]:>9.0f}" for s in strategies))
+    if res["missing_files"]:
+        print(f"{len(res['missing_files'])} labelled files are not in the workspace")
+    return 0
+
+
 def cmd_eval_checked(args: argparse.Namespace) -> int:
-    if args.what in ("filter", "calibrate", "qa") and not args.cases:
+    if args.what in ("filter", "calibrate", "qa", "evidence") and not args.cases:
         print(f"error: eval {args.what} needs --cases FILE.tsv", file=sys.stderr)
         return 2
     if args.what == "retrieval" and not args.bench:

@@ -117,6 +117,7 @@ __all__ = [
     "calibrated_decisions",
     "cut_threshold",
     "uncertain_band",
+    "on_topic",
 ]
 
 @dataclass(frozen=True)
@@ -152,6 +153,15 @@ class OfflineCalibration:
         sure_yes_z: Evidence score from which a kept document is sure (three-way
             decisions; :func:`uncertain_band`).
         sure_no_z: Evidence score below which a dropped document is sure.
+        abs_cos: Absolute relevance (issue 32): a document is *on topic* when its best
+            evidence passage has cosine >= ``abs_cos`` with the condition, or when
+            ``abs_terms`` of the condition's distinctive terms occur in its body
+            (:func:`~docmaster_core.filtering.evidence.distinctive_share`). A kept document
+            that is not on topic is uncertain at most; when no document of the run is on
+            topic, no document meets the condition and none is kept.
+        abs_terms: Share of the distinctive terms that makes a document on topic.
+        distinct_df: A condition term is distinctive when at most this share of the
+            collection's documents hold it.
     """
 
     top_m: int = 3
@@ -174,6 +184,9 @@ class OfflineCalibration:
     k1: float = 1.2
     sure_yes_z: float = 6.0
     sure_no_z: float = 0.25
+    abs_cos: float = 0.50
+    abs_terms: float = 0.5
+    distinct_df: float = 0.5
 
     def to_dict(self) -> dict[str, float | str]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -394,3 +407,31 @@ def calibrated_decisions(d: np.ndarray, l: np.ndarray, calib: OfflineCalibration
     lo, hi = uncertain_band(thr, calib)
     return dec, z, {"mode": "collection", "dense_median": md, "dense_scale": sd, "lex_median": ml, "lex_scale": sl,
                     "cut": calib.cut, "threshold": thr, "sure_no": lo, "sure_yes": hi}
+
+
+def on_topic(best_cos: np.ndarray, term_share: np.ndarray, calib: OfflineCalibration = DEFAULT_CALIBRATION
+             ) -> np.ndarray:
+    """Absolute relevance of each document to a condition (issue 32).
+
+    The evidence score compares a document with the others, so some document always
+    comes out on top, even for a condition nothing in the collection is about. This
+    asks the question without the others: does the document's closest passage mean
+    something close to the condition, or does the document use the condition's
+    distinctive words at all?::
+
+        on_topic = best_cos >= abs_cos  or  term_share >= abs_terms
+
+    Args:
+        best_cos: float (D,) cosine of each document's closest evidence passage with the
+            condition (0 without evidence).
+        term_share: float (D,) share of the condition's distinctive terms in the body
+            (:func:`~docmaster_core.filtering.evidence.distinctive_share`).
+        calib: ``abs_cos`` and ``abs_terms``.
+
+    Returns:
+        bool (D,). The thresholds were set on the public sets (P, Q, V and nine
+        conditions no document meets, docs/results/evidence.md): every public condition
+        has an on-topic match; MiniLM cosines of unrelated text stay below 0.5.
+    """
+    return (np.asarray(best_cos, dtype=np.float64) >= calib.abs_cos) | \
+        (np.asarray(term_share, dtype=np.float64) >= calib.abs_terms)

@@ -45,7 +45,7 @@ from ..text.terms import condition_terms, tokens
 from ..tree.roles import ROLE_CODE, view_roles
 
 __all__ = ["condition_parts", "lexical_parts", "strip_question", "DocTerms", "doc_terms", "DocumentSignals",
-           "document_signals", "topm_per_doc"]
+           "document_signals", "topm_per_doc", "distinctive_terms", "distinctive_share"]
 
 _FRAME = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have)\s+(?:the|this|a|an)?\s*"
                     r"(?:paper|document|article|report|study|work|manual|text|publication)(?:'s|s)?\s+", re.IGNORECASE)
@@ -232,3 +232,33 @@ def document_signals(view: CorpusView, encode, condition: str, stats: LexicalSta
         lex_z.append(robust_z(lex, lex_scale_floor, mask, pool)[0])
     lexical_z = np.where(mask, np.min(lex_z, axis=0), 0.0)
     return DocumentSignals(dense_z, lexical_z, parts, support)
+
+
+def distinctive_terms(condition: str, stats: LexicalStats, max_df: float = 0.5) -> list[str]:
+    """The condition's *distinctive* terms: its terms (:func:`~docmaster_core.text.terms.condition_terms`)
+    found in at most ``max_df`` of the collection's documents (or in none). Terms most
+    documents hold ("agreement", "party", "paper") say nothing about whether a document
+    is about the condition.
+
+    Returns:
+        Terms in condition order (possibly empty).
+    """
+    n = max(1, int(stats.n_docs))
+    return [t for t in dict.fromkeys(condition_terms(condition)) if stats.df.get(t, 0) / n <= max_df]
+
+
+def distinctive_share(view: CorpusView, condition: str, stats: LexicalStats, max_df: float = 0.5,
+                      related_weight: float = 0.25) -> np.ndarray:
+    """Per document, the share of the condition's distinctive terms (:func:`distinctive_terms`)
+    that occur anywhere in its body (role-weighted counts > 0; reference lists excluded):
+    an absolute signal, not a comparison with the other documents (issue 32).
+
+    Returns:
+        float64 (D,) in [0, 1]; 1 for every document when the condition has no
+        distinctive term (then the words cannot tell).
+    """
+    terms = distinctive_terms(condition, stats, max_df)
+    if not terms:
+        return np.ones(len(view.docs))
+    dt = doc_terms(view, related_weight)
+    return np.array([sum(c.get(t, 0) > 0 for t in terms) / len(terms) for c in dt.counts], dtype=np.float64)

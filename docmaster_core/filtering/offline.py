@@ -22,8 +22,9 @@ from .decider import (
     dense_score,
     lexical_score,
     lexical_stats,
+    on_topic,
 )
-from .evidence import document_signals, lexical_parts
+from .evidence import distinctive_share, document_signals, lexical_parts
 from ..text.terms import condition_terms, tokens
 from ..tree.roles import evidence_weight
 
@@ -45,6 +46,9 @@ class Cut:
             floor: only those can be kept, and they rank first (not serialised).
         sure_no, sure_yes: The uncertain band (z units, :func:`~docmaster_core.filtering.decider.uncertain_band`).
         uncertain: Documents in the band (kept and dropped ones together).
+        none_meets: No document of the run is on topic (:func:`~docmaster_core.filtering.decider.on_topic`):
+            no document meets the condition, none is kept, and the documents the cut
+            would have kept are uncertain.
 
     ``to_dict`` adds ``eligible`` (how many documents passed the dense floor: ranks
     ``1..eligible``; the others rank after them whatever their score).
@@ -59,10 +63,11 @@ class Cut:
     sure_no: float | None = None
     sure_yes: float | None = None
     uncertain: int = 0
+    none_meets: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
-               "best": round(self.best, 4), "uncertain": self.uncertain}
+               "best": round(self.best, 4), "uncertain": self.uncertain, "none_meets": self.none_meets}
         if self.eligible is not None:  # ranks above this count passed the dense floor; the rest rank after them
             out["eligible"] = int(np.asarray(self.eligible).sum())
         if self.sure_no is not None and self.sure_yes is not None:
@@ -82,7 +87,8 @@ def _ranks(z: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 
 def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
                                   calib: OfflineCalibration, stats, extra_z: np.ndarray | None = None,
-                                  role_aware: bool = False) -> tuple[list[Decision], Cut]:
+                                  role_aware: bool = False, term_share: np.ndarray | None = None
+                                  ) -> tuple[list[Decision], Cut]:
     """Offline decisions of one strategy for a collection (:mod:`.decider`).
 
     Args:
@@ -99,6 +105,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             someone else's work), a reference-list passage's 0; for a compound condition the
             lexical support is taken per part (:func:`~docmaster_core.filtering.evidence.lexical_parts`)
             and the weakest part counts.
+        term_share: Optional float (D,) share of the condition's distinctive terms in
+            each document's body: with it, absolute relevance is checked
+            (:func:`~docmaster_core.filtering.decider.on_topic`): a kept document that is
+            not on topic is uncertain, and when no document is on topic none is kept
+            (``Cut.none_meets``).
 
     Returns:
         ``(decisions, cut)``: one :class:`Decision` per document (0 tokens, backend
@@ -129,8 +140,20 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     ranks = _ranks(z, eligible)
     thr = float(st["threshold"])
     unsure = eligible & (z >= st["sure_no"]) & (z < st["sure_yes"])
+    topical = np.ones(len(z), dtype=bool)
+    none_meets = False
+    if term_share is not None:
+        best_cos = np.array([float(np.max(c)) if len(c) else 0.0 for c in cos_by_doc])
+        topical = on_topic(best_cos, term_share, calib) & present
+        if not topical.any():  # nothing in the collection is about the condition: keep nothing
+            none_meets = True
+            unsure = unsure | dec
+            dec = np.zeros_like(dec)
+        else:
+            unsure = unsure | (dec & ~topical)
     cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
-              eligible=eligible, sure_no=float(st["sure_no"]), sure_yes=float(st["sure_yes"]), uncertain=int(unsure.sum()))
+              eligible=eligible, sure_no=float(st["sure_no"]), sure_yes=float(st["sure_yes"]), uncertain=int(unsure.sum()),
+              none_meets=none_meets)
     out = []
     for i, (evs, c) in enumerate(zip(ev_by_doc, cos_by_doc)):
         if not evs:
@@ -153,7 +176,14 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         else:
             ids = [best.evidence_id]
         rationale = readable_rationale(bool(dec[i]), float(z[i]), thr, int(ranks[i]), len(z),
-                                       [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak)
+                                       [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak,
+                                       on_topic=bool(topical[i]))
+        if none_meets:
+            rationale = ("No document of this collection meets the condition: none holds a passage close in meaning "
+                         "to it or uses its distinctive words, so nothing is kept. " + rationale)
+        elif not topical[i] and dec[i]:
+            rationale += (" Its closest passage is only loosely similar to the condition and it uses few of the "
+                          "condition's distinctive words, so it is uncertain at most.")
         if unsure[i]:
             rationale += (f" Uncertain: its score lies between {st['sure_no']:.2g} and {st['sure_yes']:.2g}, "
                           "where the cut is often wrong; check this document.")
@@ -186,7 +216,7 @@ def _rule_sentence(mode: str, calib: OfflineCalibration, thr: float, best: float
 
 def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, top: Sequence[Evidence],
                        best: Evidence, hits: Sequence[str], rule: str,
-                       weak: tuple[float, float] | None = None) -> str:
+                       weak: tuple[float, float] | None = None, on_topic: bool = True) -> str:
     """A filter decision explained for a person, in two or three sentences.
 
     Says whether the document is kept and how strong its support is, which passages
@@ -204,6 +234,9 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
         hits: Condition words found in the passages.
         rule: The cut in one clause (:func:`_rule_sentence`).
         weak: ``(mean cosine, floor)`` when the passages are too weakly similar to be kept.
+        on_topic: False when the document is not on topic in absolute terms
+            (:func:`~docmaster_core.filtering.decider.on_topic`): its support is then
+            called "little" whatever its rank.
 
     Returns:
         The rationale text (plain text, no markup).
@@ -217,7 +250,8 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
     pages = sorted({int(e.page) for e in top if e.page})
     where = ", ".join(f"\"{x}\"" for x in sections[:3]) + (" and others" if len(sections) > 3 else "")
     verdict = "Kept" if kept else "Not kept"
-    out = (f"{verdict}, rank {rank} of {n}: {_strength(score, thr)} support. Its {len(top)} closest passage"
+    strength = _strength(score, thr) if on_topic else "little"
+    out = (f"{verdict}, rank {rank} of {n}: {strength} support. Its {len(top)} closest passage"
            f"{'s are' if len(top) != 1 else ' is'} in {where or 'the document'}"
            + (f" (p. {', '.join(map(str, pages[:5]))})" if pages else "")
            + (f" and mention {', '.join(hits[:6])}" if hits else "; none of the condition's words appear in them")
@@ -231,7 +265,8 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
 
 def offline_decisions(retr, view, condition: str, docs: list,
                       cos_by: dict[str, list[np.ndarray]], strategies: Sequence[str], calib: OfflineCalibration,
-                      doc_ids: Sequence[str] | None = None) -> tuple[dict[str, list[Decision]], dict[str, Cut]]:
+                      doc_ids: Sequence[str] | None = None, score_passages: int | None = None
+                      ) -> tuple[dict[str, list[Decision]], dict[str, Cut]]:
     """The offline decisions, evidence scores and cuts of every strategy of a run.
 
     Args:
@@ -245,6 +280,12 @@ def offline_decisions(retr, view, condition: str, docs: list,
         strategies: Strategies to decide.
         calib: The rule's parameters.
         doc_ids: The run's documents (None: all of the view).
+        score_passages: When set, the evidence score of ``combined`` is computed from
+            the first ``score_passages`` passages of its evidence (the budgeted evidence
+            takes every strategy's best passages first, :func:`~docmaster_core.retrieval.combine.fuse_within_budget`):
+            the rule was calibrated on top-k evidence, and scoring all 8,000 characters
+            lowered its leave-one-condition-out F1 (docs/results/evidence.md). The
+            decision's cited passages and rationale come from the same first passages.
 
     The ``combined`` strategy adds the document-level, structure-aware signals of
     :mod:`~docmaster_core.filtering.evidence` (role-weighted lexical support over the body, soft-AND dense
@@ -254,6 +295,8 @@ def offline_decisions(retr, view, condition: str, docs: list,
         ``({strategy: [Decision per document of docs]}, {strategy: Cut})``.
     """
     stats = lexical_stats(view)
+    mask_all = view.doc_mask(doc_ids)
+    share = distinctive_share(view, condition, stats, calib.distinct_df, calib.related_weight)[np.flatnonzero(mask_all)]
     extra = None
     if "combined" in strategies and len(docs) >= calib.min_collection:
         mask = view.doc_mask(doc_ids)
@@ -264,7 +307,9 @@ def offline_decisions(retr, view, condition: str, docs: list,
         extra = (sig.dense_z + calib.lam * sig.lexical_z)[np.flatnonzero(mask)]
     out, cuts = {}, {}
     for s in strategies:
-        out[s], cuts[s] = calibrated_document_decisions(condition, [r.evidence[s] for r in docs], cos_by[s], calib,
+        n = score_passages if (s == "combined" and score_passages) else None
+        out[s], cuts[s] = calibrated_document_decisions(condition, [r.evidence[s][:n] for r in docs],
+                                                        [c[:n] for c in cos_by[s]], calib,
                                                         stats, extra_z=extra if s == "combined" else None,
-                                                        role_aware=s == "combined")
+                                                        role_aware=s == "combined", term_share=share)
     return out, cuts

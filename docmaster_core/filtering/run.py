@@ -285,8 +285,13 @@ def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str)
 
 
 def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str], top_k: int, *,
-                     doc_ids: Sequence[str] | None = None, view=None) -> tuple[list[DocumentResult], dict[str, list[np.ndarray]]]:
+                     doc_ids: Sequence[str] | None = None, view=None, budget: int | None = None
+                     ) -> tuple[list[DocumentResult], dict[str, list[np.ndarray]]]:
     """Retrieve every strategy's evidence for every document (no decisions).
+
+    ``combined`` is each strategy's best passages in turn within ``budget`` characters
+    per document (default ``settings.evidence_chars``; 0: the top-k RRF list; see
+    :func:`~docmaster_core.retrieval.combine.fuse_within_budget`).
 
     Returns:
         ``(documents, cosines)``: one :class:`DocumentResult` per document with its
@@ -294,7 +299,9 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
         cosine of each evidence item with the condition (same order as the evidence).
     """
     view = view or retr.view
-    res = retr.rank(condition, strategies, doc_ids=doc_ids, top_k=top_k, view=view)
+    if budget is None:
+        budget = int(getattr(retr.settings, "evidence_chars", 0))
+    res = retr.rank(condition, strategies, doc_ids=doc_ids, top_k=top_k, view=view, budget=budget or None)
     dis = np.flatnonzero(view.doc_mask(doc_ids)).tolist()
     docs = [DocumentResult(view.docs[di].doc_id, view.docs[di].file_name) for di in dis]
     # the evidence nodes of every document read at once, not tree by tree (a lazily loaded view)
@@ -401,7 +408,8 @@ def run_filter(
     cascade_reports: dict[str, dict] = {}
     # the offline evidence scores rank every strategy's collection (and decide it, for the
     # calibrated decider): computed for every run, an LLM run shows its decisions beside them
-    offline, cuts = offline_decisions(retr, run_view, cond, docs, cos_by, strats, calib, run_doc_ids)
+    offline, cuts = offline_decisions(retr, run_view, cond, docs, cos_by, strats, calib, run_doc_ids,
+                                      score_passages=k if int(getattr(settings, "evidence_chars", 0)) else None)
     if decider == "calibrated":
         backend = "offline-calibrated"
         for s in strats:

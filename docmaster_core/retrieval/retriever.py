@@ -19,8 +19,9 @@ import numpy as np
 
 from ..errors import RetrievalError
 from ..model import Evidence
-from .combine import STRATEGIES, STRUCTURED, rrf_fuse, rrf_fuse_pages
-from .corpus import CorpusView, load_corpus, node_evidence
+from .combine import EVIDENCE_ROTATION, STRATEGIES, STRUCTURED, fuse_within_budget, rrf_fuse, rrf_fuse_pages
+from ..model import NodeType
+from .corpus import TYPE_CODES, CorpusView, load_corpus, node_evidence, node_text
 from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
 from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
 from .references import find_references, resolve_references
@@ -28,6 +29,8 @@ from .semantic import node_cosines, semantic_search, top_k_per_doc
 from .tree_traversal import tree_search
 
 __all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX", "check_top_k"]
+
+_TITLE = TYPE_CODES[NodeType.TITLE]
 
 #: Evidence-id letter of each strategy.
 EVIDENCE_PREFIX = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F", "keyword": "K"}
@@ -143,7 +146,7 @@ class Retriever:
 
     # ------------------------------------------------------------------ ranking
     def rank(self, query: str | np.ndarray, strategies: Sequence[str] = STRATEGIES, *, doc_ids: Sequence[str] | None = None,
-             top_k: int | None = None, view: CorpusView | None = None) -> QueryResult:
+             top_k: int | None = None, view: CorpusView | None = None, budget: int | None = None) -> QueryResult:
         """Per-document rankings of ``query`` for the given strategies.
 
         Args:
@@ -151,6 +154,10 @@ class Retriever:
             strategies: Any of ``tree, semantic, hyperedge, combined, flat``.
             doc_ids: Documents to search (default all).
             top_k: Items per document and strategy (default ``settings.top_k``).
+            budget: Characters per document: ``combined`` is then the filter evidence of
+                :func:`~.combine.fuse_within_budget` (semantic, BM25, tree and hyper-edge
+                passages in turn, ``settings.evidence_pool`` offered by each), not the
+                top-k RRF list. The other strategies keep their top-k lists.
 
         Raises:
             RetrievalError: an unknown strategy or document, or ``top_k`` < 1.
@@ -185,7 +192,9 @@ class Retriever:
             ranked["hyperedge"] = hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=k,
                                                    doc_mask=mask, cos=cos)
         comb_strats: dict[int, list[str]] = {}
-        if "combined" in need:
+        if "combined" in need and budget:
+            ranked["combined"], comb_strats = self._budgeted(view, query, q, cos, mask, int(budget))
+        elif "combined" in need:
             refs = find_references(query) if isinstance(query, str) else []
             comb: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             for di in np.flatnonzero(mask).tolist():
@@ -213,6 +222,43 @@ class Retriever:
             fcos = flat_cosines(fv, q)
             ranked["flat"] = flat_search(fv, q, self.settings, top_k=k, doc_mask=mask, cos=fcos)
         return QueryResult(q, cos, ranked, comb_strats, fcos)
+
+    def _budgeted(self, view: CorpusView, query, q: np.ndarray, cos: np.ndarray, mask: np.ndarray, budget: int
+                  ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[str]]]:
+        """The combined filter evidence of every masked document (:func:`~.combine.fuse_within_budget`)."""
+        from .keyword import keyword_scores
+
+        pool = int(getattr(self.settings, "evidence_pool", 40))
+        lists = {"semantic": semantic_search(view, q, self.settings, top_k=pool, doc_mask=mask, cos=cos),
+                 "tree": tree_search(view, q, self.settings, top_k=pool, doc_mask=mask, cos=cos),
+                 "hyperedge": hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=pool,
+                                               doc_mask=mask, cos=cos)}
+        if isinstance(query, str):
+            ks = keyword_scores(view, query)
+            lists["keyword"] = top_k_per_doc(view, ks, pool, valid=(ks > 0) & ~view.back_matter & (view.type_code != 0),
+                                             doc_mask=mask)
+        refs = find_references(query) if isinstance(query, str) else []
+        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        who: dict[int, list[str]] = {}
+        for di in np.flatnonzero(mask).tolist():
+            st = view.docs[di].start
+            # headings are not passages of their own here: a TITLE's evidence text repeats its section's summary
+            per = {s: (ids[view.type_code[st + ids] != _TITLE], sc[view.type_code[st + ids] != _TITLE])
+                   for s, (ids, sc) in ((s, got[di]) for s, got in lists.items() if di in got)}
+            if refs:
+                ref_ids = resolve_references(view, di, refs, cos)
+                if ref_ids:
+                    per["reference"] = (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))
+            if not per:
+                continue
+            dv = view.docs[di]
+            nids = {int(n) for ids, _ in per.values() for n in np.asarray(ids).tolist()}
+            view.prefetch((di, n) for n in nids)
+            chars = {n: len(node_text(view.node(di, n), dv.tree.title if n == 0 else "")) for n in nids}
+            ids, sc, w = fuse_within_budget(per, chars, budget, EVIDENCE_ROTATION, first="reference")
+            out[di] = (ids, sc)
+            who[di] = w
+        return out, who
 
     def to_evidence(self, res: QueryResult, strategy: str, doc_index: int, view: CorpusView | None = None) -> list[Evidence]:
         """The Evidence list of one strategy for one document of a :class:`QueryResult`."""

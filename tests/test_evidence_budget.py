@@ -1,0 +1,110 @@
+"""Filter evidence that holds what decides (issue 32): every strategy's best passages in
+turn within a character budget, the gold-passage measure, and absolute relevance (a
+condition nothing meets keeps nothing), on collections the tests build (real
+all-MiniLM-L6-v2 embeddings)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from docmaster_core.config import RetrievalSettings
+from docmaster_core.evaluation.evidence import coverage, load_gold_passages, normalised, shingles
+from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, on_topic
+from docmaster_core.filtering.run import run_filter
+from docmaster_core.retrieval.combine import fuse_within_budget
+from support.toy import TOY_DOCS, build_toy_workspace
+
+_FILLER = ("The parties shall cooperate in good faith and keep each other reasonably informed of the progress of "
+           "the work, and each party shall bear its own costs unless this Agreement says otherwise. ")
+DECIDING = ("Either party may terminate this Agreement for convenience, without cause, upon thirty days prior "
+            "written notice to the other party.")
+# the deciding sentence sits in the middle of a long clause, among other clauses of a contract
+CONTRACT = ("supply_agreement.pdf", "Supply Agreement", [
+    (None, ["This Supply Agreement is made between Acme Components Inc. and Borealis Motors Ltd."]),
+    ("1. Definitions", ["Products means the brake assemblies listed in Schedule A. Territory means Canada."]),
+    ("2. Supply", ["Supplier shall manufacture and deliver the Products in the quantities ordered by Buyer.",
+                   "Each purchase order is binding once accepted in writing by Supplier."]),
+    ("3. Prices", ["Prices are stated in Schedule B and are fixed for the first contract year."]),
+    ("4. Term and Termination", [_FILLER * 3 + DECIDING + " " + _FILLER * 3]),
+    ("5. Warranty", ["Supplier warrants that the Products are free from defects for twelve months after delivery."]),
+    ("6. Governing Law", ["This Agreement is governed by the laws of the Province of Ontario."]),
+])
+
+
+def test_each_strategy_takes_its_turn_within_the_budget():
+    lists = {"semantic": (np.array([1, 2, 3]), np.ones(3, np.float32)),
+             "keyword": (np.array([4, 1, 5]), np.ones(3, np.float32))}
+    chars = {1: 100, 2: 100, 3: 100, 4: 100, 5: 100}
+    ids, score, who = fuse_within_budget(lists, chars, 350)
+    assert ids.tolist() == [1, 4, 2]  # rank 1 of each list, then rank 2 (1 is taken already); 3 would pass 350
+    assert sum(chars[i] for i in ids.tolist()) <= 350
+    assert who[0] == "keyword+semantic" and score[0] == 1.0 and score[2] == 0.5
+    # a passage larger than the budget is still taken when it is the first
+    ids, _, _ = fuse_within_budget({"semantic": (np.array([9]), np.ones(1))}, {9: 5000}, 100)
+    assert ids.tolist() == [9]
+
+
+def test_gold_passage_coverage_ignores_layout():
+    ev = "Either party may terminate this Agree-\nment for convenience, without cause, upon thirty days"
+    g = "either party may terminate this agreement for convenience without cause upon thirty days prior notice"
+    sh = shingles(ev.replace("-\n", ""))
+    assert 0.6 < coverage(g, sh, normalised(ev)) < 1.0
+    assert coverage("Ontario", set(), "laws of the province of ontario") == 1.0
+    assert coverage("Quebec", set(), "laws of the province of ontario") == 0.0
+
+
+def test_load_gold_passages_reads_clauses_and_case_evidence(tmp_path):
+    p = tmp_path / "clauses.tsv"
+    p.write_text("file\tcondition\tclause\na.pdf\tV1\tFirst  clause.\na.pdf\tV1\tSecond clause.\n")
+    q = tmp_path / "cases.tsv"
+    q.write_text("file\tcondition\tlabel\tpage\tevidence\na.pdf\tP1\t1\t2\tKey sentence.\nb.pdf\tP1\t0\t\t\n")
+    assert load_gold_passages(p) == {("a.pdf", "V1"): ["First clause.", "Second clause."]}
+    assert load_gold_passages(q) == {("a.pdf", "P1"): ["Key sentence."]}
+
+
+@pytest.fixture(scope="module")
+def ws_contract(tmp_path_factory, embedder):
+    return build_toy_workspace(tmp_path_factory.mktemp("evbudget"), embedder, TOY_DOCS + [CONTRACT])
+
+
+def _by_file(run):
+    return {d.file_name: d for d in run.documents}
+
+
+def test_deciding_sentence_inside_a_long_clause_is_in_the_evidence(ws_contract, embedder):
+    budget = 2000
+    settings = RetrievalSettings(evidence_chars=budget)
+    run = run_filter(ws_contract, embedder, None, settings, "Can a party terminate the agreement for convenience "
+                     "by giving notice?", decider="calibrated", save=False)
+    ev = _by_file(run)["supply_agreement.pdf"].evidence["combined"]
+    assert any(DECIDING in e.text for e in ev)
+    for d in run.documents:  # the budget holds for every document (the first passage alone may exceed it)
+        texts = [len(e.text) for e in d.evidence["combined"]]
+        assert sum(texts) <= max(budget, texts[0] if texts else 0)
+    # each strategy's best passage (headings aside: their section path heads every passage) is in the combined evidence
+    comb = {e.node_id for e in ev}
+    for s in ("tree", "semantic"):
+        best = next(e for e in _by_file(run)["supply_agreement.pdf"].evidence[s] if e.node_type != "TITLE")
+        assert best.node_id in comb
+    assert _by_file(run)["supply_agreement.pdf"].decision("combined") is True
+
+
+def test_a_condition_nothing_meets_keeps_nothing(ws_contract, embedder):
+    run = run_filter(ws_contract, embedder, None, RetrievalSettings(), "Does the document give a recipe for "
+                     "baking sourdough bread with rye flour?", decider="calibrated", save=False)
+    assert run.matches("combined") == []
+    assert run.cuts["combined"].none_meets is True
+    assert run.three_way("combined")["kept"] == 0
+    top = min(run.documents, key=lambda d: d.decisions["combined"].rank)
+    assert "No document of this collection meets the condition" in top.decisions["combined"].rationale
+    assert "strong support" not in top.decisions["combined"].rationale
+    # a condition the collection does meet is unaffected
+    run = run_filter(ws_contract, embedder, None, RetrievalSettings(), "Does the paper report results on ImageNet?",
+                     decider="calibrated", save=False)
+    assert run.cuts["combined"].none_meets is False
+    assert "cnn_imagenet.pdf" in {d.file_name for d in run.documents if d.decision("combined")}
+
+
+def test_on_topic_needs_meaning_or_distinctive_words():
+    got = on_topic(np.array([0.62, 0.31, 0.31, 0.0]), np.array([0.0, 0.75, 0.25, 0.0]), DEFAULT_CALIBRATION)
+    assert got.tolist() == [True, True, False, False]
