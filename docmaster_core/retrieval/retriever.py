@@ -20,8 +20,7 @@ import numpy as np
 from ..errors import RetrievalError
 from ..model import Evidence
 from .combine import EVIDENCE_ROTATION, STRATEGIES, STRUCTURED, fuse_within_budget, rrf_fuse, rrf_fuse_pages
-from ..model import NodeType
-from .corpus import TYPE_CODES, CorpusView, load_corpus, node_evidence, node_text
+from .corpus import CorpusView, load_corpus, node_evidence, node_text
 from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
 from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
 from .references import find_references, resolve_references
@@ -29,8 +28,6 @@ from .semantic import node_cosines, semantic_search, top_k_per_doc
 from .tree_traversal import tree_search
 
 __all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX", "check_top_k"]
-
-_TITLE = TYPE_CODES[NodeType.TITLE]
 
 #: Evidence-id letter of each strategy.
 EVIDENCE_PREFIX = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F", "keyword": "K"}
@@ -241,10 +238,7 @@ class Retriever:
         out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         who: dict[int, list[str]] = {}
         for di in np.flatnonzero(mask).tolist():
-            st = view.docs[di].start
-            # headings are not passages of their own here: a TITLE's evidence text repeats its section's summary
-            per = {s: (ids[view.type_code[st + ids] != _TITLE], sc[view.type_code[st + ids] != _TITLE])
-                   for s, (ids, sc) in ((s, got[di]) for s, got in lists.items() if di in got)}
+            per = {s: got[di] for s, got in lists.items() if di in got}
             if refs:
                 ref_ids = resolve_references(view, di, refs, cos)
                 if ref_ids:
