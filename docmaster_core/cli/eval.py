@@ -151,8 +151,7 @@ def _cmd_eval_evidence(args: argparse.Namespace, dm) -> int:
     if args.json:
         print_json(res)
         return 0
-    t0 = str(res["thresholds"][0])
-    print(f"{res['matches']} labelled matches; gold passage inside the evidence (>= {float(t0):.0%} of its "
+    print(f"{res['matches']} labelled matches; gold passage inside the evidence (>= {res['thresholds'][0]:.0%} of its "
           f"word 4-grams), top-k {res['top_k']}")
     print(f"{'condition':10} {'n':>3}  " + "  ".join(f"{s[:9]:>9}" for s in strategies))
     for key, c in res["conditions"].items():

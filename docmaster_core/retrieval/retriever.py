@@ -70,6 +70,24 @@ class QueryResult:
     flat_cos: np.ndarray | None = None
 
 
+def _keyword_lists(view: CorpusView, query, k: int, mask: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Node-level BM25 top-``k`` per masked document (body content only); empty for a vector query."""
+    from .keyword import keyword_scores
+
+    if not isinstance(query, str):
+        return {}
+    ks = keyword_scores(view, query)
+    return top_k_per_doc(view, ks, k, valid=(ks > 0) & ~view.back_matter & (view.type_code != 0), doc_mask=mask)
+
+
+def _reference_list(view: CorpusView, di: int, refs, cos: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{"reference": (node_ids, ones)}`` of the elements a query names in document ``di`` ("Figure 3"), or {}."""
+    ref_ids = resolve_references(view, di, refs, cos) if refs else []
+    if not ref_ids:
+        return {}
+    return {"reference": (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))}
+
+
 class Retriever:
     """Tri-modal retrieval plus the flat baseline over one workspace.
 
@@ -177,14 +195,7 @@ class Retriever:
         if "tree" in need:
             ranked["tree"] = tree_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
         if "keyword" in need or ("combined" in need and self.keyword and isinstance(query, str)):
-            from .keyword import keyword_scores
-
-            if isinstance(query, str):
-                ks = keyword_scores(view, query)
-                valid = (ks > 0) & ~view.back_matter & (view.type_code != 0)
-                ranked["keyword"] = top_k_per_doc(view, ks, k, valid=valid, doc_mask=mask)
-            else:
-                ranked["keyword"] = {}
+            ranked["keyword"] = _keyword_lists(view, query, k, mask)
         if "hyperedge" in need:
             ranked["hyperedge"] = hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=k,
                                                    doc_mask=mask, cos=cos)
@@ -198,10 +209,7 @@ class Retriever:
                 lists = {s: ranked[s][di] for s in STRUCTURED if di in ranked[s]}
                 if self.keyword and di in ranked.get("keyword", {}):
                     lists["keyword"] = ranked["keyword"][di]
-                if refs:
-                    ref_ids = resolve_references(view, di, refs, cos)
-                    if ref_ids:
-                        lists["reference"] = (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))
+                lists.update(_reference_list(view, di, refs, cos))
                 if lists:
                     kk = int(k * self.combined_factor)
                     if getattr(self.settings, "combine_unit", "node") == "page":
@@ -223,26 +231,18 @@ class Retriever:
     def _budgeted(self, view: CorpusView, query, q: np.ndarray, cos: np.ndarray, mask: np.ndarray, budget: int
                   ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[str]]]:
         """The combined filter evidence of every masked document (:func:`~.combine.fuse_within_budget`)."""
-        from .keyword import keyword_scores
-
         pool = int(getattr(self.settings, "evidence_pool", 40))
         lists = {"semantic": semantic_search(view, q, self.settings, top_k=pool, doc_mask=mask, cos=cos),
                  "tree": tree_search(view, q, self.settings, top_k=pool, doc_mask=mask, cos=cos),
                  "hyperedge": hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=pool,
-                                               doc_mask=mask, cos=cos)}
-        if isinstance(query, str):
-            ks = keyword_scores(view, query)
-            lists["keyword"] = top_k_per_doc(view, ks, pool, valid=(ks > 0) & ~view.back_matter & (view.type_code != 0),
-                                             doc_mask=mask)
+                                               doc_mask=mask, cos=cos),
+                 "keyword": _keyword_lists(view, query, pool, mask)}
         refs = find_references(query) if isinstance(query, str) else []
         out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         who: dict[int, list[str]] = {}
         for di in np.flatnonzero(mask).tolist():
             per = {s: got[di] for s, got in lists.items() if di in got}
-            if refs:
-                ref_ids = resolve_references(view, di, refs, cos)
-                if ref_ids:
-                    per["reference"] = (np.asarray(ref_ids, dtype=np.int64), np.ones(len(ref_ids), np.float32))
+            per.update(_reference_list(view, di, refs, cos))
             if not per:
                 continue
             dv = view.docs[di]
