@@ -409,8 +409,8 @@ class Decision:
             be ranked and the cut moved; None outside a filter run.
         rank: 1-based rank of the document by ``evidence_score`` in its run.
         decided_by: How the decision was made in a filter run: ``"llm"``,
-            ``"score-above"`` / ``"score-below"`` (a cascade threshold, no call; see
-            :mod:`docmaster_core.filtering.cascade`), ``"offline"`` (the calibrated rule),
+            ``"user"`` (the user's stored answer), ``"not-checked"`` (a review stopped
+            before it, no call; see :mod:`docmaster_core.filtering.review`), ``"offline"`` (the calibrated rule),
             ``"not-a-candidate"`` (a two-stage run at scale: not among the candidate
             documents of the collection indexes, decided no without exact scoring; no
             evidence score or rank), or None when not recorded.

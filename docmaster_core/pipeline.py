@@ -160,6 +160,63 @@ class DocMaster(IngestStage, IndexStage):
             return False
         return True
 
+    # ------------------------------------------------------------------ review (issue 33)
+    def answers(self, condition: str) -> dict[str, tuple[bool, str]]:
+        """The user's stored answers for ``condition``: ``{doc_id: (label, source)}``
+        (:mod:`docmaster_core.store.judgements`)."""
+        return self.ws.judgements(condition)
+
+    def answer(self, condition: str, answers: Mapping[str, bool | None], source: str = "user") -> int:
+        """Store the user's answers ``{doc_id: True / False}`` for ``condition`` (``None``
+        removes one). Every later filter run uses them (``decided_by = "user"``).
+
+        Returns:
+            Answers written or removed.
+
+        Raises:
+            RetrievalError: an empty condition, an unknown source or document (nothing is stored).
+            WorkspaceError: the workspace cannot be written.
+        """
+        from .errors import WorkspaceError
+
+        try:
+            return self.ws.save_judgements(condition, answers, source)
+        except ValueError as e:
+            raise RetrievalError(str(e)) from None
+        except sqlite3.Error as e:
+            raise WorkspaceError(f"could not store the answers in {self.ws.path}: {e}") from e
+
+    def review(self, condition: str, ranking: Sequence[str], targets=None, deferred: Sequence[str] = ()):
+        """Where the rank-order review of ``condition`` stands over the documents of
+        ``ranking`` (doc_ids best first, e.g. :func:`~docmaster_core.filtering.results.run_ranking`
+        of a filter run), replayed over the user's stored answers.
+
+        Args:
+            condition: The condition.
+            ranking: doc_ids in rank order.
+            targets: :class:`~docmaster_core.filtering.review.ReviewTargets` (default: recall
+                0.9, delta 0.1).
+            deferred: doc_ids the user skipped.
+
+        Returns:
+            :class:`~docmaster_core.filtering.review.DocumentReview`: the next documents to
+            answer, the kept set and the promise.
+
+        Raises:
+            RetrievalError: an empty ranking.
+        """
+        from .filtering.review import ReviewTargets, review_documents
+
+        try:
+            return review_documents(list(ranking), self.answers(condition), targets or ReviewTargets(), deferred)
+        except ValueError as e:
+            raise RetrievalError(str(e)) from None
+
+    def export_answers(self, condition: str, condition_id: str = "C1") -> str:
+        """The user's answers for ``condition`` as a cases TSV in the format of
+        ``../shared/eval`` (``docmaster eval filter --cases`` reads it)."""
+        return self.ws.export_cases(condition, condition_id)
+
     def index_versions(self) -> list[tuple[str, str, float]]:
         """``(doc_id, index key, saved at (s since the epoch))`` of every stored index (no index is parsed)."""
         return self.ws.index_versions()

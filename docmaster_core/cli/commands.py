@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .cascade import add_cascade_arguments, cascade_line, cascade_options
 from .common import (
     apply_retrieval_overrides,
     clean_line,
@@ -19,6 +18,7 @@ from .common import (
     print_json,
 )
 from .eval import cmd_eval_checked
+from .review import add_review_arguments, add_review_parser, review_line, review_options
 from ..errors import DocMasterError, WorkspaceLockedError
 
 __all__ = ["main", "build_parser"]
@@ -262,7 +262,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
     if args.with_flat or args.strategy == "flat":
         strategies.append("flat")
     opts = FilterOptions(strategy=args.strategy, strategies=tuple(strategies), top_k=args.top_k,
-                         decider=args.decider, save=not args.no_save, **cascade_options(args))
+                         decider=args.decider, save=not args.no_save, **review_options(args))
     run = dm.filter(args.condition, opts)
     warnings = list(getattr(run, "warnings", []) or [])
     decisions = [dec for d in run.documents for dec in d.decisions.values()]
@@ -332,9 +332,11 @@ def cmd_filter(args: argparse.Namespace) -> int:
     und = run.undecided()
     if und:
         print(f"undecided (error or budget): {len(und)}")
-    for s, rep in run.cascade.items():
-        print(cascade_line(s, rep))
-    if run.cascade and run.usage:
+    if run.user_answers:
+        print(f"{run.user_answers} documents decided by your stored answers (docmaster review, the Filter page's Review)")
+    if run.review:
+        print(review_line(run.review))
+    if run.review and run.usage:
         print(f"LLM requests sent: {run.usage.get('calls', 0)} (answered from the cache: {run.usage.get('cached', 0)})")
     t = run.timings
     print(f"time: retrieval {t['embed_retrieve']:.3f} s"
@@ -393,7 +395,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _add_retrieval_parsers(sub, common) -> None:
-    """Register ``filter``, ``ask`` and ``eval``."""
+    """Register ``filter``, ``review``, ``ask`` and ``eval``."""
     def knobs(sp):
         sp.add_argument("--top-k", dest="top_k", type=int, help="evidence items per strategy and document, >= 1 (default 8)")
         sp.add_argument("--gamma", type=float, help="depth decay in s(v,q) = w_type * cos * gamma^depth")
@@ -414,8 +416,9 @@ def _add_retrieval_parsers(sub, common) -> None:
     sp.add_argument("--full-text", dest="full_text", action="store_true", help="JSON: full evidence texts")
     sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
     sp.add_argument("--compare", nargs=2, type=int, metavar=("RUN_A", "RUN_B"), help="compare two saved filter runs")
-    add_cascade_arguments(sp)
+    add_review_arguments(sp)
     sp.set_defaults(func=cmd_filter)
+    add_review_parser(sub, common)
 
     sp = sub.add_parser("ask", help="answer a question over the filtered documents, with citations")
     sp.add_argument("question", help="the question")

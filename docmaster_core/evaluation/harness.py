@@ -288,7 +288,7 @@ def eval_filter(ws: RunStore, embedder: Embedder, llm: LLM | None, settings: Ret
         if not cc:
             continue
         opts = FilterOptions(strategy=primary, strategies=tuple(strats), top_k=top_k, decider=decider,
-                             calibration=calibration, save=False)
+                             calibration=calibration, save=False, answers=False)
         run = run_filter(ws, embedder, llm, settings, text, opts, retriever=retr)
         lat_r.append(run.timings["embed_retrieve"])
         lat_d.append(run.timings["decide"])

@@ -5,8 +5,8 @@ its cut moved and two runs compared (:mod:`.results`).
 * :mod:`.evidence` - document-level evidence signals (dense, lexical, roles);
 * :mod:`.decider` - the offline, collection-calibrated decision rule and its cut;
 * :mod:`.offline` - offline decisions over a ranking;
-* :mod:`.llm_decisions` - decisions by an LLM, with or without the cascade;
-* :mod:`.cascade` - the cascade with recall / precision targets over the score;
+* :mod:`.llm_decisions` - decisions by an LLM, on every document or in a review;
+* :mod:`.review` - the rank-order review with a certified stopping rule (LLM or user as the oracle);
 * :mod:`.options` - :class:`~.options.FilterOptions`, the options of one run;
 * :mod:`.results` - :func:`~.results.move_cut`, :func:`~.results.compare_runs`.
 """

@@ -1,29 +1,27 @@
-"""The cascade inside a filter run: LLM decisions for the sample and the band only.
+"""LLM decisions inside a filter run: every document, or a rank-order review with the LLM as the oracle.
 
-:func:`decide_with_cascade` is called by :func:`~docmaster_core.filtering.run.run_filter`
-after the offline evidence scores of every strategy are known. For each strategy the LLM
-decides (one strategy with ``decide="combined-only"``), it runs
-:func:`~docmaster_core.filtering.cascade.run_cascade` over that strategy's ranking:
-the LLM is asked about the importance sample, then about the band between the two
-thresholds; every other document is decided by its score, and its
-:class:`~docmaster_core.model.Decision` says so (``decided_by`` = ``"score-above"`` or
-``"score-below"``, 0 tokens, the offline rationale with the threshold). LLM decisions
-already made for the same evidence in this process are re-used whatever the targets
-(a change of targets costs only the calls for documents never asked); across processes
-the LLM response cache answers the same requests without a call.
+:func:`decide_with_review` is called by :func:`~docmaster_core.filtering.run.run_filter`
+after the offline evidence scores are known: it runs
+:func:`~docmaster_core.filtering.review.run_review` over the ranking of the run's
+strategy, asking the LLM about documents in rank order and in the stopping tests'
+samples until the recall target is certified (:mod:`.review`). Answers the user stored
+for the condition are used as they are and never asked; LLM decisions already made for
+the same evidence in this process are re-used without a call, and across processes the
+LLM response cache answers the same requests. A document the review did not reach is
+decided "no" and says so (``decided_by = "not-checked"``).
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..model import Decision, Evidence
 from ..protocols import LLM
-from .cascade import CascadeTargets, run_cascade
+from .review import ReviewTargets, run_review
 
-__all__ = ["DECIDE_MODES", "decide_with_cascade", "llm_strategies"]
+__all__ = ["DECIDE_MODES", "decide_with_review", "llm_strategies", "user_decision"]
 
 #: ``per-strategy``: the LLM decides every strategy's evidence; ``combined-only``: only
 #: the combined evidence (one call per document), the other strategies keep their
@@ -53,69 +51,86 @@ def _as_label(d: Decision) -> float:
     return float("nan") if d.decision is None else (1.0 if d.decision else 0.0)
 
 
-def decide_with_cascade(llm: LLM, condition: str, docs: list, offline: dict[str, list[Decision]], cuts: dict,
-                        strategies: Sequence[str], targets: CascadeTargets, workers: int,
-                        decide_fn: DecideFn, peek: PeekFn) -> dict[str, dict]:
-    """Decide ``strategies`` of ``docs`` with the cascade; fills ``docs[i].decisions``.
+def user_decision(label: bool, source: str, od: Decision) -> Decision:
+    """The decision of a stored answer (``decided_by = "user"``), with the offline
+    decision's evidence, score and rank kept beside it."""
+    where = "in a labels file" if source == "labels" else "in the review"
+    d = Decision(bool(label), f"Your answer {where}: {'match' if label else 'no match'}.",
+                 list(od.evidence_ids), od.score, 0, "user")
+    d.evidence_score, d.rank, d.decided_by = od.evidence_score, od.rank, "user"
+    return d
+
+
+def decide_with_review(llm: LLM, condition: str, docs: list, offline: Sequence[Decision], strategy: str,
+                       targets: ReviewTargets, workers: int, decide_fn: DecideFn, peek: PeekFn,
+                       stored: Mapping[str, tuple[bool, str]]) -> dict:
+    """Decide ``strategy`` of ``docs`` by a rank-order review with the LLM as the oracle;
+    fills ``docs[i].decisions[strategy]``.
 
     Args:
         llm: The LLM (its ``decide`` is called through ``decide_fn``).
         condition: The condition text.
         docs: The run's :class:`~docmaster_core.filtering.run.DocumentResult` list.
-        offline: ``{strategy: [Decision per document]}`` with evidence scores and ranks.
-        cuts: ``{strategy: Cut}`` of the run (the calibrated cut centres the proxy).
-        strategies: Strategies the LLM decides.
-        targets: The cascade's targets.
-        workers: Parallel LLM calls.
+        offline: The offline decisions of ``strategy``, one per document (evidence
+            scores and 1-based ranks: the review's order).
+        strategy: The strategy decided.
+        targets: The review's targets.
+        workers: Parallel LLM calls (also the chunk a stopping test's sample is asked in).
         decide_fn: ``(llm, condition, evidence, doc_id) -> Decision`` (cached, never raises).
         peek: ``(backend, condition, evidence) -> Decision | None``: a decision already
             made for this evidence, without a call.
+        stored: ``{doc_id: (label, source)}``: the user's answers for the condition.
 
     Returns:
-        ``{strategy: report}`` (:meth:`~docmaster_core.filtering.cascade.CascadeResult.report`
-        plus ``"documents_by"``: per document, in run order, ``[doc_id, decided_by, sampled]``).
+        The review's report (:meth:`~docmaster_core.filtering.review.ReviewState.to_dict`)
+        plus ``"llm_asked"`` (documents the LLM decided in this run, cache hits included)
+        and ``"user_answers"`` (stored answers used).
     """
     backend = llm.backend_name
-    reports: dict[str, dict] = {}
-    pool = cf.ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="docmaster-cascade")
+    n = len(docs)
+    order = np.argsort(np.array([d.rank for d in offline], dtype=np.int64), kind="stable")
+    known = np.full(n, np.nan)
+    got: dict[int, Decision] = {}
+    users = 0
+    for i, r in enumerate(docs):
+        if r.doc_id in stored:
+            known[i] = 1.0 if stored[r.doc_id][0] else 0.0
+            users += 1
+        elif r.evidence[strategy]:
+            hit = peek(backend, condition, r.evidence[strategy])
+            if hit is not None:
+                got[i] = hit
+                known[i] = _as_label(hit)
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="docmaster-review")
+
+    def ask(idx: np.ndarray) -> np.ndarray:
+        futs = {int(i): pool.submit(decide_fn, llm, condition, docs[int(i)].evidence[strategy], docs[int(i)].doc_id)
+                for i in idx}
+        for i, f in futs.items():
+            got[i] = f.result()
+        return np.array([_as_label(got[int(i)]) for i in idx], dtype=np.float64)
+
     try:
-        for s in strategies:
-            got: dict[int, Decision] = {}
-            known = np.full(len(docs), np.nan)
-            for i, r in enumerate(docs):
-                hit = peek(backend, condition, r.evidence[s]) if r.evidence[s] else None
-                if hit is not None:
-                    got[i] = hit
-                    known[i] = _as_label(hit)
-
-            def label(idx: np.ndarray, s=s, got=got) -> np.ndarray:
-                futs = {int(i): pool.submit(decide_fn, llm, condition, docs[int(i)].evidence[s], docs[int(i)].doc_id)
-                        for i in idx}
-                for i, f in futs.items():
-                    got[i] = f.result()
-                return np.array([_as_label(got[int(i)]) for i in idx], dtype=np.float64)
-
-            ev = np.array([d.evidence_score for d in offline[s]], dtype=np.float64)
-            rk = np.array([d.rank for d in offline[s]], dtype=np.int64)
-            res = run_cascade(ev, rk, float(cuts[s].threshold), targets, label, known=known)
-            for i, r in enumerate(docs):
-                od = offline[s][i]
-                how = str(res.provenance[i])
-                if how == "llm":
-                    d = got[i]
-                    d = Decision(d.decision, d.rationale, list(d.evidence_ids), d.score, d.tokens, d.backend, d.error)
-                else:
-                    side = "above the upper" if how == "score-above" else "below the lower"
-                    thr = res.s_hi if how == "score-above" else res.s_lo
-                    d = Decision(bool(res.decision[i]),
-                                 f"Decided without a call: evidence score {od.evidence_score:.2f} (rank {od.rank}) is "
-                                 f"{side} cascade threshold ({thr:.2f}). {od.rationale}",
-                                 list(od.evidence_ids), od.score, 0, "cascade-score")
-                d.evidence_score, d.rank, d.decided_by = od.evidence_score, od.rank, how
-                r.decisions[s] = d
-            rep = res.report()
-            rep["documents_by"] = [[r.doc_id, str(res.provenance[i]), bool(res.sampled[i])] for i, r in enumerate(docs)]
-            reports[s] = rep
+        st = run_review(order, targets, ask, known=known, chunk=max(1, workers))
     finally:
         pool.shutdown(wait=True)
-    return reports
+    for i, r in enumerate(docs):
+        od = offline[i]
+        if r.doc_id in stored:
+            r.decisions[strategy] = user_decision(*stored[r.doc_id], od)
+            continue
+        if i in got:
+            d = got[i]
+            d = Decision(d.decision, d.rationale, list(d.evidence_ids), d.score, d.tokens, d.backend, d.error)
+            d.decided_by = "llm"
+        else:
+            d = Decision(False, f"Not checked: the review ({st.phase}) stopped before this document "
+                                f"(evidence rank {od.rank}). {od.rationale}",
+                         list(od.evidence_ids), od.score, 0, "review", decided_by="not-checked")
+        d.evidence_score, d.rank = od.evidence_score, od.rank
+        r.decisions[strategy] = d
+    rep = st.to_dict()
+    rep["promise"] = st.promise("the LLM's")
+    rep["llm_asked"] = len(got)
+    rep["user_answers"] = users
+    return rep

@@ -2,7 +2,7 @@
 
 :class:`FilterOptions` is what the facade (:meth:`DocMaster.filter
 <docmaster_core.pipeline.DocMaster.filter>`), the command line and the app pass for a
-run: the strategies, the decider, the cascade targets, top-k and the retrieval
+run: the strategies, the decider, the review targets, top-k and the retrieval
 overrides. The index the run searches is given one way, as the retriever the facade
 builds for ``index_params`` and ``retrieval``.
 """
@@ -15,10 +15,10 @@ from ..config import CandidateSettings, RetrievalSettings
 from ..errors import RetrievalError
 from ..retrieval.combine import STRATEGIES
 from ..retrieval.retriever import check_top_k
-from .cascade import CascadeTargets
 from .decider import OfflineCalibration
+from .review import ReviewTargets
 
-__all__ = ["FilterOptions", "DECIDERS", "DECIDE_MODES", "cascade_options"]
+__all__ = ["FilterOptions", "DECIDERS", "DECIDE_MODES", "review_options", "RENAMED"]
 
 #: Deciders: ``auto`` (the LLM when one is configured, else the calibrated rule), ``llm``, ``calibrated``.
 DECIDERS = ("auto", "llm", "calibrated")
@@ -37,10 +37,13 @@ class FilterOptions:
         top_k: Evidence nodes per document and strategy (None: the retrieval setting).
         doc_ids: Documents filtered (None: all of the workspace).
         decider: One of :data:`DECIDERS`.
-        decide: One of :data:`DECIDE_MODES`, or None: ``combined-only`` with a cascade,
+        decide: One of :data:`DECIDE_MODES`, or None: ``combined-only`` with a review,
             else ``per-strategy``.
-        cascade: Targets of the LLM cascade (:class:`~docmaster_core.filtering.cascade.CascadeTargets`),
-            or None (the LLM decides every document).
+        review: Targets of the rank-order review with the LLM as the oracle
+            (:class:`~docmaster_core.filtering.review.ReviewTargets`), or None (the LLM
+            decides every document).
+        answers: Use the answers stored for this condition (the user's review answers
+            outrank every decider: ``decided_by = "user"``); evaluation runs turn it off.
         calibration: The offline rule's parameters (None: the settings' ``filter`` section
             through the facade, the calibrated defaults otherwise).
         index_params: Index parameters of the hyper-edges searched (alpha, k, K, w; None:
@@ -62,7 +65,8 @@ class FilterOptions:
     doc_ids: tuple[str, ...] | None = None
     decider: str = "auto"
     decide: str | None = None
-    cascade: CascadeTargets | None = None
+    review: ReviewTargets | None = None
+    answers: bool = True
     calibration: OfflineCalibration | None = None
     index_params: Mapping[str, Any] | None = None
     retrieval: RetrievalSettings | None = None
@@ -97,15 +101,18 @@ class FilterOptions:
         """
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - names)
+        for old in unknown:
+            if old in RENAMED:
+                raise TypeError(RENAMED[old])
         if unknown:
             raise TypeError(f"unknown filter option {unknown[0]!r}; options are {', '.join(sorted(names))}")
         return replace(options or cls(), **overrides)
 
     def resolved_decide(self) -> str:
-        """The decide mode of the run: ``decide``, else ``combined-only`` with a cascade, else ``per-strategy``."""
+        """The decide mode of the run: ``decide``, else ``combined-only`` with a review, else ``per-strategy``."""
         if self.decide is not None:
             return self.decide
-        return "combined-only" if self.cascade is not None else "per-strategy"
+        return "combined-only" if self.review is not None else "per-strategy"
 
     def strategy_list(self, default: Sequence[str]) -> list[str]:
         """The strategies decided: ``strategies`` (else ``default``) with ``strategy`` added when missing."""
@@ -115,36 +122,49 @@ class FilterOptions:
         return strats
 
 
-def cascade_options(*, cascade: bool = False, decide: str | None = None, decider: str = "auto",
-                    recall: float = 0.9, precision: float = 0.9, delta: float = 0.1,
-                    sample_budget: int | None = None, seed: int = 0) -> dict[str, Any]:
-    """The :class:`FilterOptions` fields of the LLM cascade and the decide mode, built one
-    way for the command line (``--cascade``, ``--recall-target`` ...) and the app's form.
+#: Options of the importance-sampling cascade that the rank-order review replaced (issue 33),
+#: with what to use instead.
+RENAMED = {
+    "cascade": "the filter cascade was replaced by the rank-order review: pass review=ReviewTargets(recall=..., "
+               "delta=...) (command line: --review)",
+    "precision": "the review has no precision target: it keeps only the documents the oracle answered 'match' "
+                 "(precision 1 relative to the oracle); limit its cost with max_calls (--max-calls)",
+    "sample_budget": "the review has no sample budget: it sizes its own samples exactly; limit its cost with "
+                     "max_calls (--max-calls)",
+}
+
+
+def review_options(*, review: bool = False, decide: str | None = None, decider: str = "auto",
+                   recall: float = 0.9, delta: float = 0.1, max_calls: int | None = None, seed: int = 0
+                   ) -> dict[str, Any]:
+    """The :class:`FilterOptions` fields of the LLM review and the decide mode, built one
+    way for the command line (``--review``, ``--recall-target`` ...) and the app's form.
 
     Args:
-        cascade: Ask the LLM only about a sample and the uncertain band (issue 14).
+        review: Ask the LLM in rank order until the recall target is certified (issue 33).
         decide: One of :data:`DECIDE_MODES`, or None (the run's default).
-        decider: The run's decider; the cascade needs an LLM one.
-        recall, precision, delta: The cascade's targets (see
-            :class:`~docmaster_core.filtering.cascade.CascadeTargets`).
-        sample_budget: Sample draws (None: ``clip(2 sqrt(N), 20, 1000)``).
-        seed: Seed of the sample.
+        decider: The run's decider; the review needs an LLM one.
+        recall, delta: The review's targets (see
+            :class:`~docmaster_core.filtering.review.ReviewTargets`).
+        max_calls: Most LLM answers (None: as many as certifying takes).
+        seed: Seed of the stopping tests' samples.
 
     Returns:
-        ``{"decide": str}`` and/or ``{"cascade": CascadeTargets}`` (only the ones given).
+        ``{"decide": str}`` and/or ``{"review": ReviewTargets}`` (only the ones given).
 
     Raises:
-        RetrievalError: the cascade with the calibrated decider, or a target out of range.
+        RetrievalError: the review with the calibrated decider, or a target out of range.
     """
     out: dict[str, Any] = {}
     if decide:
         out["decide"] = decide
-    if cascade:
+    if review:
         if decider == "calibrated":
-            raise RetrievalError("--cascade needs an LLM decider (--llm openai)")
+            raise RetrievalError("--review with an LLM needs an LLM decider (--llm openai); to answer yourself, "
+                                 "use `docmaster review` or the Filter page's Review")
         try:
-            out["cascade"] = CascadeTargets(recall=float(recall), precision=float(precision), delta=float(delta),
-                                            sample_budget=sample_budget, seed=int(seed))
+            out["review"] = ReviewTargets(recall=float(recall), delta=float(delta), max_calls=max_calls,
+                                          seed=int(seed))
         except ValueError as e:
             raise RetrievalError(str(e)) from None
     return out

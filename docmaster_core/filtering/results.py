@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["move_cut", "compare_runs", "three_way_counts", "is_offline_run"]
+__all__ = ["move_cut", "compare_runs", "three_way_counts", "is_offline_run", "run_ranking"]
 
 
 def is_offline_run(run: Mapping[str, Any]) -> bool:
@@ -26,6 +26,21 @@ def is_offline_run(run: Mapping[str, Any]) -> bool:
     ``offline-...``): its decisions *are* the cut of the ranking, so moving the cut
     changes them. An LLM-decided run keeps the model's decisions."""
     return str(run.get("backend", "")).startswith("offline")
+
+
+def run_ranking(run: Mapping[str, Any], strategy: str | None = None) -> list[str]:
+    """doc_ids of a run dict in the order of ``strategy``'s (default the run's) evidence-score
+    ranking, best first; documents without a rank (not candidates) last, in run order.
+    The order a review asks in (:mod:`docmaster_core.filtering.review`)."""
+    s = strategy or run.get("strategy", "combined")
+    docs = list(run.get("documents", []))
+    big = len(docs) + 1
+
+    def rank(d) -> int:
+        r = ((d.get("decisions") or {}).get(s) or {}).get("rank")
+        return int(r) if r is not None else big
+
+    return [d["doc_id"] for d in sorted(docs, key=rank)]
 
 
 def three_way_counts(run: Mapping[str, Any], strategy: str | None = None) -> dict[str, int]:

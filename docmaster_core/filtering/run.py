@@ -20,12 +20,17 @@ Deciders:
   strategy's evidence, flat chunks included.
 * ``auto`` (default) - ``calibrated`` when the LLM backend is offline, else ``llm``.
 
-With the ``llm`` decider, ``cascade=CascadeTargets(...)`` asks the LLM only about an
-importance sample and the uncertain band of the evidence-score ranking, deciding the
-rest by score with a recall and precision target (:mod:`.cascade`,
-:mod:`~docmaster_core.filtering.llm_decisions`); ``decide="combined-only"`` has the LLM decide only the
-combined evidence (one call per document), the other strategies keep their offline
-decisions. Each decision records how it was made (``Decision.decided_by``).
+With the ``llm`` decider, ``review=ReviewTargets(...)`` asks the LLM about documents in
+the order of the evidence-score ranking until a stopping test certifies the recall
+target (:mod:`.review`, :mod:`~docmaster_core.filtering.llm_decisions`); documents it did not
+reach are decided "no" (``decided_by = "not-checked"``). ``decide="combined-only"`` has
+the LLM decide only the combined evidence (one call per document), the other
+strategies keep their offline decisions.
+
+Answers the user gave for the condition (the review on the Filter page, ``docmaster
+review``; stored in the workspace, :mod:`docmaster_core.store.judgements`) outrank every
+decider for the run's strategy: ``decided_by = "user"``. Each decision records how it
+was made (``Decision.decided_by``).
 
 At scale (more documents than ``candidates.min_docs``, :class:`~docmaster_core.config.CandidateSettings`)
 a run has two stages: candidate documents from the collection-wide indexes (persisted
@@ -60,7 +65,7 @@ from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
 from ..config import RetrievalSettings
 from ..protocols import LLM, Embedder, RunStore
-from .llm_decisions import decide_with_cascade, llm_strategies
+from .llm_decisions import decide_with_review, llm_strategies, user_decision
 from .decider import DEFAULT_CALIBRATION
 from .offline import Cut, calibrated_document_decisions, offline_decisions
 from .options import FilterOptions
@@ -164,8 +169,10 @@ class FilterRun:
         cuts: ``{strategy: Cut}``: the suggested cut of each strategy's ranking by
             offline evidence score (the calibrated decider's decisions are exactly the
             documents at or above it).
-        cascade: ``{strategy: report}`` of a cascade run (LLM decisions, calls saved,
-            thresholds, guarantee; :meth:`.cascade.CascadeResult.report`), else empty.
+        review: The report of a review with the LLM as the oracle (documents checked,
+            matches, the stopping tests, the promise; :meth:`.review.ReviewState.to_dict`),
+            else empty.
+        user_answers: Documents decided by the user's stored answers.
         candidates: Two-stage run (at scale): ``{"candidates": C, "not_candidates": D - C,
             "from_dense", "from_lexical", "nodes_asked", "index", "seconds", "pool_docs"}``;
             empty when every document was scored exactly.
@@ -183,7 +190,8 @@ class FilterRun:
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cuts: dict[str, Cut] = field(default_factory=dict)
-    cascade: dict[str, dict] = field(default_factory=dict)
+    review: dict[str, Any] = field(default_factory=dict)
+    user_answers: int = 0
     candidates: dict[str, Any] = field(default_factory=dict)
 
     def not_candidates(self) -> int:
@@ -233,7 +241,8 @@ class FilterRun:
             "usage": self.usage,
             "warnings": list(self.warnings),
             "cuts": {s: c.to_dict() for s, c in self.cuts.items()},
-            **({"cascade": self.cascade} if self.cascade else {}),
+            **({"review": self.review} if self.review else {}),
+            **({"user_answers": self.user_answers} if self.user_answers else {}),
             **({"candidates": self.candidates} if self.candidates else {}),
             "documents": [d.to_dict(text_chars) for d in self.documents],
         }
@@ -345,7 +354,7 @@ def run_filter(
         settings: :class:`~docmaster_core.config.RetrievalSettings`.
         condition: Natural-language condition.
         options: The run's :class:`~docmaster_core.filtering.options.FilterOptions`
-            (strategies, decider, cascade, top-k, ...; its ``index_params`` and
+            (strategies, decider, review, top-k, ...; its ``index_params`` and
             ``retrieval`` are the facade's business: here the retriever and ``settings``
             are given). None: the defaults.
         retriever: The :class:`Retriever` searched, the one way the index is given
@@ -366,8 +375,8 @@ def run_filter(
     except TypeError as e:
         raise RetrievalError(str(e)) from None
     strategy, top_k, doc_ids, decider = opts.strategy, opts.top_k, opts.doc_ids, opts.decider
-    cascade, calibration, max_workers, save, extra_params = (opts.cascade, opts.calibration, opts.max_workers,
-                                                             opts.save, opts.extra_params)
+    review, calibration, max_workers, save, extra_params = (opts.review, opts.calibration, opts.max_workers,
+                                                            opts.save, opts.extra_params)
     decide = opts.resolved_decide()
     cond = condition_query(condition)
     strats = opts.strategy_list(DEFAULT_STRATEGIES)
@@ -375,8 +384,11 @@ def run_filter(
         decider = "calibrated" if (llm is None or llm.is_offline) else "llm"
     if decider == "llm" and llm is None:
         raise RetrievalError("decider 'llm' needs an LLM")
-    if cascade is not None and decider != "llm":
-        raise RetrievalError("the cascade needs the LLM decider (an OpenAI-compatible backend, --llm openai)")
+    if review is not None and decider != "llm":
+        raise RetrievalError("a review with the LLM as the oracle needs the LLM decider (an OpenAI-compatible "
+                             "backend, --llm openai); to answer yourself, use `docmaster review` or the Filter page")
+    if review is not None and strategy not in llm_strategies(strats, decide):
+        raise RetrievalError(f"the review decides the run's strategy {strategy!r}; the LLM must decide it")
     try:
         llm_strats = llm_strategies(strats, decide)
     except ValueError as e:
@@ -405,7 +417,8 @@ def run_filter(
 
     t0 = time.perf_counter()
     usage_before = None
-    cascade_reports: dict[str, dict] = {}
+    review_report: dict[str, Any] = {}
+    stored = _stored_answers(ws, cond) if opts.answers else {}
     # the offline evidence scores rank every strategy's collection (and decide it, for the
     # calibrated decider): computed for every run, an LLM run shows its decisions beside them
     offline, cuts = offline_decisions(retr, run_view, cond, docs, cos_by, strats, calib, run_doc_ids,
@@ -419,11 +432,12 @@ def run_filter(
         backend = llm.backend_name
         usage_before = _usage(llm)
         workers = max_workers or llm.max_concurrency
-        if cascade is not None:
-            cascade_reports = decide_with_cascade(llm, cond, docs, offline, cuts, llm_strats, cascade, workers,
-                                                  _llm_decide, _cached_decision)
-        else:
-            jobs = [(r, s) for r in docs for s in llm_strats]
+        review_strats = [strategy] if review is not None else []
+        if review is not None:
+            review_report = decide_with_review(llm, cond, docs, offline[strategy], strategy, review, workers,
+                                               _llm_decide, _cached_decision, stored)
+        jobs = [(r, s) for r in docs for s in llm_strats if s not in review_strats]
+        if jobs:
             with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:
                 futs = {pool.submit(_llm_decide, llm, cond, r.evidence[s], r.doc_id): (r, s) for r, s in jobs}
                 for fut in cf.as_completed(futs):
@@ -438,12 +452,19 @@ def run_filter(
                 r.decisions[s].evidence_score, r.decisions[s].rank = od.evidence_score, od.rank
                 if r.decisions[s].decided_by is None:
                     r.decisions[s].decided_by = "llm"
+    scored = {r.doc_id: od for r, od in zip(docs, offline[strategy])}
     t_decide = time.perf_counter() - t0
     cand_report: dict[str, Any] = {}
     if cand is not None:
         docs = _with_non_candidates(view, doc_ids, docs, strats, backend, cs.pool_docs)
         cand_report = {**cand.to_dict(), "not_candidates": len(docs) - int(cand.doc_indices.size),
                        "pool_docs": cs.pool_docs}
+    users = 0
+    for r in docs:  # the user's answers outrank every decider (issue 33)
+        if r.doc_id in stored:
+            users += 1
+            if r.decisions[strategy].decided_by != "user":
+                r.decisions[strategy] = user_decision(*stored[r.doc_id], scored.get(r.doc_id, r.decisions[strategy]))
     tokens = {s: int(sum(r.decisions[s].tokens for r in docs)) for s in strats}
     run = FilterRun(
         condition=cond,
@@ -460,7 +481,8 @@ def run_filter(
             "index": index_key if isinstance(index_key, (dict, str, int, float, type(None))) else str(index_key),
             "doc_ids": list(doc_ids) if doc_ids is not None else None,
             **({"decide": decide} if decide != "per-strategy" else {}),
-            **({"cascade": cascade.to_dict()} if cascade is not None and decider == "llm" else {}),
+            **({"review": review.to_dict()} if review is not None and decider == "llm" else {}),
+            **({"answers": False} if not opts.answers else {}),
             **({"candidates": cs.model_dump()} if cand is not None else {}),
             **(extra_params or {}),
         },
@@ -471,13 +493,21 @@ def run_filter(
         backend=backend,
         usage=_usage_delta(usage_before, _usage(llm)) if usage_before is not None else {},
         cuts=cuts,
-        cascade=cascade_reports,
+        review=review_report,
+        user_answers=users,
         candidates=cand_report,
     )
     run.timings["total"] = time.perf_counter() - t_all
     if save:
         run.run_id = ws.save_run("filter", run.params, run.to_dict(text_chars=_EVIDENCE_TEXT_SAVED))
     return run
+
+
+def _stored_answers(ws, condition: str) -> dict[str, tuple[bool, str]]:
+    """The user's stored answers for ``condition`` (``{doc_id: (label, source)}``); empty for a
+    store that keeps none."""
+    get = getattr(ws, "judgements", None)
+    return dict(get(condition)) if get is not None else {}
 
 
 def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | None,

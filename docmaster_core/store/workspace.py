@@ -2,7 +2,7 @@
 
 Layout of a workspace directory::
 
-    workspace.sqlite      documents, nodes, edges, failures, indexes, runs, meta
+    workspace.sqlite      documents, nodes, edges, failures, indexes, runs, judgements, meta
     vectors/<doc_id>.npy  float32 (|V|, 384) node embeddings, row i = node id i
     collection/           derived: all node vectors in one memory-mapped float16 file,
                           per-row metadata and a FAISS index (docmaster_core.store.collection)
@@ -35,6 +35,7 @@ import orjson
 
 from ..errors import WorkspaceError, WorkspaceLockedError
 from ..model import DocumentTree, Node, NodeType
+from .judgements import JudgementStore
 from .upkeep import IndexRunStore, IntegrityChecks
 
 __all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256", "params_key", "storable_text"]
@@ -95,6 +96,15 @@ CREATE TABLE IF NOT EXISTS indexes (
     data_json TEXT NOT NULL,
     created_at REAL NOT NULL,
     PRIMARY KEY (doc_id, params_key)
+);
+CREATE TABLE IF NOT EXISTS judgements (
+    condition TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    label INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    at REAL NOT NULL,
+    PRIMARY KEY (condition, doc_id, source)
 );
 CREATE TABLE IF NOT EXISTS runs (
     run_id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -226,7 +236,7 @@ def _row_to_node(r: sqlite3.Row) -> Node:
     )
 
 
-class Workspace(IndexRunStore, IntegrityChecks):
+class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
     """A DocMaster workspace directory.
 
     Args:
