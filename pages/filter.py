@@ -32,6 +32,7 @@ from ui.filtering import (
     candidates_line,
 )
 from ui.render import render_evidence, render_page_image
+from ui.review import count_line, render_review
 from ui.layout import page_header
 from ui.text import md_escape, shorten
 from ui.widgets import documents_or_stop, open_docmaster_or_stop, open_in_tree, selected_rows
@@ -167,23 +168,16 @@ for col, (name, run) in zip(res_cols, runs.items()):
         )
         shown = dm.move_cut(run, kept_n if kept_n != suggested else None)  # the engine moves the cut
         shown_runs[name] = shown
-        kept = sum(doc_match(shown, d) is True for d in shown["documents"])
-        n_unc = sum(bool(deciding(shown, d).get("uncertain")) for d in shown["documents"]) if is_offline_run(run) else 0
-        how = ("by the cut" if is_offline_run(run) else f"by {md_escape(run.get('backend', ''))}; "
-               f"the top {kept_n} by score shown beside")
         if cut.get("none_meets") and kept_n == suggested:
             st.warning(f"Configuration {name}: no document of this collection meets this condition (none holds a "
                        "passage close in meaning to it or uses its distinctive words), so nothing is kept; the "
                        "closest documents are listed as uncertain.")
-        if n_unc:
-            sure_kept = sum(deciding(shown, d).get("decision") is True and not deciding(shown, d).get("uncertain")
-                            for d in shown["documents"])
-            st.markdown(f"**{sure_kept} kept, {n_unc} uncertain, {n_docs - sure_kept - n_unc} dropped** · uncertain: "
-                        "between the sure-no and sure-yes evidence scores, where the cut is often wrong (check these)")
-        st.markdown(f"**Configuration {name}** · kept **{kept} of {n_docs} documents** ({how}, strategy "
-                    f"{run.get('strategy', '')}) · suggested cut: top {suggested}"
-                    + (f" (evidence score >= {cut['threshold']:.2f})" if isinstance(cut.get("threshold"), (int, float))
-                       else ""))
+        st.markdown(f"Configuration {name} · " + count_line(run, shown, kept_n, suggested)
+                    + ("" if is_offline_run(run) else f" (decided by {md_escape(run.get('backend', ''))}; the top "
+                       f"{kept_n} by score shown beside)"))
+        if run.get("review"):
+            st.caption(md_escape(f"LLM review: checked {run['review']['checked']} of {n_docs}; "
+                                 f"{run['review']['promise']}"))
         if candidates_line(run):
             st.caption(candidates_line(run))
         rows, n_removed = mark_removed(ranked_rows(shown), set(by_id))
@@ -241,6 +235,9 @@ with exp1:
 with exp2:
     st.download_button("Export JSON", export_json(runs), file_name="docmaster_filter.json", mime="application/json",
                        icon=":material/download:")
+
+# ---------------------------------------------------------------- the user as the oracle (issue 33)
+render_review(dm, next(iter(state.get(state.FILTER_RUNS).values())), by_id)
 
 # ---------------------------------------------------------------- evidence of one document
 st.subheader("Evidence")

@@ -208,7 +208,7 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(app_uploaded, ap
     top = next(d for d in run_a["documents"] if deciding(run_a, d)["rank"] == 1)
     assert top["file"].startswith("storage")
     suggested = run_cut(run_a)["kept"]
-    assert any(f"kept **{suggested} of 2 documents**" in m.value for m in at.markdown)
+    assert any(f"**kept {suggested} of 2 documents**" in m.value for m in at.markdown)
 
     n_runs = len(Workspace(app_env["ws"], create=False).runs("filter"))
     calls = []
@@ -219,7 +219,7 @@ def test_filter_cut_slider_moves_kept_set_without_new_retrieval(app_uploaded, ap
     for k in (0, 2):
         at.slider(key=key).set_value(k)
         run_app(at)
-        assert any(f"kept **{k} of 2 documents**" in m.value for m in at.markdown), k
+        assert any(f"**kept {k} of 2 documents**" in m.value for m in at.markdown), k
         assert calls == []
     assert len(Workspace(app_env["ws"], create=False).runs("filter")) == n_runs
     # at 2 every document is kept; the stored run itself is unchanged
@@ -442,3 +442,48 @@ def test_with_cut_and_ranked_rows_from_engine_run():
     assert [doc_match(moved, d) for d in moved["documents"]] == [False, True, False]  # the model's decisions
     assert [by_score(moved, d) for d in moved["documents"]] == [False, True, True]
     assert "by score" in ranked_rows(moved)[0]
+
+
+def test_filter_review_answers_update_counts_and_survive_a_reload(app_uploaded, app_env):
+    """The Filter page's Review: the user answers the document it shows (Match / No match), the
+    counts and the next document change, the answers are stored in the workspace, a new
+    session finds them, and the next filter run is decided by them."""
+    from docmaster_core.store.workspace import Workspace
+
+    cond = "Does the paper describe a distributed storage system?"
+    at = open_app("pages/filter.py")
+    at.text_area(key="w_filter_condition").set_value(cond)
+    run_app(at)
+    at.button(key="w_filter_run").click()
+    run_app(at)
+    at.toggle(key="w_review_on").set_value(True)
+    run_app(at)
+    assert any("takes about" in i.value for i in at.info)  # the expected cost, before any answer
+    first = next(m.value for m in at.markdown if m.value.startswith("Next\\: "))
+    at.button(key="w_review_match").click()
+    run_app(at)
+    assert any("**1 answered · 1 match · 0 no match**" in m.value for m in [*at.markdown, *at.success])
+    second = [m.value for m in at.markdown if m.value.startswith("Next\\: ")]
+    assert second and second[0] != first
+    at.button(key="w_review_no").click()
+    run_app(at)
+    texts = [m.value for m in [*at.markdown, *at.success]]
+    assert any("2 answered · 1 match · 1 no match" in t for t in texts)
+    assert any("relative to your answers" in t for t in texts)
+    ws = Workspace(app_env["ws"], create=False)
+    stored = ws.judgements(cond)
+    assert sorted(v for v, _ in stored.values()) == [False, True]
+    # a new session: the answers are there, and a new run is decided by them
+    again = open_app("pages/filter.py")
+    again.text_area(key="w_filter_condition").set_value(cond)
+    run_app(again)
+    again.button(key="w_filter_run").click()
+    run_app(again)
+    run_a = again.session_state["dm_filter_runs"]["A"]
+    by_user = {d["doc_id"]: deciding(run_a, d)["decision"] for d in run_a["documents"]
+               if deciding(run_a, d).get("decided_by") == "user"}
+    assert by_user == {d: v for d, (v, _) in stored.items()}
+    assert any("2 decided by your answers" in m.value for m in again.markdown)
+    again.toggle(key="w_review_on").set_value(True)
+    run_app(again)
+    assert any("2 answered" in m.value for m in [*again.markdown, *again.success])

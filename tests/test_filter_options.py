@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from docmaster_core import FilterOptions
 from docmaster_core.config import get_settings
 from docmaster_core.errors import RetrievalError
-from docmaster_core.filtering.cascade import CascadeTargets
+from docmaster_core.filtering.review import ReviewTargets
 from docmaster_core.pipeline import DocMaster
 from support.toy import build_toy_workspace
 
@@ -21,8 +21,8 @@ def test_options_validate_and_merge():
     assert FilterOptions.of(o, top_k=3).top_k == 3 and o.top_k is None  # frozen: a new value
     assert FilterOptions(strategy="flat").strategy_list(["tree"]) == ["tree", "flat"]
     assert FilterOptions().resolved_decide() == "per-strategy"
-    assert FilterOptions(cascade=CascadeTargets()).resolved_decide() == "combined-only"
-    assert FilterOptions(cascade=CascadeTargets(), decide="per-strategy").resolved_decide() == "per-strategy"
+    assert FilterOptions(review=ReviewTargets()).resolved_decide() == "combined-only"
+    assert FilterOptions(review=ReviewTargets(), decide="per-strategy").resolved_decide() == "per-strategy"
     with pytest.raises(TypeError, match="unknown filter option 'topk'"):
         FilterOptions.of(topk=3)
     for bad in ({"strategy": "bm25"}, {"strategies": ("tree", "x")}, {"decider": "gpt"}, {"decide": "some"},
@@ -58,27 +58,36 @@ def test_settings_sections_reject_unknown_keys(tmp_path, monkeypatch, capsys):
     assert "llm.modle" in err and "DOCMASTER_LLM__MODLE" in err
 
 
-def test_cascade_targets_are_built_one_way_for_the_cli_and_the_app():
-    """``docmaster filter --cascade ...`` and the Filter page's cascade form build their
-    options with the one engine function (the CLI's seed included)."""
+def test_review_targets_are_built_one_way_for_the_cli_and_the_app():
+    """``docmaster filter --review ...`` and the Filter page's review form build their
+    options with the one engine function (the CLI's seed included); the old cascade flags
+    map onto it or stop with a message naming the new ones."""
     import argparse
     from types import SimpleNamespace
 
-    from docmaster_core.cli.cascade import add_cascade_arguments
-    from docmaster_core.cli.cascade import cascade_options as cli_options
-    from docmaster_core.filtering.options import cascade_options
+    from docmaster_core.cli.review import add_review_arguments
+    from docmaster_core.cli.review import review_options as cli_options
+    from docmaster_core.filtering.options import review_options
     from ui.filtering import default_config, run_filter
 
     ap = argparse.ArgumentParser()
-    add_cascade_arguments(ap)
+    add_review_arguments(ap)
     ap.add_argument("--decider", default="auto")
-    args = ap.parse_args(["--cascade", "--recall-target", "0.8", "--sample-budget", "30", "--cascade-seed", "4"])
-    assert cli_options(args) == cascade_options(cascade=True, recall=0.8, sample_budget=30, seed=4) \
-        == {"cascade": CascadeTargets(recall=0.8, sample_budget=30, seed=4)}
+    args = ap.parse_args(["--review", "--recall-target", "0.8", "--review-seed", "4"])
+    assert cli_options(args) == review_options(review=True, recall=0.8, seed=4) \
+        == {"review": ReviewTargets(recall=0.8, seed=4)}
+    old = ap.parse_args(["--cascade", "--recall-target", "0.8", "--cascade-seed", "4"])
+    assert cli_options(old) == {"review": ReviewTargets(recall=0.8, seed=4)}
+    with pytest.raises(RetrievalError, match="--max-calls"):
+        cli_options(ap.parse_args(["--cascade", "--sample-budget", "30"]))
+    with pytest.raises(RetrievalError, match="precision 1 relative to the oracle"):
+        cli_options(ap.parse_args(["--cascade", "--precision-target", "0.8"]))
     with pytest.raises(RetrievalError, match="needs an LLM decider"):
-        cli_options(ap.parse_args(["--cascade", "--decider", "calibrated"]))
+        cli_options(ap.parse_args(["--review", "--decider", "calibrated"]))
     with pytest.raises(RetrievalError, match="recall target"):
-        cascade_options(cascade=True, recall=1.5)
+        review_options(review=True, recall=1.5)
+    with pytest.raises(TypeError, match="replaced by the rank-order review"):
+        FilterOptions.of(cascade=True)
 
     seen = {}
 
@@ -93,10 +102,10 @@ def test_cascade_targets_are_built_one_way_for_the_cli_and_the_app():
             seen["options"] = options
             raise RetrievalError("stop here")
 
-    cfg = {**default_config("A"), "cascade": True, "recall_target": 0.8, "sample_budget": 30}
+    cfg = {**default_config("A"), "review": True, "recall_target": 0.8, "delta": 0.2}
     with pytest.raises(RetrievalError, match="stop here"):
         run_filter(FakeFacade(), CONDITION, cfg)
-    assert seen["options"].cascade == cascade_options(cascade=True, recall=0.8, sample_budget=30)["cascade"]
+    assert seen["options"].review == review_options(review=True, recall=0.8, delta=0.2)["review"]
 
 
 def test_facade_state_is_declared_and_preferences_persist(tmp_path, embedder):

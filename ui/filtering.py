@@ -98,8 +98,7 @@ def _wkey(prefix: str, name: str) -> str:
 
 #: Name of the workspace preference holding configuration A or B (``+ prefix``).
 CONFIG_PREFERENCE = "filter_config_"
-_CASCADE_FIELDS = {"cascade": bool, "combined_only": bool, "recall_target": float, "precision_target": float,
-                   "delta": float, "sample_budget": int}
+_REVIEW_FIELDS = {"review": bool, "combined_only": bool, "recall_target": float, "delta": float}
 
 
 def saved_config(dm: Any, prefix: str) -> dict[str, Any]:
@@ -110,7 +109,7 @@ def saved_config(dm: Any, prefix: str) -> dict[str, Any]:
     if not isinstance(saved, dict):
         return {}
     types = {k: type(v) for k, v in default_config(prefix).items()}
-    types.update(_CASCADE_FIELDS)
+    types.update(_REVIEW_FIELDS)
     out: dict[str, Any] = {}
     for k, v in saved.items():
         typ = types.get(k)
@@ -188,27 +187,22 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
             with col:
                 state.seed_widget(_wkey(prefix, name), typ(cfg[name]))
                 out[name] = typ(st.number_input(name, lo, hi, step=step, key=_wkey(prefix, name)))
-    with st.expander("LLM cascade (OpenAI-compatible backend)"):
-        # issue 14: decide most documents by their evidence score, ask the LLM about a sample and the uncertain band
-        for name, default in (("cascade", False), ("combined_only", False), ("recall_target", 0.9),
-                              ("precision_target", 0.9), ("delta", 0.1), ("sample_budget", 0)):
+    with st.expander("LLM review (OpenAI-compatible backend)"):
+        # issue 33: the LLM as the oracle of the rank-order review, asked until the recall target is certified
+        for name, default in (("review", False), ("combined_only", False), ("recall_target", 0.9), ("delta", 0.1)):
             state.seed_widget(_wkey(prefix, name), cfg.get(name, default))
-        out["cascade"] = bool(st.checkbox("Cascade: call the LLM only on a sample and the uncertain band",
-                                          key=_wkey(prefix, "cascade")))
-        out["combined_only"] = bool(st.checkbox("One LLM call per document (combined evidence only; always so with the cascade)",
-                                                key=_wkey(prefix, "combined_only")))
-        c = st.columns(4)
+        out["review"] = bool(st.checkbox(
+            "Review: ask the LLM in order of evidence, and stop once a random check certifies the recall target "
+            "(documents not reached are dropped)", key=_wkey(prefix, "review")))
+        out["combined_only"] = bool(st.checkbox("One LLM call per document (combined evidence only; always so with "
+                                                "the review)", key=_wkey(prefix, "combined_only")))
+        c = st.columns(2)
         with c[0]:
-            out["recall_target"] = float(st.number_input("recall target", 0.05, 1.0, step=0.05,
-                                                         key=_wkey(prefix, "recall_target")))
+            out["recall_target"] = float(st.number_input("share of the matches to find (recall target)", 0.05, 1.0,
+                                                         step=0.05, key=_wkey(prefix, "recall_target")))
         with c[1]:
-            out["precision_target"] = float(st.number_input("precision target", 0.0, 1.0, step=0.05,
-                                                            key=_wkey(prefix, "precision_target")))
-        with c[2]:
-            out["delta"] = float(st.number_input("delta", 0.01, 0.5, step=0.01, key=_wkey(prefix, "delta")))
-        with c[3]:
-            out["sample_budget"] = int(st.number_input("sample budget (0 = auto)", 0, 10000, step=5,
-                                                       key=_wkey(prefix, "sample_budget")))
+            out["delta"] = float(st.number_input("chance the target is missed (delta)", 0.01, 0.5, step=0.01,
+                                                 key=_wkey(prefix, "delta")))
     configs[prefix] = out
     state.put(state.FILTER_CONFIGS, configs)
     if fresh:  # what the session starts from: written back only once the user changes it
@@ -306,19 +300,18 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
         RetrievalError: empty condition, unknown strategy, or no documents.
         LLMError: only for failures outside per-document decisions.
     """
-    from docmaster_core.filtering.options import FilterOptions, cascade_options
+    from docmaster_core.filtering.options import FilterOptions, review_options
 
     _wait_for_warm_up(dm)
     ip = {k: config[k] for k in ("alpha", "k", "K", "w")}
     strategies = [x for x in STRATEGIES if x in config["strategies"]] or ["combined"]
     decide_by = config.get("decide_by") if config.get("decide_by") in strategies else strategies[-1]
     extra: dict[str, Any] = {}
-    if not dm.llm.is_offline:  # the cascade and combined-only decide with an LLM (issue 14)
-        extra = cascade_options(
-            cascade=bool(config.get("cascade")),
+    if not dm.llm.is_offline:  # the review and combined-only decide with an LLM (issue 33)
+        extra = review_options(
+            review=bool(config.get("review")),
             decide="combined-only" if config.get("combined_only") and "combined" in strategies else None,
-            recall=float(config.get("recall_target", 0.9)), precision=float(config.get("precision_target", 0.9)),
-            delta=float(config.get("delta", 0.1)), sample_budget=int(config.get("sample_budget") or 0) or None)
+            recall=float(config.get("recall_target", 0.9)), delta=float(config.get("delta", 0.1)))
     opts = FilterOptions(strategy=decide_by, strategies=tuple(strategies), top_k=int(config["top_k"]),
                          doc_ids=None if docs is None else tuple(docs), index_params=ip,
                          retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)}, **extra)
