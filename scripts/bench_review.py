@@ -19,6 +19,12 @@ there are N, every copy carries its document's label and evidence score (so copi
 ties are broken by a random order drawn per seed, as any order of identical documents
 would be), and the noisy oracle flips each copy's answer independently.
 
+``--bargain BUDGET`` also runs BARGAIN's recall procedure (``BARGAIN_R``, Zeighami, Shankar
+and Parameswaran 2025; ``pip install bargain``, a benchmark-only dependency) on the same
+collections with the same oracle, the ranking as its proxy score and BUDGET oracle calls:
+it certifies the recall of a set that holds every document above a threshold of the
+proxy, asked or not, so its precision relative to the oracle is reported beside.
+
 Usage::
 
     python scripts/bench_review.py --workspace /work/ws/corpus --rankings /tmp/rank_p.json \\
@@ -99,6 +105,48 @@ def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float,
             "cost": float(np.mean(cost)), "cost_max": float(np.max(cost)), "floor": float(np.mean(floor))}
 
 
+def run_bargain(d: dict, y: np.ndarray, tau: float, delta: float, flip: float, seeds: int, total: int | None,
+                oracle_cls, text: str, budget: int) -> dict:
+    """Means over seeds of BARGAIN_R on one condition (same copies, ties and flips as :func:`run_condition`)."""
+    from BARGAIN import BARGAIN_R, Oracle, Proxy
+
+    rank = np.asarray(d["rank"], dtype=np.int64)
+    src = copies(len(rank), total) if total else np.arange(len(rank))
+    n = src.size
+    met, calls, prec, size = [], [], [], []
+    for seed in range(seeds):
+        rng = np.random.default_rng([seed, 7])
+        tie = rng.permutation(n)
+        order = np.lexsort((tie, rank[src]))
+        score = np.empty(n)
+        score[order] = 1.0 - np.arange(n) / n  # the proxy: higher = better ranked
+        oracle = oracle_cls({}, flip=flip, seed=seed)
+        flips = np.array([oracle.flipped(text, d["files"][src[i]], salt=str(i)) for i in range(n)]) if flip else \
+            np.zeros(n, dtype=bool)
+        ans = np.where(flips, 1 - np.maximum(y[src], 0), np.maximum(y[src], 0)).astype(bool)
+
+        class P(Proxy):
+            def proxy_func(self, x):
+                return True, float(score[int(x)])
+
+        class O(Oracle):
+            def oracle_func(self, x, proxy_output):
+                return bool(ans[int(x)]) == proxy_output, bool(ans[int(x)])
+
+        o = O(verbose=False, max_workers=1)
+        got = BARGAIN_R(P(verbose=False, max_workers=1), o, delta=delta, target=tau, budget=budget,
+                        seed=seed).process([str(i) for i in range(n)])
+        kept = np.zeros(n, dtype=bool)
+        kept[np.asarray(got, dtype=np.int64)] = True
+        r = (kept & ans).sum() / ans.sum() if ans.sum() else 1.0
+        met.append(r >= tau - 1e-12)
+        calls.append(o.get_number_preds() / n)
+        prec.append((kept & ans).sum() / kept.sum() if kept.sum() else 1.0)
+        size.append(kept.sum() / n)
+    return {"met": float(np.mean(met)), "cost": float(np.mean(calls)), "precision": float(np.mean(prec)),
+            "kept": float(np.mean(size))}
+
+
 def table(rows: dict[str, dict]) -> str:
     """A markdown table of the rows of one target and noise level plus a mean row."""
     lines = ["| cond | matches | runs meeting target (vs oracle) | recall vs oracle | recall vs labels | "
@@ -127,6 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--recall-target", type=float, nargs="+", default=[0.8, 0.9, 0.95])
     ap.add_argument("--delta", type=float, default=0.1)
     ap.add_argument("--copies", type=int, help="build a collection of this many documents from copies")
+    ap.add_argument("--bargain", type=int, metavar="BUDGET", help="also run BARGAIN_R with this many oracle calls")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
 
@@ -154,6 +203,17 @@ def main(argv=None) -> int:
             print(f"\n#### recall target {tau:g}, delta {args.delta:g}, {int(round(100 * flip))} % of oracle answers "
                   f"flipped, {n} documents, {args.seeds} seeds\n")
             print(table(rows), flush=True)
+            if args.bargain:
+                b = {cid: run_bargain(d, np.array([labels.get((normalize(d["text"]), f), -1) for f in d["files"]]),
+                                      tau, args.delta, flip, args.seeds, args.copies, Oracle, d["text"], args.bargain)
+                     for cid, d in data.items()}
+                out["tables"][f"bargain {tau:g}/{flip:g}"] = b
+                print(f"\nBARGAIN_R, budget {args.bargain}: runs meeting the target (vs oracle) "
+                      f"{100 * np.mean([r['met'] for r in b.values()]):.0f} % (per condition: "
+                      + ", ".join(f"{c} {100 * r['met']:.0f} %" for c, r in b.items())
+                      + f"); oracle calls {100 * np.mean([r['cost'] for r in b.values()]):.1f} % of documents; "
+                      f"set kept {100 * np.mean([r['kept'] for r in b.values()]):.1f} % of documents at precision "
+                      f"{np.mean([r['precision'] for r in b.values()]):.3f} vs the oracle", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -146,7 +146,7 @@ def test_a_call_limit_stops_uncertified_and_says_so():
     order, y = _ranking(rng, 200, 20, 1.0)
     st = run_review(order, ReviewTargets(max_calls=30, seed=0), lambda idx: y[idx], chunk=1)
     assert st.phase == "budget" and not st.certified and st.answered <= 30
-    assert st.promise().startswith("not certified yet: stopped at the call limit")
+    assert st.promise().startswith("not certified: stopped at the call limit")
 
 
 def test_bad_targets_are_refused():
