@@ -177,3 +177,50 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
     timings = {k: round(v, 3) for k, v in timings.items()}
     (out / "browser_timings.json").write_text(json.dumps({"documents": n_docs, "seconds": timings}, indent=2))
     print("\nbrowser timings (s):", json.dumps(timings))
+
+
+def _answered_line(page) -> str:
+    import re
+
+    loc = page.locator("[data-testid='stMarkdownContainer']").filter(has_text=re.compile(r"\d+ answered · "))
+    return loc.first.inner_text() if loc.count() else ""
+
+
+def _filter_and_open_review(page, url: str, n_docs: int) -> None:
+    from playwright.sync_api import expect
+
+    open_page(page, f"{url}/filter")
+    set_condition(page, CONDITION)
+    wait_idle(page)
+    button = run_filter_button(page)
+    expect(button).to_be_enabled(timeout=30_000)
+    timed(page, button.click, timeout=120, until=lambda: decision_tables_ready(page, n_docs))
+    page.get_by_text("Review the documents one by one").first.click()
+    wait_idle(page)
+
+
+def test_review_answers_by_keyboard_and_keeps_them_after_a_reload(corpus_server, tmp_path):
+    """The Filter page's Review on real PDFs: the keys M and N answer the document shown, the
+    count line follows, and a new browser session finds the answers kept."""
+    import time
+
+    url, n_docs = corpus_server
+    with chromium() as page:
+        _filter_and_open_review(page, url, n_docs)
+        assert _answered_line(page).startswith("0 answered")
+        for i, key in enumerate("mn", start=1):
+            before = _answered_line(page)
+            page.evaluate("() => document.activeElement && document.activeElement.blur()")
+            page.keyboard.press(key)
+            end = time.time() + 60
+            while _answered_line(page) == before and time.time() < end:
+                time.sleep(0.2)
+            wait_idle(page)
+            assert _answered_line(page).startswith(f"{i} answered"), _answered_line(page)
+        assert "1 match · 1 no match" in _answered_line(page)
+        page.screenshot(path=str(_shots_dir(tmp_path) / "filter_review.png"), full_page=True)
+        assert exception_count(page) == 0
+    with chromium() as page:  # a new session: the answers are in the workspace
+        _filter_and_open_review(page, url, n_docs)
+        assert _answered_line(page).startswith("2 answered"), _answered_line(page)
+        assert exception_count(page) == 0
