@@ -440,8 +440,11 @@ def _add_retrieval_parsers(sub, common) -> None:
     common(sp)
     knobs(sp)
     sp.add_argument("--cases", nargs="+", help="filter: TSV(s) with columns file, condition, label; "
-                    "qa: TSV(s) with columns file, question, kind, key, pages")
+                    "qa: TSV(s) with columns file, question, key and optionally kind, pages, split")
     sp.add_argument("--deep", action="store_true", help="qa: ask in deep mode")
+    sp.add_argument("--over", choices=["file", "all"], default="file",
+                    help="qa: ask each question over its own document (file, default) or over every document (all: "
+                         "the question must name its document)")
     sp.add_argument("--conditions", nargs="+",
                     help="filter: TSV(s) condition<TAB>text, one per --cases file (else the condition column is the text)")
     sp.add_argument("--strategy", nargs="+", choices=strategies + ["keyword"], help="strategies to evaluate (default all five)")

@@ -107,7 +107,11 @@ def _cmd_eval_qa(args: argparse.Namespace, dm) -> int:
     from ..evaluation import qa as qa_eval
 
     cases = [c for f in args.cases for c in qa_eval.load_qa_cases(f)]
+    over_all = getattr(args, "over", "file") == "all"
+
     def ask_one(question, doc_id):
+        if over_all:  # the question must lead to its document by the names it holds
+            return dm.ask(question, all_docs=True, top_k=args.top_k, deep=args.deep, save=False)
         return dm.ask(question, docs=[doc_id], top_k=args.top_k, deep=args.deep, save=False)
 
     res = qa_eval.eval_qa(dm.ws, ask_one, cases)
@@ -120,11 +124,12 @@ def _cmd_eval_qa(args: argparse.Namespace, dm) -> int:
 
     def table(title, groups):
         print(title)
-        print(f"  {'kind':16} {'n':>3}  {'key-on-page':>11} {'key-in-quote':>12} {'false-decline':>13} {'decline':>8}")
+        print(f"  {'kind':16} {'n':>3}  {'key-on-page':>11} {'key-in-quote':>12} {'false-decline':>13} {'decline':>8}"
+              f" {'whole-sentences':>15}")
         for k, s in groups.items():
             n = s["answerable"] + s["unanswerable"]
             print(f"  {clean_line(k)[:16]:16} {n:>3}  {fmt(s['key_on_page']):>11} {fmt(s['key_in_quote']):>12} "
-                  f"{fmt(s['false_decline']):>13} {fmt(s['decline']):>8}")
+                  f"{fmt(s['false_decline']):>13} {fmt(s['decline']):>8} {fmt(s['whole']):>15}")
 
     table("all cases", {**res["by_kind"], "ALL": res["overall"]})
     for sp_name, kinds in res["by_split_kind"].items():
@@ -132,6 +137,11 @@ def _cmd_eval_qa(args: argparse.Namespace, dm) -> int:
     if res["missing_files"]:
         print(f"{len(res['missing_files'])} case files are not in the workspace: "
               + ", ".join(clean_line(f) for f in res["missing_files"][:5]))
+    if over_all:
+        named = sum(bool(r["named"]) for r in res["cases"])
+        print(f"asked over every document: right (a citation from the case's document quotes the key) "
+              f"{fmt(res['overall']['right'])}; {named} of {len(res['cases'])} questions were routed to the "
+              "documents they name")
     print(f"ask latency: mean {res['latency']['mean']:.3f} s, max {res['latency']['max']:.3f} s")
     return 0
 

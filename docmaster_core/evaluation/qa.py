@@ -1,13 +1,17 @@
 """Question-answering evaluation built into the product (``docmaster eval qa``).
 
-Cases are a TSV with a header and the columns ``file, question, kind, key, pages``
-(an optional ``split`` column, e.g. ``tune`` / ``heldout``, is reported separately).
+Cases are a TSV with a header and the columns ``file, question, key`` and, optionally,
+``kind`` (default ``fact``), ``pages`` (when absent, a citation on any page counts) and
+``split`` (e.g. ``tune`` / ``heldout``, reported separately); ``../shared/eval/qa_named_cuad.tsv``
+is such a file.
 ``kind=unanswerable`` marks a question whose answer is not in the document; for the
 others ``key`` is a string the answer's evidence must contain and ``pages`` the
 1-based pages (``;``- or ``,``-separated) where it occurs.
 
-Each question is asked over its one document (``docmaster ask QUESTION --docs FILE``).
-Measures, per kind and per split:
+Each question is asked over its one document (``docmaster ask QUESTION --docs FILE``), or,
+with ``scope="all"``, over every document of the workspace (``docmaster ask QUESTION --all``:
+the question must lead to its document by the names it holds). Measures, per kind and per
+split:
 
 - **key-on-page** (answerable): the answer was given (outcome ``answered``) and one of
   its citations points at a passage on a listed page whose text contains the key
@@ -15,7 +19,12 @@ Measures, per kind and per split:
 - **key-in-quote** (answerable, stricter): the same, but the key must occur in the
   citation's quoted sentence(s);
 - **false decline** (answerable): the answer said the documents do not contain it;
-- **decline rate** (unanswerable): the answer's outcome is ``not_found``.
+- **decline rate** (unanswerable): the answer's outcome is ``not_found``;
+- **right** (answerable): a citation *from the case's document* quotes the key (the
+  measure of questions asked over the whole collection; equal to key-in-quote with the
+  document checked);
+- **whole sentences**: the answer's text neither starts nor ends in the middle of a
+  sentence (:func:`whole_sentences`).
 
 An answer without an ``outcome`` (an older answerer) counts as answered.
 """
@@ -32,7 +41,7 @@ import numpy as np
 
 from ..errors import RetrievalError, WorkspaceError
 
-__all__ = ["QACase", "load_qa_cases", "key_match", "score_case", "eval_qa"]
+__all__ = ["QACase", "load_qa_cases", "key_match", "score_case", "eval_qa", "whole_sentences"]
 
 UNANSWERABLE = "unanswerable"
 _WS = re.compile(r"\s+")
@@ -76,12 +85,12 @@ def load_qa_cases(path: str | os.PathLike) -> list[QACase]:
             rows = list(csv.DictReader(f, delimiter="\t"))
     except OSError as e:
         raise RetrievalError(f"cannot read QA cases {path}: {e}") from e
-    need = {"file", "question", "kind", "key", "pages"}
+    need = {"file", "question", "key"}
     if not rows or not need <= set(rows[0]):
         raise RetrievalError(f"{path}: a QA cases TSV needs the columns {', '.join(sorted(need))}")
     out = []
     for i, r in enumerate(rows, start=2):
-        kind = (r.get("kind") or "").strip().lower()
+        kind = (r.get("kind") or "fact").strip().lower()
         key = (r.get("key") or "").strip()
         pages = []
         for p in re.split(r"[;,\s]+", (r.get("pages") or "").strip()):
@@ -89,7 +98,7 @@ def load_qa_cases(path: str | os.PathLike) -> list[QACase]:
                 if not p.isdigit() or int(p) < 1:
                     raise RetrievalError(f"{path}:{i}: page {p!r} is not a 1-based page number")
                 pages.append(int(p))
-        if kind != UNANSWERABLE and (not key or not pages):
+        if kind != UNANSWERABLE and (not key or ("pages" in rows[0] and not pages)):
             raise RetrievalError(f"{path}:{i}: an answerable question needs a key and its pages")
         q = " ".join((r.get("question") or "").split())
         if not q or not (r.get("file") or "").strip():
@@ -108,31 +117,51 @@ def key_match(key: str, text: str) -> bool:
     return bool(k) and k in _squash(text)
 
 
+def whole_sentences(text: str) -> bool:
+    """True when an answer's text neither starts nor ends inside a sentence: with its
+    citation markers (``[E3]``) removed, no quoted unit between them is prose cut out of
+    its sentence (:func:`~docmaster_core.text.words.is_cut_prose`; table rows, form fields
+    and formulas are not prose and are not counted)."""
+    from ..text.words import is_cut_prose
+
+    parts = [p.strip() for p in re.split(r"\s*\[E\d+\]", text or "") if p.strip()]
+    return not any(is_cut_prose(p) for p in parts)
+
+
 def score_case(case: QACase, result: dict[str, Any]) -> dict[str, Any]:
     """Score one ``ask`` result (its ``to_dict()``) against a case.
 
     Returns:
-        ``{"declined", "key_on_page", "key_in_quote", "cited_pages"}``; the two key
-        flags are None for an unanswerable case.
+        ``{"declined", "key_on_page", "key_in_quote", "right", "whole", "cited_pages",
+        "from_file"}``; the key flags and ``right`` are None for an unanswerable case.
+        A citation counts only when it comes from the case's document (by file name) and,
+        when the case lists pages, lies on one of them.
     """
     ans = result.get("answer", {})
     declined = ans.get("outcome", "answered") == "not_found"
     ev = {e["evidence_id"]: e for e in result.get("evidence", [])}
+    files = {e["evidence_id"]: e.get("file") or "" for e in result.get("evidence", [])}
     pages = set(case.pages)
+    want = os.path.basename(case.file)
     on_page = in_quote = False
-    cited = []
+    cited, from_file = [], False
     for c in ans.get("citations", []):
         cited.append(c.get("page"))
-        if declined or c.get("page") not in pages:
+        f = os.path.basename(c.get("file") or files.get(c.get("evidence_id"), ""))
+        if declined or (f and f != want) or (pages and c.get("page") not in pages):
             continue
+        from_file = True
         text = ev.get(c.get("evidence_id"), {}).get("text", "")
         if key_match(case.key, text):
             on_page = True
         if key_match(case.key, c.get("quote", "")):
             in_quote = True
+    whole = whole_sentences(ans.get("text", "")) if not declined else True
     if not case.answerable:
-        return {"declined": declined, "key_on_page": None, "key_in_quote": None, "cited_pages": cited}
-    return {"declined": declined, "key_on_page": on_page, "key_in_quote": in_quote, "cited_pages": cited}
+        return {"declined": declined, "key_on_page": None, "key_in_quote": None, "right": None, "whole": whole,
+                "cited_pages": cited, "from_file": from_file}
+    return {"declined": declined, "key_on_page": on_page, "key_in_quote": in_quote, "right": in_quote,
+            "whole": whole, "cited_pages": cited, "from_file": from_file}
 
 
 def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -144,16 +173,17 @@ def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     return {"answerable": len(ans), "unanswerable": len(una), "key_on_page": rate(ans, "key_on_page"),
             "key_in_quote": rate(ans, "key_in_quote"), "false_decline": rate(ans, "declined"),
-            "decline": rate(una, "declined")}
+            "decline": rate(una, "declined"), "right": rate(ans, "right"), "whole": rate(rows, "whole")}
 
 
 def eval_qa(ws, ask_fn, cases: Sequence[QACase]) -> dict[str, Any]:
-    """Ask every case over its document and score it.
+    """Ask every case and score it.
 
     Args:
         ws: The workspace (to map file names to documents).
         ask_fn: ``ask_fn(question, doc_id) -> QAResult`` (e.g. a bound
-            :meth:`~docmaster_core.pipeline.DocMaster.ask` with ``save=False``).
+            :meth:`~docmaster_core.pipeline.DocMaster.ask` with ``save=False`` over that
+            document, or over every document for questions that name theirs).
         cases: From :func:`load_qa_cases`.
 
     Returns:
@@ -185,6 +215,7 @@ def eval_qa(ws, ask_fn, cases: Sequence[QACase]) -> dict[str, Any]:
         first = (res["answer"].get("citations") or [{}])[0]
         rows.append({"file": c.file, "question": c.question, "kind": c.kind, "split": c.split, "key": c.key,
                      "pages": c.pages, **s, "outcome": res["answer"].get("outcome", "answered"),
+                     "scope": res.get("scope", ""), "named": res.get("named", []),
                      "first_quote": first.get("quote", ""), "answer": res["answer"].get("text", ""),
                      "verdict": res.get("verdict", {})})
     if not rows:

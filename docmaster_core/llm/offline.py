@@ -50,7 +50,7 @@ import numpy as np
 from ..errors import EmbeddingError
 from ..model import Answer, Citation, Decision, Evidence
 from .base import UsageTracker
-from ..text.words import count_words, normalize_ws, split_sentences, truncate_words
+from ..text.words import answer_sentences, count_words, is_cut_prose, normalize_ws, split_sentences, truncate_words
 from .cache import LLMCache, make_key
 from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
 
@@ -118,7 +118,7 @@ class OfflineLLM:
         pair_threshold: float = PAIR_THRESHOLD,
         group_distance: float = GROUP_DISTANCE,
         answer_min_cos: float = ANSWER_MIN_COS,
-        answer_max_sentences: int = 3,
+        answer_max_sentences: int = 4,
         embedding_cache_size: int = 20000,
         summary_vectors: str = "lexical",
     ):
@@ -430,7 +430,7 @@ class OfflineLLM:
                         text = flat[len(title) + 1 :]
                 if norm_key(text) == norm_key(title) and e.node_type == "TITLE":
                     continue
-            for s in split_sentences(text, max_words=60):
+            for s in answer_sentences(text):
                 units.append(s)
                 owner.append(j)
         if not units:
@@ -512,8 +512,10 @@ class OfflineLLM:
             "min_cos": self.answer_min_cos,
             "max_sentences": self.answer_max_sentences,
             # answer algorithm version: v2 drops section headings and repeated sentences,
-            # v3 orders sentences by support (qa_answering.rank_answer_units)
-            "answer_version": 3,
+            # v3 orders sentences by support (qa_answering.rank_answer_units), v4 quotes whole
+            # sentences (long ones split at semicolons, a short heading kept with its sentence) in
+            # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose
+            "answer_version": 8,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
@@ -549,25 +551,32 @@ class OfflineLLM:
         words = 0
         from ..text.answer_units import rank_answer_units  # support order: coverage, answer type, cosine
 
-        for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos, owner,
-                                   min_cos=self.answer_min_cos):
-            i = int(i)
+        ranked = [int(i) for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos,
+                                                    owner, min_cos=self.answer_min_cos)]
+        # prose is quoted in whole sentences: a piece of prose cut from its sentence (a paragraph split across
+        # nodes) only when nothing else answers; table rows, form fields and formulas are no prose
+        whole = [i for i in ranked if not is_cut_prose(units[i])]
+        for i in whole or ranked:
             if len(picked) >= self.answer_max_sentences:
                 break
             key = norm_key(units[i])  # the same sentence from two passages is quoted once
-            if key in seen or words + count_words(units[i]) > 150:
+            if key in seen or (picked and words + count_words(units[i]) > 150):
                 continue
             seen.add(key)
             picked.append(i)
             words += count_words(units[i])
         if not picked:
             return {"text": NO_ANSWER_TEXT, "citations": []}
+        # reading order: documents in the order of their best sentence, then passage (node) and sentence order
+        first_doc = {}
+        for r, i in enumerate(picked):
+            first_doc.setdefault(evidence[int(owner[i])].doc_id, r)
+        picked.sort(key=lambda i: (first_doc[evidence[int(owner[i])].doc_id], evidence[int(owner[i])].node_id, i))
         text = " ".join(f"{units[i]} [{evidence[int(owner[i])].evidence_id}]" for i in picked)
-        cites: dict[str, str] = {}
-        for i in picked:
-            eid = evidence[int(owner[i])].evidence_id
-            cites.setdefault(eid, truncate_words(units[i], 60))
-        return {"text": text, "citations": [[k, v] for k, v in cites.items()]}
+        cites: dict[str, list[str]] = {}
+        for i in picked:  # a passage's quote: every sentence the answer took from it, in reading order
+            cites.setdefault(evidence[int(owner[i])].evidence_id, []).append(units[i])
+        return {"text": text, "citations": [[k, truncate_words(" ".join(v), 150)] for k, v in cites.items()]}
 
     def answer_stream(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Iterator[str]:
         """The :meth:`answer` text in pieces of a few words (joined they equal the text)."""

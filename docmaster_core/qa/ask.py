@@ -29,7 +29,11 @@ each sub-query's best two guaranteed) is answered as one.
 
 Which documents: ``docs`` given (file names, paths or doc ids), every document with
 ``all_docs``, else the matches of the last saved filter run, else every document of the
-workspace. :func:`scope_line` says which in one line (the CLI prints it).
+workspace. Among several, a question that *names* documents (a file name, a title, a
+party or company of the opening text; :mod:`~docmaster_core.qa.names`) is answered from
+those only, and its passages are chosen by the rest of the question (the names would pull
+up the preamble that holds them). :func:`scope_line` says which in one line (the CLI
+prints it; ``doc_source`` is then ``"named"``).
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from ..model import Answer, Citation, Evidence
 from ..protocols import LLM, Embedder, RunStore
 from .answering import not_found_answer, select_passages
 from .candidates import combined_candidates, dedupe_candidates
+from .names import route_by_names
 from ..text.answer_units import NOT_FOUND_PREFIX
 from ..retrieval.retriever import Retriever, check_top_k
 
@@ -62,7 +67,8 @@ class QAResult:
         answer: The :class:`Answer` (citations validated).
         evidence: The passages given to the model, ``E1..En``.
         doc_ids: Documents searched.
-        doc_source: ``"given"``, ``"last-filter-run"`` or ``"all"``.
+        doc_source: ``"given"``, ``"last-filter-run"``, ``"all"``, or ``"named"`` (the
+            question named the documents searched, among those of the scope).
         source_run: The filter run whose kept documents were searched
             (``doc_source == "last-filter-run"``), else None.
         n_workspace: Documents in the workspace when the question was asked.
@@ -80,6 +86,11 @@ class QAResult:
             deep mode) searches only the candidate documents of the collection indexes
             (:mod:`docmaster_core.retrieval.candidates`): ``{"candidates",
             "not_candidates", ...}``; empty when every document was searched.
+        named: The question's words that named the documents searched (``doc_source ==
+            "named"``), else empty.
+        scope_files: File names of the documents searched when they were named.
+        need: The question without the names: what chose the passages (the question
+            itself when nothing was named).
     """
 
     question: str
@@ -97,6 +108,9 @@ class QAResult:
     source_run: int | None = None
     n_workspace: int = 0
     candidates: dict[str, Any] = field(default_factory=dict)
+    named: list[str] = field(default_factory=list)
+    scope_files: list[str] = field(default_factory=list)
+    need: str = ""
 
     @property
     def evidence_doc_ids(self) -> list[str]:
@@ -113,7 +127,9 @@ class QAResult:
             "doc_source": self.doc_source,
             "source_run": self.source_run,
             "n_workspace": self.n_workspace,
-            "scope": scope_line(self.doc_source, len(self.doc_ids), self.n_workspace, self.source_run),
+            "scope": scope_line(self.doc_source, len(self.doc_ids), self.n_workspace, self.source_run,
+                                files=self.scope_files),
+            **({"named": list(self.named), "need": self.need} if self.named else {}),
             "sub_queries": list(self.sub_queries),
             "rounds": self.rounds,
             "dropped_citations": list(self.dropped_citations),
@@ -179,12 +195,15 @@ def select_documents(ws, docs: Sequence[str] | None = None, all_docs: bool = Fal
     return out(all_ids, "all")
 
 
-def scope_line(source: str, n: int, n_all: int, run_id: int | None = None) -> str:
+def scope_line(source: str, n: int, n_all: int, run_id: int | None = None, files: Sequence[str] = ()) -> str:
     """Which documents a question was answered from, in words (the CLI's scope line).
 
     Examples: ``"all 9 documents"``, ``"the 3 documents kept by filter run 7 (of 9)"``,
-    ``"2 chosen documents (of 9)"``.
+    ``"2 chosen documents (of 9)"``, ``"cuad-077_....pdf (named in the question)"``.
     """
+    if source == "named":
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        return f"{shown or f'{n} documents'} (named in the question)"
     def docs(k: int) -> str:
         return f"{k} document{'s' * (k != 1)}"
 
@@ -329,6 +348,17 @@ def _deep_evidence(retr: Retriever, question: str, doc_ids: Sequence[str], top_k
     return ev, subs, ran
 
 
+def _quoted_from(quote: str, passage: str) -> bool:
+    """True when ``quote`` (whitespace-normalised) is in ``passage``, whole or as sentences
+    that each are (an answer quotes the sentences it took from a passage, in reading order)."""
+    if quote in passage:
+        return True
+    from ..text.words import answer_sentences
+
+    parts = answer_sentences(quote)
+    return len(parts) > 1 and all(p in passage for p in parts)
+
+
 def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict[str, str],
                        question: str = "") -> tuple[Answer, list[str]]:
     """Keep only citations of given passages and fill them from the passages.
@@ -357,7 +387,7 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
         seen.add(c.evidence_id)
         norm = " ".join(e.text.split())
         quote = " ".join((c.quote or "").split())
-        if not quote or quote not in norm:
+        if not quote or not _quoted_from(quote, norm):
             quote = best_quote(question, e.text, e.node_type) or " ".join(norm.split()[:40])
         kept.append(citation_of(e, quote, files.get(e.doc_id, ""), supports=c.supports))
     closest = []
@@ -422,17 +452,22 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     retr = retriever or Retriever(ws, embedder, settings, load_index=load_index, index_key=index_key)
     doc_ids, warnings = searchable_documents(retr.view, doc_ids)
     t0 = time.perf_counter()
+    route = route_by_names(q, retr.view, doc_ids) if len(doc_ids) > 1 else None
+    need = q
+    if route is not None:  # the names pick the documents, the rest of the question the passages
+        doc_ids, source, source_run = route.doc_ids, "named", None
+        need = route.need if len(route.need.split()) >= 2 else q
     cand_info: dict[str, Any] = {}
     search_retr, search_ids = retr, doc_ids
     if candidates is not None and not deep and len(doc_ids) > candidates.min_docs and retr.view.collection is not None:
-        search_retr, search_ids, cand_info = _question_candidates(retr, q, doc_ids, candidates)
+        search_retr, search_ids, cand_info = _question_candidates(retr, need, doc_ids, candidates)
     if deep:
-        evidence, subs, ran = _deep_evidence(retr, q, doc_ids, k, llm, rounds)
+        evidence, subs, ran = _deep_evidence(retr, need, doc_ids, k, llm, rounds)
         di_of = {d.doc_id: i for i, d in enumerate(retr.view.docs)}
-        sel = select_passages(retr, q, doc_ids, max(1, len(evidence)), candidates=[
+        sel = select_passages(retr, need, doc_ids, max(1, len(evidence)), candidates=[
             (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
     else:
-        sel, subs, ran = select_passages(search_retr, q, search_ids, k), [q], 1
+        sel, subs, ran = select_passages(search_retr, need, search_ids, k), [need], 1
     evidence = sel.evidence
     t_ret = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -443,18 +478,20 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
                      [], 0, backend, outcome="not_found", reason="no passage was retrieved")
     elif not sel.verdict.found and llm.is_offline:
         ans = not_found_answer(q, sel, files, backend)
-    else:
-        ans = _llm_answer(llm, q, evidence, doc_ids[0] if len(doc_ids) == 1 else None, on_piece)
+    else:  # a model reads the whole question; the offline answerer ranks sentences by what is asked
+        ans = _llm_answer(llm, need if llm.is_offline else q, evidence, doc_ids[0] if len(doc_ids) == 1 else None,
+                          on_piece)
     streamed = bool(evidence) and not llm.is_offline  # a chat model's answer came as tokens
     if on_piece is not None and not streamed:
         for piece in answer_pieces(ans.text):
             on_piece(piece)
-    ans, dropped = validate_citations(ans, evidence, files, q)
+    ans, dropped = validate_citations(ans, evidence, files, need)
     t_ans = time.perf_counter() - t0
     out = QAResult(q, ans, evidence, doc_ids, source, subs, ran, dropped,
                    {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings,
                    verdict=sel.verdict.to_dict(), source_run=source_run, n_workspace=n_workspace,
-                   candidates=cand_info)
+                   candidates=cand_info, named=route.names if route else [],
+                   scope_files=[files.get(d, d) for d in doc_ids] if route else [], need=need)
     if save:
         params = {"question": q, "docs": doc_ids, "doc_source": source, "source_run": source_run,
                   "top_k": k, "deep": deep,

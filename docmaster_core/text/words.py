@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences"]
+__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences", "is_prose", "is_cut_prose"]
 
 _WS = re.compile(r"\s+")
 # Abbreviations after which a period does not end a sentence.
@@ -74,3 +74,67 @@ def split_sentences(text: str | None, max_words: int = 60) -> list[str]:
         else:
             out.extend(" ".join(words[i : i + max_words]) for i in range(0, len(words), max_words))
     return out
+
+
+_ENUM = re.compile(r"^(?:\(?(?:[a-z]|[ivxlc]{1,5}|\d{1,3}(?:\.\d{1,3})*)[.)]|§\s*\d+[.\d]*)\s+", re.I)
+_CLAUSE = re.compile(r"(?<=;)\s+")
+
+
+def is_whole_sentence(text: str | None) -> bool:
+    """True when ``text`` starts like a sentence (a capital, a digit, an opening quote or
+    bracket, or an enumerator such as ``(a)``, ``iv.``, ``8.05``) and ends like one
+    (``.``, ``!``, ``?``, ``;`` or ``:``, closing quotes and brackets aside): not a piece cut
+    out of a sentence."""
+    t = normalize_ws(text).rstrip("\"'\u201d\u2019)]")
+    if not t:
+        return False
+    head = _ENUM.sub("", t).lstrip("\"'\u201c\u2018([")
+    first = head[:1]
+    return (first.isupper() or first.isdigit()) and t[-1] in ".!?;:"
+
+
+def answer_sentences(text: str | None, long_words: int = 80, heading_words: int = 6) -> list[str]:
+    """Whole sentences for quoting in an answer: :func:`split_sentences` without cutting
+    long sentences into word windows; a sentence longer than ``long_words`` words is split
+    only after its semicolons (the items of a clause list), never inside a clause; a short
+    leading piece (at most ``heading_words`` words, e.g. a clause heading "(a) Governing
+    Law.") stays with the sentence after it."""
+    out: list[str] = []
+    for s in split_sentences(text, max_words=1_000_000):
+        if count_words(s) > long_words and ";" in s:
+            out.extend(p for p in _CLAUSE.split(s) if p.strip())
+        else:
+            out.append(s)
+    merged: list[str] = []
+    carry = ""
+    for u in out:
+        u = f"{carry} {u}".strip() if carry else u
+        carry = ""
+        if count_words(u) <= heading_words and u is not out[-1] and not u.endswith((";", ":")):
+            carry = u
+            continue
+        merged.append(u)
+    if carry:
+        merged.append(carry)
+    return merged
+
+
+_FUNCTION_WORDS = frozenset("the of and to in is are was were shall be for with by that this it as on or an a".split())
+
+
+def is_prose(text: str | None) -> bool:
+    """True when ``text`` reads as running prose (at least 6 words, three quarters of them
+    alphabetic, some function words): the text that must be quoted in whole sentences.
+    Table rows, form fields ("Location: ... Aircraft: ..."), formulas and bare headings
+    are not prose."""
+    words = normalize_ws(text).split()
+    if len(words) < 6:
+        return False
+    alpha = sum(w.strip(".,;:()\"'").isalpha() for w in words) / len(words)
+    func = sum(w.lower().strip(".,;:()\"'") in _FUNCTION_WORDS for w in words)
+    return alpha >= 0.75 and func >= 2
+
+
+def is_cut_prose(text: str | None) -> bool:
+    """True for prose cut out of its sentence (:func:`is_prose` and not :func:`is_whole_sentence`)."""
+    return is_prose(text) and not is_whole_sentence(text)

@@ -1,0 +1,301 @@
+"""Route a question by the documents it names (issue 35).
+
+"Which state's law governs the Integrity Media agreement?" names a document; it must be
+answered from that document, and from its governing-law clause, not from the preamble
+that holds the names. :func:`route_by_names` finds the documents a question names and
+splits the question into the *names* (which pick the documents) and the *need* (what
+is asked; it picks the passages inside them).
+
+How a document is named: its file name, its title and its opening text (the first
+``front_chars`` characters in reading order: a contract's parties paragraph, a paper's
+title, authors and affiliations) form its *name field*: the words there written like
+names (capitalised or all capitals) and the file name's words. A question word is a name
+candidate when it looks like a name in the question (capitalised other than as the
+first word, or all capitals), is a file name or its prefix with a digit ("cuad-077"), or is rare in the whole collection (in at
+most ``rare_docs`` documents' text); common question and document words (``what``,
+``agreement``, ``law``) never are. A document is named when the candidates it holds in
+its name field are *distinctive*: each in the name fields of at most ``max_share`` of the
+documents (and at most ``max_docs``), weighted by their inverse document frequency over
+the name fields; the documents within ``keep_ratio`` of the best score are kept (at most
+``max_named``). Nothing is routed when no candidate is distinctive, or when the best
+document holds a single name that other documents hold too, so a question that names
+nothing ("Which contracts require insurance?") keeps its scope.
+
+The name fields and their statistics are built once per corpus view
+(``view.aux("name_fields", ...)``).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+__all__ = ["NameFields", "Route", "name_fields", "route_by_names", "name_tokens"]
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.\-/]*")
+_SPLIT = re.compile(r"[^a-z0-9]+")
+
+#: Words that are never names, whatever their case: question words, function words and the
+#: nouns every document of a kind uses about itself.
+STOP = frozenset("""
+a about above according after against all also am an and any are as at be been before being between both but by
+can could did do does doing done during each either for from had has have having he her here hers him his how i if
+in into is it its itself may me might more most must my no nor not of on once only or other our out over own per
+s same shall she should so some such than that the their them then there these they this those through to under
+until up upon very was we were what when where which while who whom whose why will with within would you your
+agreement agreements contract contracts document documents paper papers report reports article section clause
+party parties between among term terms law laws state states which whats what's how's say says said tell list name
+named give given main new use used using based""".split())
+
+
+def name_tokens(text: str) -> list[str]:
+    """Lower-case name tokens of ``text``: each word, its parts split at punctuation, and
+    the word with its punctuation removed (``U-Net`` gives ``u-net``, ``u``, ``net``, ``unet``)."""
+    out: list[str] = []
+    for w in _WORD.findall(text or ""):
+        lw = w.lower().strip(".'-/&")
+        if not lw:
+            continue
+        parts = [p for p in _SPLIT.split(lw) if p]
+        out.append(lw)
+        if len(parts) > 1:
+            out.extend(parts)
+            out.append("".join(parts))
+    return out
+
+
+@dataclass
+class NameFields:
+    """The name field of every document of a view and their document frequencies.
+
+    Attributes:
+        tokens: One set of name tokens per document (view order): of the words of the name
+            field written like names (capitalised or all capitals) and of the file name.
+        df: Name-field document frequency of each token.
+        text_df: Document frequency of each token over the documents' whole text.
+        n_docs: Documents.
+        file_df: Document frequency of each token of the file names.
+    """
+
+    tokens: list[set[str]]
+    df: Counter
+    text_df: Counter
+    n_docs: int
+    file_df: Counter = field(default_factory=Counter)
+
+
+def _front_text(tree, front_chars: int) -> str:
+    """The document's title and its first ``front_chars`` characters in reading order."""
+    out, n = [tree.title or ""], 0
+    for node in tree.nodes[1:]:
+        t = node.content or ""
+        out.append(t)
+        n += len(t)
+        if n >= front_chars:
+            break
+    return " ".join(out)
+
+
+def name_fields(view, front_chars: int = 1500) -> NameFields:
+    """The (cached) :class:`NameFields` of a corpus view: file name, title and opening text."""
+
+    def build() -> NameFields:
+        toks: list[set[str]] = []
+        df: Counter = Counter()
+        text_df: Counter = Counter()
+        file_df: Counter = Counter()
+        for dv in view.docs:
+            stem = re.sub(r"\.pdf$", "", dv.file_name, flags=re.I)
+            tree = dv.tree
+            front = " ".join(w for w in _WORD.findall(_front_text(tree, front_chars)) if _looks_like_name(w))
+            ft = set(name_tokens(stem) + name_tokens(stem.replace("_", " ").replace("-", " ")))
+            file_df.update(ft)
+            s = ft | set(name_tokens(front))
+            toks.append(s)
+            df.update(s)
+            body: set[str] = set()
+            for node in tree.nodes:
+                body.update(name_tokens(node.content or ""))
+            text_df.update(body | s)
+        return NameFields(toks, df, text_df, len(view.docs), file_df)
+
+    return view.aux(("name_fields", int(front_chars)), build)
+
+
+@dataclass
+class Route:
+    """The documents a question names.
+
+    Attributes:
+        doc_ids: The named documents, best first.
+        names: The question's words that named them, in question order.
+        need: The question without those words: what is asked (it picks the passages).
+        scores: ``{doc_id: score}`` of the named documents (sum of the idf of their names).
+    """
+
+    doc_ids: list[str]
+    names: list[str]
+    need: str
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+def _looks_like_name(word: str) -> bool:
+    """Written like a name: capitalised or all capitals."""
+    core = word.strip(".'-/&?")
+    return bool(core) and core[:1].isupper()
+
+
+def _candidates(question: str, nf: NameFields, rare_docs: int) -> list[tuple[str, str]]:
+    """``(word as written, token)`` of the question's name candidates: written like a name
+    (not as the first word), or rare (in at most ``rare_docs`` documents' text, of a
+    collection of at least ``10 * rare_docs`` documents, so that rare means something)."""
+    out = []
+    words = _WORD.findall(question)
+    rare_ok = nf.n_docs >= 10 * rare_docs
+    for i, w in enumerate(words):
+        core = w.strip(".'-/&?")
+        if not core:
+            continue
+        looks = i > 0 and _looks_like_name(core)
+        # a word with a digit names a document only as (part of) a file name: "cuad-077", not "top-1"
+        ref = any(c.isdigit() for c in core) and core.lower() in nf.file_df
+        for t in dict.fromkeys(name_tokens(core)):
+            if len(t) < 2 or t in STOP or t.isdigit() and len(t) < 3:
+                continue
+            if any(c.isdigit() for c in t) and not ref:
+                continue
+            if looks or ref or (rare_ok and 0 < nf.text_df.get(t, 0) <= rare_docs):
+                out.append((w, t))
+    return out
+
+
+#: Nouns by which a question refers to a document ("the Integrity Media *agreement*", "the U-Net *paper*").
+DOC_NOUNS = frozenset("""agreement agreements contract contracts amendment lease license licence letter memo
+memorandum deed policy paper papers article report reports document documents manual filing study thesis
+proposal plan charter bylaws""".split())
+
+
+def _refers_to_document(question: str, word: str, nf: NameFields, window: int = 4) -> bool:
+    """A name candidate refers to a document (not to a method or a dataset the question
+    mentions) when it is a file name, comes after "between", or stands within ``window`` words
+    of a noun for a document (:data:`DOC_NOUNS`)."""
+    if word.lower().strip(".'-/&?") in nf.file_df:
+        return True
+    words = [w.strip(" ?,.;:'\"()").lower() for w in question.split()]
+    core = word.strip(" ?,.;:'\"()").lower()
+    at = [i for i, w in enumerate(words) if w == core]
+    for i in at:
+        near = words[max(0, i - window): i + window + 1]
+        if any(w in DOC_NOUNS or w.removesuffix("'s") in DOC_NOUNS for w in near):
+            return True
+        if "between" in words[:i]:  # "the agreement between A, B and C"
+            return True
+    return False
+
+
+def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *, max_share: float = 0.1,
+                   max_docs: int = 5, rare_docs: int = 2, keep_ratio: float = 0.6, max_named: int = 3
+                   ) -> Route | None:
+    """The documents ``question`` names, among ``doc_ids`` (default: every document of ``view``).
+
+    Args:
+        question: The question.
+        view: The :class:`~docmaster_core.retrieval.corpus.CorpusView`.
+        doc_ids: Documents that may be named.
+        max_share, max_docs: A name counts when its name-field document frequency is at
+            most ``max(1, min(max_docs, max_share * N))``.
+        rare_docs: A lower-case question word is a candidate when at most this many
+            documents' text holds it.
+        keep_ratio: Documents scoring at least this share of the best are named too.
+        max_named: Most documents named.
+
+    A candidate counts only where the question refers to a document by it (a file name,
+    after "between", or near a noun such as "agreement" or "paper"; :data:`DOC_NOUNS`), so
+    "ranking by PageRank" or "error on ImageNet" route nowhere. The best document must hold
+    one name no other document's name field holds, or two names; else nothing is routed.
+
+    Returns:
+        The :class:`Route`, or None when the question names no document.
+    """
+    nf = name_fields(view)
+    if nf.n_docs < 2:
+        return None
+    allowed = set(doc_ids) if doc_ids is not None else None
+    cap = max(1, min(max_docs, int(max_share * nf.n_docs)))
+    cands = [(w, t) for w, t in _candidates(question, nf, rare_docs) if 0 < nf.df.get(t, 0) <= cap]
+    cands = [(w, t) for w, t in cands if _refers_to_document(question, w, nf)]
+    if not cands:
+        return None
+    idf = {t: math.log(nf.n_docs / nf.df[t]) for _, t in cands}
+    by_word: dict[str, list[str]] = {}
+    for w, t in cands:
+        by_word.setdefault(w, []).append(t)
+    scores: dict[int, float] = {}
+    hits: dict[int, set[str]] = {}  # the question words (not their pieces) each document holds
+    for di, dv in enumerate(view.docs):
+        if allowed is not None and dv.doc_id not in allowed:
+            continue
+        held = {w: [t for t in ts if t in nf.tokens[di]] for w, ts in by_word.items()}
+        held = {w: ts for w, ts in held.items() if ts}
+        if held:
+            scores[di] = sum(max(idf[t] for t in ts) for ts in held.values())
+            hits[di] = set(held)
+    if not scores:
+        return None
+    best = max(scores.values())
+    top = max(scores, key=scores.get)
+    unique = any(nf.df[t] == 1 for w in hits[top] for t in by_word[w] if t in nf.tokens[top])
+    if len(hits[top]) < 2 and not unique:
+        return None
+    picked = sorted((di for di, s in scores.items() if s >= keep_ratio * best), key=lambda di: -scores[di])[:max_named]
+    used = set().union(*(hits[di] for di in picked))
+    names = list(dict.fromkeys(w for w, _ in cands if w in used))
+    front = set().union(*(nf.tokens[di] for di in picked))
+    need = _need(question, set(names), front)
+    if not [w for w in name_tokens(need) if w not in _FUNCTION and len(w) > 2]:
+        need = question  # the names were all there was: nothing else to choose passages by
+    return Route([view.docs[di].doc_id for di in picked], names, need,
+                 {view.docs[di].doc_id: round(scores[di], 3) for di in picked})
+
+
+#: Question and function words: a need made of these only asks nothing.
+_FUNCTION = frozenset("""a an the of to in on at by for with between and or is are was were be been do does did
+what which who whom whose when where why how that this these those it its any all there""".split())
+
+
+#: Words that only join names ("between A and B", "A, Inc.", "with A"): left out of the need with them.
+_JOINERS = frozenset("between and with by of the a an & d/b/a".split())
+
+
+def _strip(w: str) -> str:
+    return w.strip(" ?,.;:'\"()")
+
+
+def _need(question: str, names: set[str], front: set[str]) -> str:
+    """The question without the names: each name grows into the whole span of words around
+    it that the named documents' name fields hold ("Cargill, Incorporated", "Bioamber
+    S.A.S."), then the joiners left next to a dropped word go too. Words every document
+    uses (:data:`STOP`, e.g. "law", "agreement") stay: they are what is asked."""
+    words = question.split()
+    drop = [_strip(w) in names for w in words]
+
+    def part(w: str, both: bool) -> bool:
+        t = _strip(w)
+        toks = name_tokens(t)
+        # a common word belongs to a name when written like one (all capitals) or inside one
+        named_like = t.lower() not in STOP or (len(t) > 1 and t.isupper()) or both
+        return bool(toks) and named_like and all(x in front for x in toks)
+
+    changed = True
+    while changed:
+        changed = False
+        for i, w in enumerate(words):
+            if drop[i]:
+                continue
+            left, right = i > 0 and drop[i - 1], i + 1 < len(words) and drop[i + 1]
+            if (left or right) and (part(w, left and right) or _strip(w).lower() in _JOINERS):
+                drop[i] = changed = True
+    out = " ".join(w for w, d in zip(words, drop) if not d).strip(" ,")
+    return out + ("?" if question.rstrip().endswith("?") and not out.endswith("?") else "")

@@ -1,0 +1,111 @@
+"""Chat that answers from the document a question names, in whole sentences (issue 35), on a
+collection of contracts the test builds (real all-MiniLM-L6-v2 embeddings, offline answerer)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from docmaster_core.pipeline import DocMaster
+from docmaster_core.qa.names import route_by_names
+from docmaster_core.text.words import answer_sentences, is_whole_sentence
+from docmaster_core.evaluation.qa import whole_sentences
+from support.toy import build_toy_workspace
+
+
+def _contract(file: str, a: str, b: str, state: str, months: int) -> tuple:
+    return (file, f"Distribution Agreement between {a} and {b}", [
+        (None, [f"This Distribution Agreement is made on March 1, 2019 by and between {a}, a Delaware corporation "
+                f"with offices in Dover (\"Supplier\"), and {b}, a company organised in Ontario (\"Distributor\")."]),
+        ("1. Appointment", ["Supplier appoints Distributor as its non-exclusive distributor of the Products in the "
+                            "Territory, and Distributor accepts the appointment."]),
+        ("2. Term", [f"This Agreement starts on the Effective Date and continues for {months} months, unless "
+                     "terminated earlier under Section 3."]),
+        ("3. Termination", ["Either party may terminate this Agreement upon thirty days written notice, without "
+                            "cause, to the other party."]),
+        ("4. Governing Law", [f"This Agreement shall be governed by and construed in accordance with the laws of the "
+                              f"State of {state}, without regard to its conflict of laws rules."]),
+        (None, [f"IN WITNESS WHEREOF the parties have signed this Agreement. {a} By: ______ {b} By: ______"]),
+    ])
+
+
+CONTRACTS = [
+    _contract("dist-alpha.pdf", "Quillfeather Instruments Inc.", "Marrowgate Supply Ltd.", "Tennessee", 24),
+    _contract("dist-bravo.pdf", "Ostrander Robotics Corp.", "Pelliton Trading Ltd.", "Oregon", 36),
+    _contract("dist-charlie.pdf", "Vantorian Foods LLC", "Kestrelby Wholesale Ltd.", "Vermont", 12),
+    _contract("dist-delta.pdf", "Halloway Paper Co.", "Brindlemoor Retail Ltd.", "Nevada", 48),
+]
+# a collection large enough for a word in one document to be rare (lower-case names count then)
+_SUPPLIERS = ["Arbelo", "Corvane", "Dunmore", "Elsworth", "Fenwick", "Garrow", "Hexley", "Iverton", "Jessamy",
+              "Korrin", "Lomax", "Morven", "Norcott", "Oakhurst", "Penrith", "Quarles"]
+_STATES = ["Ohio", "Iowa", "Utah", "Idaho", "Maine", "Texas", "Kansas", "Alaska"]
+CONTRACTS += [_contract(f"dist-{n.lower()}.pdf", f"{n} Components Inc.", f"{n}wood Distribution Ltd.",
+                        _STATES[i % len(_STATES)], 6 * (i % 5 + 1)) for i, n in enumerate(_SUPPLIERS)]
+@pytest.fixture(scope="module")
+def dm(tmp_path_factory, embedder):
+    ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
+    return DocMaster(ws, embedder=embedder)
+
+
+def _files(dm, ids):
+    names = {d.doc_id: d.file_name for d in dm.documents()}
+    return [names[i] for i in ids]
+
+
+def test_the_names_pick_the_document_and_the_need_is_left(dm):
+    view = dm.retriever().view
+    r = route_by_names("Which state's law governs the agreement between Ostrander Robotics Corp. and Pelliton "
+                       "Trading Ltd.?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-bravo.pdf"]
+    assert {"Ostrander", "Pelliton"} <= set(r.names)
+    assert r.need == "Which state's law governs the agreement?"
+    r = route_by_names("what is the term of the agreement with kestrelby?", view)  # lower case, one rare name
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-charlie.pdf"]
+    r = route_by_names("Which law governs dist-bravo?", view)  # a file name
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-bravo.pdf"]
+    assert route_by_names("What top-1 accuracy does the model reach?", view) is None  # a metric, not a name
+    # a question that names nothing keeps its scope
+    assert route_by_names("Which contracts can be terminated without cause?", view) is None
+    assert route_by_names("What is the governing law?", view) is None
+
+
+def test_ask_answers_from_the_named_contract_with_its_clause_not_its_preamble(dm):
+    res = dm.ask("Which state's law governs the agreement between Quillfeather Instruments Inc. and Marrowgate "
+                 "Supply Ltd.?", all_docs=True, save=False)
+    d = res.to_dict()
+    assert res.doc_source == "named" and d["scope"] == "dist-alpha.pdf (named in the question)"
+    cites = res.answer.citations
+    assert cites and {c.file for c in cites} == {"dist-alpha.pdf"}
+    assert any("Tennessee" in c.quote and "governed" in c.quote for c in cites)  # the clause, not the preamble
+    assert "Dover" not in res.answer.text
+    assert whole_sentences(res.answer.text)
+    # the same question without names is asked over every document, as before
+    plain = dm.ask("Which state's law governs the agreement?", all_docs=True, save=False)
+    assert plain.doc_source == "all"
+
+
+def test_cli_ask_says_which_document_was_named(dm, monkeypatch, capsys):
+    from docmaster_core import cli
+
+    monkeypatch.setenv("DOCMASTER_EMBEDDING__MODEL", dm.embedder.name)
+    rc = cli.main(["ask", "What is the term of the Vantorian Foods agreement?", "--workspace", str(dm.path), "--all",
+                   "--no-save", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    d = json.loads(out.out)
+    assert d["doc_source"] == "named" and d["scope"].startswith("dist-charlie.pdf")
+    assert any("12 months" in c["quote"] for c in d["answer"]["citations"])
+
+
+def test_answer_sentences_are_whole():
+    text = ("(a) Governing Law. This Agreement is governed by the laws of Texas. The parties agree to the following: "
+            + "; ".join(f"item {i} applies to the goods delivered under the order in full" for i in range(12)) + ".")
+    units = answer_sentences(text)
+    assert units[0] == "(a) Governing Law. This Agreement is governed by the laws of Texas."  # heading kept with it
+    assert all(u.endswith((".", ";", ":")) for u in units) and len(units) > 3  # a long list split at ';' only
+    assert is_whole_sentence("8.05 GOVERNING LAW.") and is_whole_sentence("(iv) The term is one year;")
+    assert not is_whole_sentence("contemplated hereby or the Company relationship.")
+    assert not is_whole_sentence("This Agreement shall be governed by and")
+    assert whole_sentences("It is Texas. [E1] The term is one year. [E2]")
+    assert not whole_sentences("It is Texas. [E1] and the term of this agreement is one year from the [E2]")
+    assert whole_sentences("Location: White Plains, AL Aircraft: Fisher Aero Celebrity [E1]")  # a form, not prose
