@@ -46,8 +46,10 @@ chosen: list[str] = []
 with c2:
     if scope == "chosen":
         state.seed_widget(W_DOCS, [d for d in (state.get(state.CHAT_DOCS) or []) if d in by_id])
+        # typing part of a file name lists the files that contain it; no "select all matches" action
         chosen = st.multiselect("Documents", list(by_id), key=W_DOCS, format_func=lambda i: by_id[i].file_name,
-                                placeholder="Choose one or more documents")
+                                placeholder="Choose one or more documents", filter_mode="contains",
+                                select_all=False)
         state.put(state.CHAT_DOCS, chosen)
     elif scope == "filter" and last[0] is not None:
         kept = [d for d in last[1] if d in by_id]
@@ -106,7 +108,8 @@ if question and sc["doc_ids"]:
     history.append({"role": "assistant", "text": res["text"], "citations": res["citations"],
                     "closest": res.get("closest") or [], "outcome": res.get("outcome"), "backend": res["backend"],
                     "error": res.get("error"), "question": question, "scope": sc["scope"],
-                    "scope_label": sc["label"], "n_scope": sc["n"], "n_all": sc["n_all"]})
+                    "scope_label": res.get("named_scope") or sc["label"], "n_scope": res.get("n_named") or sc["n"],
+                    "n_all": sc["n_all"]})
     state.put(state.CHAT_HISTORY, history)
     _save(history)
     st.rerun()  # drawn again from the history: renumbered citations, linked markers

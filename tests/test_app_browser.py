@@ -224,3 +224,23 @@ def test_review_answers_by_keyboard_and_keeps_them_after_a_reload(corpus_server,
         _filter_and_open_review(page, url, n_docs)
         assert _answered_line(page).startswith("2 answered"), _answered_line(page)
         assert exception_count(page) == 0
+
+
+def test_chat_question_naming_one_document_is_answered_from_it(corpus_server):
+    """Chat over all three real PDFs: a question that names one of them ("the U-Net paper")
+    is answered from that paper, and the answer says so."""
+    import re
+
+    url, _ = corpus_server
+    with chromium() as page:
+        open_page(page, f"{url}/chat")
+        page.get_by_text(re.compile(r"^all documents")).first.click()
+        wait_idle(page)
+        box = page.locator("[data-testid='stChatInputTextArea']")
+        box.fill("What does the U-Net paper use to train its network?")
+        timed(page, lambda: box.press("Enter"), timeout=300)
+        wait_idle(page)
+        answer = page.locator("[data-testid='stChatMessage']").last.inner_text()
+        assert "named in the question" in answer and "1505.04597_unet.pdf" in answer, answer
+        assert "ntsb" not in answer.lower() and "beyond-summarization" not in answer, answer
+        assert exception_count(page) == 0

@@ -129,7 +129,9 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
     Returns:
         ``{"text", "citations": citation_dicts(...), "closest": citation_dicts(...),
         "outcome": "answered" | "not_found", "backend", "error", "streamed": bool,
-        "passages": int}``.
+        "passages": int}``, plus ``"named_scope"`` (e.g. ``"cuad-077....pdf (named in the
+        question)"``) and ``"n_named"`` when the question named the documents it was
+        answered from (:mod:`docmaster_core.qa.names`).
 
     Raises:
         RetrievalError: empty question or unknown documents.
@@ -145,6 +147,8 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
     else:
         res = dm.ask(question, docs=doc_ids, top_k=top_k, params=index_params())
     a = res.answer
+    named = res.doc_source == "named"
     return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence),
             "closest": citation_dicts(dm, a.closest, res.evidence), "outcome": a.outcome, "backend": a.backend,
-            "error": a.error, "streamed": write_stream is not None, "passages": len(res.evidence)}
+            "error": a.error, "streamed": write_stream is not None, "passages": len(res.evidence),
+            **({"named_scope": res.to_dict()["scope"], "n_named": len(res.doc_ids)} if named else {})}
