@@ -387,12 +387,12 @@ def run_filter(
     if review is not None and decider != "llm":
         raise RetrievalError("a review with the LLM as the oracle needs the LLM decider (an OpenAI-compatible "
                              "backend, --llm openai); to answer yourself, use `docmaster review` or the Filter page")
-    if review is not None and strategy not in llm_strategies(strats, decide):
-        raise RetrievalError(f"the review decides the run's strategy {strategy!r}; the LLM must decide it")
     try:
         llm_strats = llm_strategies(strats, decide)
     except ValueError as e:
         raise RetrievalError(str(e)) from None
+    if review is not None and strategy not in llm_strats:
+        raise RetrievalError(f"the review decides the run's strategy {strategy!r}; the LLM must decide it")
     calib = calibration or DEFAULT_CALIBRATION
     check_top_k(top_k)
     k = top_k if top_k is not None else settings.top_k

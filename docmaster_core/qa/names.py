@@ -11,9 +11,11 @@ How a document is named: its file name, its title and its opening text (the firs
 title, authors and affiliations) form its *name field*: the words there written like
 names (capitalised or all capitals) and the file name's words. A question word is a name
 candidate when it looks like a name in the question (capitalised other than as the
-first word, or all capitals), is a file name or its prefix with a digit ("cuad-077"), or is rare in the whole collection (in at
-most ``rare_docs`` documents' text); common question and document words (``what``,
-``agreement``, ``law``) never are. A document is named when the candidates it holds in
+first word, or all capitals), is a file name's word with a digit ("cuad-077"), or is rare
+in the whole collection (in at most ``rare_docs`` documents' text, of at least
+``10 * rare_docs``); common question and document words (``what``, ``agreement``, ``law``)
+never are, and a candidate counts only where the question refers to a document by it
+(after "between", or near "agreement", "paper", ...). A document is named when the candidates it holds in
 its name field are *distinctive*: each in the name fields of at most ``max_share`` of the
 documents (and at most ``max_docs``), weighted by their inverse document frequency over
 the name fields; the documents within ``keep_ratio`` of the best score are kept (at most
