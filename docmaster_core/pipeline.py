@@ -309,7 +309,7 @@ class DocMaster(IngestStage, IndexStage):
         refs = [refs] if isinstance(refs, str) else list(refs or [])
         if not refs:
             raise WorkspaceError("no document to remove was named")
-        with self.ws.writing():
+        with self.ws.writing(what="remove"):
             self.wait_for_saves()  # an index being saved in the background for a document about to go
             recs: dict[str, Any] = {}
             for ref in refs:

@@ -145,3 +145,43 @@ def test_writer_lock_is_released_when_the_writer_dies(tmp_path):
         p.wait()
     ws.acquire_write_lock()  # free again after the kill
     ws.release_write_lock()
+
+
+def test_writers_of_one_process_take_turns_and_another_process_is_named(tmp_path):
+    """Two workspace objects of one process (the app's sessions, a background save) never
+    see each other as "another process": the second waits for the first. A real other
+    process is named with what it is doing (issue 36)."""
+    import threading
+    import time
+
+    from docmaster_core.errors import WorkspaceLockedError
+
+    ws_dir = tmp_path / "ws"
+    a, b = Workspace(ws_dir), Workspace(ws_dir)
+    order = []
+
+    def first():
+        with a.writing(what="index save"):
+            order.append("a in")
+            time.sleep(0.3)
+            order.append("a out")
+
+    th = threading.Thread(target=first)
+    th.start()
+    time.sleep(0.05)
+    with b.writing(what="collection index"):  # waits, no error
+        order.append("b in")
+    th.join()
+    assert order == ["a in", "a out", "b in"]
+    with a.writing(), b.writing():  # the same thread through two objects: re-entrant
+        pass
+    from support.locks import other_writer
+
+    with other_writer(ws_dir, "ingest") as p:
+        try:
+            a.acquire_write_lock()
+            raise AssertionError("lock was not exclusive")
+        except WorkspaceLockedError as e:
+            assert f"another process (process {p.pid}: ingest since" in str(e)
+    a.acquire_write_lock()
+    a.release_write_lock()

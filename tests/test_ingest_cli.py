@@ -136,14 +136,15 @@ def test_nothing_ingested_is_an_error(inputs, tmp_path, capsys):
 
 
 def test_concurrent_writer_is_refused(inputs, tmp_path, capsys):
-    ws = Workspace(tmp_path / "w")
-    ws.acquire_write_lock()
-    try:
+    """Another process writing the workspace (here: one that holds its lock) refuses the
+    ingest with exit code 3 and names that process."""
+    from support.locks import other_writer
+
+    Workspace(tmp_path / "w").close()
+    with other_writer(tmp_path / "w", "index") as p:
         rc = cli.main(["ingest", str(inputs / "good_rag.pdf"), "--workspace", str(tmp_path / "w")])
-    finally:
-        ws.release_write_lock()
     assert rc == 3
-    assert "another process" in capsys.readouterr().err
+    assert f"another process (process {p.pid}: index since" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared corpus not present")

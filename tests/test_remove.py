@@ -93,15 +93,13 @@ def test_remove_unknown_or_ambiguous_changes_nothing(toy_dm):
 
 
 def test_remove_waits_for_the_write_lock(toy_dm):
+    from support.locks import other_writer
+
     dm = toy_dm
-    other = Workspace(dm.ws.path)  # another writer (its own lock file descriptor)
-    other.acquire_write_lock()
-    try:
-        with pytest.raises(WorkspaceLockedError):
+    with other_writer(dm.ws.path, "ingest"):  # another process is writing
+        with pytest.raises(WorkspaceLockedError, match="ingest"):
             dm.remove("cnn_imagenet.pdf")
         assert cli.main(["rm", "cnn_imagenet.pdf", "-w", str(dm.ws.path)]) == 3
-    finally:
-        other.close()
     assert len(dm.documents()) == N
 
 

@@ -67,12 +67,12 @@ def test_duplicate_sha_rejected_atomically(tmp_path):
 
 
 def test_write_lock_is_exclusive(tmp_path):
-    a = Workspace(tmp_path)
+    from support.locks import other_writer
+
     b = Workspace(tmp_path)
-    a.acquire_write_lock()
-    with pytest.raises(WorkspaceLockedError):
-        b.acquire_write_lock()
-    a.release_write_lock()
+    with other_writer(tmp_path):
+        with pytest.raises(WorkspaceLockedError, match="another process"):
+            b.acquire_write_lock()
     b.acquire_write_lock()
     b.release_write_lock()
 

@@ -184,7 +184,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     removed: list[str] = []
     rebuilt: list[str] = []
     if args.repair:
-        with ws.writing():
+        with ws.writing(what="check --repair"):
             removed = ws.repair()
             rebuilt = dm.repair_vectors()
         if not args.json:

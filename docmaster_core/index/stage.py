@@ -131,7 +131,7 @@ class IndexStage:
         p = self.index_params(params, **overrides)
         out = {}
         docs = self.ws.documents()
-        with self.ws.writing():
+        with self.ws.writing(what="index"):
             for i, d in enumerate(docs):
                 if on_progress:
                     on_progress(d.file_name, i, len(docs))
@@ -150,7 +150,7 @@ class IndexStage:
                          lambda: reusable_groups(self.ws.load_index(doc_id), backend, emb_name))
 
     def _save_index(self, doc_id: str, params: Mapping[str, Any], data: dict[str, Any]) -> None:
-        with self._index_lock, self.ws.writing():
+        with self._index_lock, self.ws.writing(what="index save"):
             self.ws.save_index(doc_id, params, data)
 
     def _save_in_background(self, doc_id: str, params: IndexParams, idx: Any) -> None:
@@ -306,7 +306,7 @@ class IndexStage:
             if stored is not None:
                 return CollectionIndex.from_json_dict(stored).stats
         self.wait_for_saves()
-        with self.ws.writing():  # re-entrant: a caller may already hold the write lock
+        with self.ws.writing(what="collection index"):  # re-entrant: a caller may already hold the write lock
             trees, embs, idxs = [], {}, {}
             for d in self.ws.documents():
                 idxs[d.doc_id] = self.build_index(d.doc_id, p)

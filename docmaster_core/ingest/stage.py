@@ -141,7 +141,7 @@ class IngestStage:
             self.check_llm()  # e.g. no API key: fail once, not once per file
         emit = on_progress or (lambda e: None)
         total = len(inputs)
-        with self.ws.writing():
+        with self.ws.writing(what="ingest"):
             # we hold the single-writer lock: temp/orphan vector files can only be
             # leftovers of an interrupted (killed) writer
             self.ws.repair()
@@ -316,7 +316,7 @@ class IngestStage:
 
         self.check_llm()
         out: dict[str, int] = {}
-        with self.ws.writing():
+        with self.ws.writing(what="summaries"):
             for ref in (doc_ids if doc_ids is not None else [d.doc_id for d in self.ws.documents()]):
                 rec = self.ws.document(ref)
                 tree = self.ws.load_tree(rec.doc_id)
@@ -364,7 +364,7 @@ class IngestStage:
             WorkspaceLockedError: another process is writing to the workspace.
         """
         out = []
-        with self.ws.writing():
+        with self.ws.writing(what="vector repair"):
             for d in self.ws.documents():
                 if self.ws.vectors_ok(d.doc_id):
                     continue

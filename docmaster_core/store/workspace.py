@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import orjson
@@ -39,6 +39,54 @@ from .judgements import JudgementStore
 from .upkeep import IndexRunStore, IntegrityChecks
 
 __all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256", "params_key", "storable_text"]
+
+
+class _PathLock:
+    """The write lock of one workspace folder inside this process: writers of the process
+    take turns (re-entrant for a thread, releasable by any thread), and while one holds it
+    the lock file is ``flock``-ed (``fd``) against other processes."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.owner: int | None = None
+        self.depth = 0
+        self.fd: int | None = None
+
+    def enter(self, take_file: Callable[[], int]) -> int:
+        """Wait for this process's other writers, then hold the lock (``take_file`` flocks
+        the lock file for the first holder; its error leaves nothing held)."""
+        me = threading.get_ident()
+        with self.cond:
+            while self.owner is not None and self.owner != me:
+                self.cond.wait()
+            if self.depth == 0:
+                self.fd = take_file()
+            self.owner = me
+            self.depth += 1
+            return self.fd
+
+    def leave(self) -> None:
+        with self.cond:
+            if self.depth == 0:
+                return
+            self.depth -= 1
+            if self.depth == 0:
+                if self.fd is not None:
+                    with contextlib.suppress(OSError):
+                        fcntl.flock(self.fd, fcntl.LOCK_UN)
+                        os.close(self.fd)
+                self.fd = None
+                self.owner = None
+                self.cond.notify_all()
+
+
+_PATH_LOCKS: dict[str, _PathLock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(path: Path) -> _PathLock:
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(str(path), _PathLock())
 
 SCHEMA_VERSION = 1
 
@@ -267,6 +315,7 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         self.vectors_dir.mkdir(exist_ok=True)
         self._local = threading.local()
         self._lock_fd: int | None = None
+        self._lock_owner: _PathLock | None = None
         try:
             con = self._con()
             with con:
@@ -315,39 +364,59 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         self.release_write_lock()
 
     # ------------------------------------------------------------------ write lock
-    def acquire_write_lock(self, wait: bool = False) -> None:
-        """Take the workspace's single-writer lock (advisory ``flock``).
+    def acquire_write_lock(self, wait: bool = False, what: str = "writing") -> None:
+        """Take the workspace's single-writer lock.
+
+        Between processes it is an advisory ``flock`` on ``.write.lock``, which then holds
+        the writer's process id, what it is doing and since when. Inside one process every
+        :class:`Workspace` on the same folder shares one lock: a second writer there (another
+        thread, another open workspace object) *waits* for the first instead of failing, so
+        the process never reports itself as "another process" (issue 36).
+
+        Args:
+            wait: Wait for another process's writer instead of failing.
+            what: What the writer does ("ingest", "index", "remove"), written in the lock file
+                and shown to a writer that finds the workspace locked.
 
         Raises:
-            WorkspaceLockedError: another process is writing and ``wait`` is false.
+            WorkspaceLockedError: another process is writing and ``wait`` is false; the
+                message names its process id and what it is doing.
         """
         if self._lock_fd is not None:
             return
+        pl = _path_lock(self.path)
+        self._lock_fd = pl.enter(lambda: self._flock(wait, what))
+        self._lock_owner = pl
+
+    def _flock(self, wait: bool, what: str) -> int:
         fd = os.open(self.path / ".write.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
             os.close(fd)
+            pid, _, rest = holder.partition(" ")
+            who = f" (process {pid}: {rest})" if pid.isdigit() and rest else (f" (process {pid})" if pid else "")
             raise WorkspaceLockedError(
-                f"workspace {self.path} is being written by another process (ingest or index running); try again when it ends"
+                f"workspace {self.path} is being written by another process{who}; try again when it ends"
             ) from None
         os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._lock_fd = fd
+        os.pwrite(fd, f"{os.getpid()} {what} since {time.strftime('%H:%M:%S')}".encode(), 0)
+        return fd
 
     def release_write_lock(self) -> None:
         """Release the write lock (no-op when not held)."""
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                os.close(self._lock_fd)
-            self._lock_fd = None
+        pl, self._lock_owner, self._lock_fd = self._lock_owner, None, None
+        if pl is not None:
+            pl.leave()
 
     @contextlib.contextmanager
-    def writing(self, wait: bool = False) -> Iterator["Workspace"]:
-        """Context manager holding the write lock."""
+    def writing(self, wait: bool = False, what: str = "writing") -> Iterator["Workspace"]:
+        """Context manager holding the write lock (re-entrant for this workspace object)."""
         held = self._lock_fd is not None
-        self.acquire_write_lock(wait=wait)
+        self.acquire_write_lock(wait=wait, what=what)
         try:
             yield self
         finally:
