@@ -435,6 +435,14 @@ class DocMaster(IngestStage, IndexStage):
         return run
 
     @staticmethod
+    def name_clusters(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3) -> dict[int, list[str]]:
+        """The most distinctive terms of each cluster of passages (class-based TF-IDF); see
+        :func:`docmaster_core.index.cluster_names.cluster_names`."""
+        from .index.cluster_names import cluster_names
+
+        return cluster_names(texts, labels, n_terms)
+
+    @staticmethod
     def move_cut(run: Mapping[str, Any], kept: int | None, strategy: str | None = None) -> dict[str, Any]:
         """A filter run's dict (``FilterRun.to_dict()`` or a saved run's result) with the
         cut of its ranking moved to keep the ``kept`` best-ranked documents; nothing is

@@ -62,20 +62,24 @@ with st.container(border=True):
         state.put(state.CLUSTER_MODE, mode)
     with c_a:
         state.seed_widget(W_ALPHA, params["alpha"])
-        st.slider("alpha (SEC weight)", 0.0, 1.0, step=0.05, key=W_ALPHA, on_change=_store_params,
-                  help="Eq. (1): alpha·cos − (1−alpha)·H_T/log2|V|. 0.6 in the paper.")
+        st.slider("Meaning vs. place in the tree (alpha)", 0.0, 1.0, step=0.05, key=W_ALPHA, on_change=_store_params,
+                  help="How passages are paired: 1 = by meaning only, 0 = by distance in the document tree only. "
+                       "Eq. (1): alpha·cos − (1−alpha)·H_T/log2|V|; 0.6 in the paper.")
     with c_k:
         state.seed_widget(W_K, params["k"])
-        st.slider("k (anchor pairs)", 0, 100, step=1, key=W_K, on_change=_store_params,
-                  help="Top-k SEC pairs labelled must-link / cannot-link by the LLM.")
+        st.slider("Passage pairs to check (k)", 0, 100, step=1, key=W_K, on_change=_store_params,
+                  help="How many of the most similar passage pairs the LLM labels 'belong together' (must-link) or "
+                       "'keep apart' (cannot-link): the top-k SEC pairs, the anchor pairs of the paper.")
     with c_K:
         state.seed_widget(W_KK, params["K"])
-        st.slider("K (clusters)", 1, 30, step=1, key=W_KK, on_change=_store_params,
-                  help="PC-KMeans clusters (capped by the number of TEXT nodes).")
+        st.slider("Number of groups (K)", 1, 30, step=1, key=W_KK, on_change=_store_params,
+                  help="How many groups the passages are split into: PC-KMeans clusters (capped by the number of "
+                       "TEXT nodes).")
     with c_w:
         state.seed_widget(W_W, params["w"])
-        st.slider("w (penalty)", 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params,
-                  help="Eq. (2) penalty per violated must-link / cannot-link.")
+        st.slider("How firmly pairs are kept (w)", 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params,
+                  help="0: the LLM's labels are ignored; higher: a group breaks them only when it must. Eq. (2) "
+                       "penalty per violated must-link / cannot-link.")
 params = index_params()
 backend = dm.llm.backend_name
 ws = str(dm.path)
@@ -172,6 +176,19 @@ names_key = f"dm_cluster_names_{mode}_{rec.doc_id if mode == 'document' else 'co
 stable = match_clusters(st.session_state.get(names_key), point_keys, [int(c) for c in labels])
 st.session_state[names_key] = {k: stable[int(c)] for k, c in zip(point_keys, labels)}
 n_drawn = len(set(stable.values()))
+# each cluster named by its most distinctive terms (class-based TF-IDF) and its size
+drawn = [stable[int(c)] for c in labels]
+terms_key = (key, hash(tuple(drawn)))
+if st.session_state.get("dm_cluster_terms", (None,))[0] != terms_key:
+    st.session_state["dm_cluster_terms"] = (terms_key, dm.name_clusters(texts, drawn))
+terms = st.session_state["dm_cluster_terms"][1]
+n_members = {c: drawn.count(c) for c in set(drawn)}
+
+
+def cluster_title(c: int) -> str:
+    """``C3 · termination, notice, terminate (41)``."""
+    words = ", ".join(terms.get(c) or []) or "no distinctive terms"
+    return f"C{c} · {words} ({n_members.get(c, 0)})"
 
 m = st.columns(5)
 m[0].metric("TEXT nodes", int(ids.size))
@@ -213,7 +230,7 @@ fig = go.Figure()
 for c in order:
     sub = frame[frame["cluster"] == c]
     fig.add_trace(go.Scatter(
-        x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=c,
+        x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=cluster_title(int(c[1:])),
         marker={"size": 9, "opacity": 0.85, "color": palette[int(c[1:]) % len(palette)],
                 "line": {"width": 0.5, "color": "white"}},
         customdata=sub[["cluster", "node", "page", "file", "section", "passage"]].to_numpy(dtype=object),
@@ -222,7 +239,7 @@ for c in order:
 fig.update_layout(
     height=560,
     margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    legend_title_text="PC-KMeans cluster",
+    legend_title_text="Group: its most telling words (passages)",
     xaxis={"title": f"{method} 1", "showticklabels": False},
     yaxis={"title": f"{method} 2", "showticklabels": False},
     title={"text": f"{method} projection of {int(ids.size)} TEXT nodes", "font": {"size": 14}},
@@ -255,7 +272,7 @@ with st.expander("Cluster sizes and sample passages"):
     rows = []
     for c in order:
         sel = frame.index[frame["cluster"] == c][:3]
-        rows.append({"cluster": c, "size": int(sizes[c]),
+        rows.append({"cluster": c, "telling words": ", ".join(terms.get(int(c[1:])) or []), "size": int(sizes[c]),
                      "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 

@@ -159,9 +159,9 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
         before = slider_value(page, "alpha")
         timings["clusters alpha slider"] = timed(page, lambda: move_slider(page, "alpha", 1))
         assert slider_value(page, "alpha") != before
-        before = slider_value(page, "K (clusters)")
-        timings["clusters K slider"] = timed(page, lambda: move_slider(page, "K (clusters)", 1))
-        assert slider_value(page, "K (clusters)") != before
+        before = slider_value(page, "Number of groups (K)")
+        timings["clusters K slider"] = timed(page, lambda: move_slider(page, "Number of groups (K)", 1))
+        assert slider_value(page, "Number of groups (K)") != before
         wait_idle(page)
         assert exception_count(page) == 0
         assert page.locator("[data-testid='stPlotlyChart']").count() == 1

@@ -74,7 +74,9 @@ def _chart(page, timeout: float = 30.0) -> dict:
 
 
 def _points(chart: dict) -> dict[int, tuple[str, str]]:
-    return {int(n): (t["name"], t["color"]) for t in chart["traces"] for n in t["nodes"]}
+    """``{node: (cluster id, colour)}``; a legend name is "C3 · its telling words (size)", of
+    which the id is what follows a cluster across redraws."""
+    return {int(n): (t["name"].split(" · ")[0], t["color"]) for t in chart["traces"] for n in t["nodes"]}
 
 
 def _server_pid(url: str) -> int | None:

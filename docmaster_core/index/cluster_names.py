@@ -1,0 +1,73 @@
+"""Names for clusters from their content: class-based TF-IDF (issue 36).
+
+A cluster of passages is named by the terms that are frequent in it and rare in the
+other clusters, the class-based TF-IDF of BERTopic (Grootendorst 2022, "BERTopic: Neural
+topic modeling with a class-based TF-IDF procedure", Eq. 1):
+
+    W(t, c) = tf(t, c) * log(1 + A / f(t))
+
+with ``tf(t, c)`` the frequency of term t in cluster c (all its passages joined, L1-
+normalised per cluster), ``f(t)`` the frequency of t over all clusters and ``A`` the
+average number of words per cluster. Counting is scikit-learn's ``CountVectorizer``
+(English stop words removed, words of 3+ letters). A term found in one passage only is
+not a name (``min_passages``): a name says what several passages share.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["cluster_names"]
+
+
+def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3, min_passages: int = 2
+                  ) -> dict[int, list[str]]:
+    """The ``n_terms`` most distinctive terms of each cluster (BERTopic's c-TF-IDF).
+
+    Args:
+        texts: One passage per point, length n.
+        labels: int (n,) cluster of each point (any integers; a negative label is noise and
+            gets no name).
+        n_terms: Terms per name.
+        min_passages: A term must occur in at least this many passages of the cluster (of a
+            cluster of at least twice as many passages; in a smaller one, in one).
+
+    Returns:
+        ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``.
+
+    Raises:
+        ValueError: ``texts`` and ``labels`` differ in length.
+    """
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    labels = np.asarray(labels, dtype=np.int64)
+    if len(texts) != labels.size:
+        raise ValueError(f"{len(texts)} texts but {labels.size} labels")
+    keep = labels >= 0
+    clusters = sorted(set(labels[keep].tolist()))
+    if not clusters:
+        return {}
+    vec = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[^\W\d_]{3,}\b", lowercase=True)
+    try:
+        x = vec.fit_transform([t or "" for t, k in zip(texts, keep) if k])  # (passages, terms) counts
+    except ValueError:  # no term at all (empty vocabulary)
+        return {c: [] for c in clusters}
+    lab = labels[keep]
+    member = np.zeros((len(clusters), lab.size))
+    member[np.searchsorted(clusters, lab), np.arange(lab.size)] = 1.0
+    tf = np.asarray((x.T @ member.T).T)  # (clusters, terms) term counts per cluster
+    passages = np.asarray(((x > 0).T @ member.T).T)  # passages of each cluster holding each term
+    words = tf.sum(axis=1, keepdims=True)
+    a = float(words.mean()) or 1.0
+    f = tf.sum(axis=0)
+    w = (tf / np.maximum(words, 1.0)) * np.log1p(a / np.maximum(f, 1.0))
+    size = member.sum(axis=1, keepdims=True)
+    need = np.where(size >= 2 * min_passages, min_passages, 1)  # a small cluster: any of its passages
+    w[passages < need] = 0.0
+    terms = vec.get_feature_names_out()
+    out = {}
+    for i, c in enumerate(clusters):
+        best = np.argsort(-w[i], kind="stable")[:n_terms]
+        out[c] = [str(terms[j]) for j in best if w[i, j] > 0]
+    return out

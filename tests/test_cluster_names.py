@@ -1,0 +1,39 @@
+"""Clusters named by their content (issue 36): class-based TF-IDF over the passages of each cluster."""
+from __future__ import annotations
+
+import pytest
+
+from docmaster_core.index.cluster_names import cluster_names
+
+TERMINATION = ["Either party may terminate this Agreement upon thirty days written notice.",
+               "Termination for material breach requires written notice and a cure period.",
+               "Upon termination the Distributor shall return all Products.",
+               "The Agreement may be terminated by notice if the other party becomes insolvent."]
+PAYMENT = ["The Distributor shall pay each invoice within thirty days of receipt.",
+           "Late payment bears interest at one percent per month on the unpaid invoice.",
+           "All payments are made in United States dollars by wire transfer.",
+           "Prices exclude taxes; the Distributor pays all sales taxes on each invoice."]
+CONFIDENTIAL = ["Each party keeps the Confidential Information of the other party secret.",
+                "Confidential Information excludes information that is public.",
+                "The receiving party may disclose Confidential Information only to its employees.",
+                "The duty to protect Confidential Information survives for five years."]
+
+
+def test_each_cluster_is_named_by_the_terms_it_does_not_share():
+    texts = TERMINATION + PAYMENT + CONFIDENTIAL
+    labels = [7] * 4 + [2] * 4 + [5] * 4
+    names = cluster_names(texts, labels)
+    assert set(names) == {7, 2, 5}
+    assert names[5][0] in {"confidential", "information"}
+    assert "invoice" in names[2] and "confidential" not in names[2]
+    assert any(t.startswith("termin") or t == "notice" for t in names[7])
+    # "party" and "distributor" occur in every cluster: never the first name of one
+    assert all(n[0] not in {"party", "distributor", "agreement"} for n in names.values())
+
+
+def test_noise_is_unnamed_and_bad_input_is_refused():
+    names = cluster_names(TERMINATION + ["1 2 3"], [0, 0, 0, 0, -1])
+    assert set(names) == {0}
+    assert cluster_names(["", ""], [0, 1]) == {0: [], 1: []}
+    with pytest.raises(ValueError):
+        cluster_names(["a"], [0, 1])
