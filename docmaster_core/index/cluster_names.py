@@ -10,7 +10,8 @@ with ``tf(t, c)`` the frequency of term t in cluster c (all its passages joined,
 normalised per cluster), ``f(t)`` the frequency of t over all clusters and ``A`` the
 average number of words per cluster. Counting is scikit-learn's ``CountVectorizer``
 (English stop words removed, words of 3+ letters). A term found in one passage only is
-not a name (``min_passages``): a name says what several passages share.
+not a name (``min_passages``): a name says what several passages share; and with four or
+more clusters a term found in most of them names none (``max_share``).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ import numpy as np
 __all__ = ["cluster_names"]
 
 
-def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3, min_passages: int = 2
-                  ) -> dict[int, list[str]]:
+def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3, min_passages: int = 2,
+                  max_share: float = 0.5) -> dict[int, list[str]]:
     """The ``n_terms`` most distinctive terms of each cluster (BERTopic's c-TF-IDF).
 
     Args:
@@ -32,6 +33,8 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
         n_terms: Terms per name.
         min_passages: A term must occur in at least this many passages of the cluster (of a
             cluster of at least twice as many passages; in a smaller one, in one).
+        max_share: With 4 clusters or more, a term found in more than this share of the
+            clusters names none (the words of a whole collection: "shall", "party").
 
     Returns:
         ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``.
@@ -62,6 +65,9 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     a = float(words.mean()) or 1.0
     f = tf.sum(axis=0)
     w = (tf / np.maximum(words, 1.0)) * np.log1p(a / np.maximum(f, 1.0))
+    if len(clusters) >= 4:  # a word of most clusters ("shall", "party") names none of them
+        spread = (passages > 0).sum(axis=0) / len(clusters)
+        w[:, spread > max_share] = 0.0
     size = member.sum(axis=1, keepdims=True)
     need = np.where(size >= 2 * min_passages, min_passages, 1)  # a small cluster: any of its passages
     w[passages < need] = 0.0
