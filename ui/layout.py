@@ -17,7 +17,7 @@ import streamlit as st
 from . import state
 from .sidebar import render_backend_badge, render_sidebar
 
-__all__ = ["page_header"]
+__all__ = ["page_header", "WHAT"]
 
 
 def _legacy_pages_mode() -> bool:
@@ -32,13 +32,32 @@ def _legacy_pages_mode() -> bool:
     return False
 
 
+#: One line per page: what the user is looking at, in plain words (issue 36).
+WHAT = {
+    "Upload": "Add PDFs to the collection: each is split into a tree of sections, paragraphs, tables and "
+              "formulas, and indexed for search.",
+    "Tree explorer": "One document as its tree: sections with their paragraphs, tables and formulas; pick a node "
+                     "to see its text, its page and its summary.",
+    "Hyper-edge graph": "Passages of one document that belong together across sections (a hyper-edge joins "
+                        "all of them), as a graph.",
+    "Semantic clusters": "Every paragraph as a point, near the paragraphs it resembles; colours are groups of "
+                         "passages, named by their most telling words.",
+    "Filter": "Keep the documents that meet a condition: each gets a score from its best passages, you see why, "
+              "and you can check them yourself (Review).",
+    "Chat": "Ask questions about the documents; every answer quotes and cites the passages it comes from.",
+}
+
+
 def page_header(title: str) -> None:
-    """Start a page: make sure state and sidebar exist, draw the title and the
-    active LLM backend label ("LLM: offline (extractive)" ...)."""
+    """Start a page: make sure state and sidebar exist, draw the title, the line saying
+    what the page shows (:data:`WHAT`) and the active LLM backend label ("LLM: offline
+    (extractive)" ...)."""
     if not st.session_state.get(state.ROUTER_ACTIVE):
         if _legacy_pages_mode():
             st.rerun()  # run again through app.py, which routes to this same page
         state.init_state()
         render_sidebar()
     st.title(title)
+    if title in WHAT:
+        st.caption(WHAT[title])
     render_backend_badge()
