@@ -8,7 +8,7 @@ import pytest
 
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.qa.names import route_by_names
-from docmaster_core.text.words import answer_sentences, is_whole_sentence
+from docmaster_core.text.words import answer_sentences, is_toc_entry, is_whole_sentence
 from docmaster_core.evaluation.qa import whole_sentences
 from support.toy import build_toy_workspace
 
@@ -109,3 +109,4 @@ def test_answer_sentences_are_whole():
     assert whole_sentences("It is Texas. [E1] The term is one year. [E2]")
     assert not whole_sentences("It is Texas. [E1] and the term of this agreement is one year from the [E2]")
     assert whole_sentences("Location: White Plains, AL Aircraft: Fisher Aero Celebrity [E1]")  # a form, not prose
+    assert is_toc_entry("16. Governing Law And Arbitration.................. 7") and not is_toc_entry("See p. 7.")

@@ -50,7 +50,8 @@ import numpy as np
 from ..errors import EmbeddingError
 from ..model import Answer, Citation, Decision, Evidence
 from .base import UsageTracker
-from ..text.words import answer_sentences, count_words, is_cut_prose, normalize_ws, split_sentences, truncate_words
+from ..text.words import (answer_sentences, count_words, is_cut_prose, is_toc_entry, normalize_ws, split_sentences,
+                          truncate_words)
 from .cache import LLMCache, make_key
 from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
 
@@ -514,8 +515,9 @@ class OfflineLLM:
             # answer algorithm version: v2 drops section headings and repeated sentences,
             # v3 orders sentences by support (qa_answering.rank_answer_units), v4 quotes whole
             # sentences (long ones split at semicolons, a short heading kept with its sentence) in
-            # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose
-            "answer_version": 8,
+            # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose, v8 4 sentences,
+            # v9 table-of-contents lines last
+            "answer_version": 9,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
@@ -554,8 +556,9 @@ class OfflineLLM:
         ranked = [int(i) for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos,
                                                     owner, min_cos=self.answer_min_cos)]
         # prose is quoted in whole sentences: a piece of prose cut from its sentence (a paragraph split across
-        # nodes) only when nothing else answers; table rows, form fields and formulas are no prose
-        whole = [i for i in ranked if not is_cut_prose(units[i])]
+        # nodes) or a table-of-contents line only when nothing else answers; table rows, form fields and
+        # formulas are no prose
+        whole = [i for i in ranked if not is_cut_prose(units[i]) and not is_toc_entry(units[i])]
         for i in whole or ranked:
             if len(picked) >= self.answer_max_sentences:
                 break

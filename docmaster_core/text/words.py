@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences", "is_prose", "is_cut_prose"]
+__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences", "is_prose", "is_cut_prose", "is_toc_entry"]
 
 _WS = re.compile(r"\s+")
 # Abbreviations after which a period does not end a sentence.
@@ -138,3 +138,11 @@ def is_prose(text: str | None) -> bool:
 def is_cut_prose(text: str | None) -> bool:
     """True for prose cut out of its sentence (:func:`is_prose` and not :func:`is_whole_sentence`)."""
     return is_prose(text) and not is_whole_sentence(text)
+
+
+_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}")
+
+
+def is_toc_entry(text: str | None) -> bool:
+    """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7")."""
+    return bool(_TOC_ENTRY.search(text or ""))
