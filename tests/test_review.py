@@ -146,7 +146,7 @@ def test_a_call_limit_stops_uncertified_and_says_so():
     order, y = _ranking(rng, 200, 20, 1.0)
     st = run_review(order, ReviewTargets(max_calls=30, seed=0), lambda idx: y[idx], chunk=1)
     assert st.phase == "budget" and not st.certified and st.answered <= 30
-    assert st.promise().startswith("not certified: stopped at the call limit")
+    assert st.promise().startswith("not certified (goal: at least 0.9 of the matches found): stopped at the call limit")
 
 
 def test_bad_targets_are_refused():
@@ -363,3 +363,22 @@ def test_label_oracle_identifies_documents_and_flips_a_fraction(workspace, tmp_p
     share = np.mean([noisy.answer(c, f) for c, f in labels])
     assert 0.07 < share < 0.13
     assert [noisy.answer(c, f) for c, f in labels] == [noisy.answer(c, f) for c, f in labels]
+
+
+def test_cli_review_takes_only_whole_answers_and_changes_one_with_set(workspace, monkeypatch, capsys):
+    monkeypatch.setenv("DOCMASTER_EMBEDDING__MODEL", "hashing")
+    dm = _dm(workspace)
+    replies = iter(["maybe", "m", "q"])
+    monkeypatch.setattr("builtins.input", lambda prompt: next(replies))
+    assert cli.main(["review", CONDITION, "--workspace", str(workspace)]) == 0
+    out = capsys.readouterr().out
+    assert "answer m (match), n (no match), s (skip) or q (quit)" in out  # "maybe" is no answer
+    stored = dm.answers(CONDITION)
+    assert list(stored.values()) == [(True, "user")]  # only the "m"
+    (doc,) = stored
+    name = next(d.file_name for d in dm.documents() if d.doc_id == doc)
+    assert cli.main(["review", CONDITION, "--workspace", str(workspace), "--set", f"{name}=no"]) == 0
+    assert dm.answers(CONDITION) == {doc: (False, "user")}
+    assert cli.main(["review", CONDITION, "--workspace", str(workspace), "--set", f"{name}=remove"]) == 0
+    assert dm.answers(CONDITION) == {}
+    assert cli.main(["review", CONDITION, "--workspace", str(workspace), "--set", f"{name}=perhaps"]) == 2

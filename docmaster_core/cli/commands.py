@@ -386,7 +386,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     print(f"({len(res.evidence)} passage{'s' * (len(res.evidence) != 1)} from {n_from} "
           f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend}; "
           f"outcome {res.answer.outcome.replace('_', ' ')})")
-    if res.answer.outcome == "not_found" and len(res.doc_ids) < res.n_workspace:
+    if res.answer.outcome == "not_found" and res.doc_source == "named":
+        print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched, because the "
+              f"question names {'it' if len(res.doc_ids) == 1 else 'them'} ({', '.join(res.named[:4])}); to search "
+              "every document, ask without the names", file=sys.stderr)
+    elif res.answer.outcome == "not_found" and len(res.doc_ids) < res.n_workspace:
         n_other = res.n_workspace - len(res.doc_ids)
         print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched; the other "
               f"{n_other} document{'s were' if n_other != 1 else ' was'} not. Search them all with: "

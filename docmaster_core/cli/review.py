@@ -13,6 +13,7 @@ import csv
 import sys
 from pathlib import Path
 
+from ..errors import DocMasterError
 from .common import clean_line, open_docmaster, print_json
 
 __all__ = ["add_review_arguments", "review_options", "review_line", "add_review_parser", "cmd_review"]
@@ -86,8 +87,11 @@ def add_review_parser(sub, common) -> None:
                                      "column, when present, must hold the condition's text or --condition-id)")
     sp.add_argument("--condition-id", dest="condition_id", default="C1",
                     help="the condition's id in --labels and in --export (default C1)")
-    sp.add_argument("--export", help="write your answers as a cases TSV (and CONDITIONS file beside it) that "
-                                     "`docmaster eval filter` reads")
+    sp.add_argument("--export", help="write your answers as a cases TSV (and a conditions TSV beside it) that "
+                                     "`docmaster eval filter` reads, and ask nothing")
+    sp.add_argument("--set", dest="set_answers", action="append", default=[], metavar="DOC=ANSWER",
+                    help="store or change one answer and ask nothing: DOC is a file name or doc id, ANSWER is "
+                         "match, no or remove (repeatable)")
     sp.add_argument("--status", action="store_true", help="print where the review stands and ask nothing")
     sp.set_defaults(func=cmd_review)
 
@@ -114,6 +118,28 @@ def _read_labels(path: str, condition: str, cid: str, files: dict[str, str]) -> 
             if doc is not None and str(r["label"]).strip() in ("0", "1"):
                 out[doc] = str(r["label"]).strip() == "1"
     return out
+
+
+#: What the terminal accepts as an answer (whole words only: "maybe" is no answer).
+_ANSWERS = {"m": True, "match": True, "y": True, "yes": True, "n": False, "no": False, "no match": False}
+
+
+def _set_answers(dm, condition: str, items: list[str]) -> int:
+    """Store ``DOC=match|no|remove`` answers given with ``--set``.
+
+    Raises:
+        ValueError: an item is not ``DOC=ANSWER`` or its answer is not match, no or remove.
+        DocMasterError: an unknown document (nothing is stored).
+    """
+    values = {"match": True, "yes": True, "no": False, "no match": False, "remove": None}
+    out: dict[str, bool | None] = {}
+    for item in items:
+        ref, sep, ans = item.rpartition("=")
+        ans = " ".join(ans.lower().split())
+        if not sep or not ref or ans not in values:
+            raise ValueError(f"--set {item!r}: write DOC=match, DOC=no or DOC=remove")
+        out[dm.document(ref.strip()).doc_id] = values[ans]
+    return dm.answer(condition, out)
 
 
 def _show(run_docs: dict, doc_id: str, rv, n: int) -> None:
@@ -155,8 +181,20 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         pre = np.array([float(known[d][0]) if d in known else float("nan") for d in ranking])
         run_review(np.arange(len(ranking)), targets, ask, known=pre, chunk=1)
+        kept_own = [d for d, v in labels.items() if d in known and known[d][0] != v]
+        if kept_own:
+            print(f"note: {len(kept_own)} label(s) of {args.labels} differ from answers stored before and were not "
+                  "used; change those with --set DOC=match|no", file=sys.stderr)
+    if args.set_answers:
+        try:
+            changed = _set_answers(dm, args.condition, args.set_answers)
+        except (ValueError, DocMasterError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"stored {changed} answer(s)", file=sys.stderr)
     skipped: list[str] = []
-    while not args.labels and not args.status:
+    asking = not (args.labels or args.status or args.export or args.set_answers)
+    while asking:
         rv = dm.review(args.condition, ranking, targets, skipped)
         if rv.state.done or not rv.pending_ids():
             break
@@ -164,15 +202,17 @@ def cmd_review(args: argparse.Namespace) -> int:
         doc = rv.pending_ids()[0]
         _show(docs, doc, rv, len(ranking))
         try:
-            a = input("[m]atch  [n]o match  [s]kip  [q]uit > ").strip().lower()
+            a = " ".join(input("[m]atch  [n]o match  [s]kip  [q]uit > ").lower().split())
         except EOFError:
             break
-        if a.startswith("q"):
+        if a in ("q", "quit"):
             break
-        if a.startswith("s"):
+        if a in ("s", "skip"):
             skipped.append(doc)
-        elif a[:1] in ("m", "y", "n"):
-            dm.answer(args.condition, {doc: a[:1] != "n"})
+        elif a in _ANSWERS:
+            dm.answer(args.condition, {doc: _ANSWERS[a]})
+        else:
+            print("answer m (match), n (no match), s (skip) or q (quit)")
     rv = dm.review(args.condition, ranking, targets, skipped)
     if args.export:
         out = Path(args.export)
@@ -186,7 +226,9 @@ def cmd_review(args: argparse.Namespace) -> int:
         print_json({**rv.state.to_dict(), "promise": rv.state.promise("your"), "matches": rv.match_ids(),
                     "pending": rv.pending_ids()})
         return 0
-    print(f"\n{len(rv.match_ids())} match of {len(ranking)} documents; {rv.state.promise('your')}")
+    yes = len(rv.match_ids())
+    print(f"\n{rv.state.answered} answered ({yes} match, {rv.state.answered - yes} no match); "
+          f"{yes} of {len(ranking)} documents match; {rv.state.promise('your')}")
     for d in rv.match_ids():
         print(f"  {clean_line(docs[d]['file'])}")
     return 0

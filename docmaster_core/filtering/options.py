@@ -127,10 +127,11 @@ class FilterOptions:
 RENAMED = {
     "cascade": "the filter cascade was replaced by the rank-order review: pass review=ReviewTargets(recall=..., "
                "delta=...) (command line: --review)",
-    "precision": "the review has no precision target: it keeps only the documents the oracle answered 'match' "
-                 "(precision 1 relative to the oracle); limit its cost with max_calls (--max-calls)",
-    "sample_budget": "the review has no sample budget: it sizes its own samples exactly; limit its cost with "
-                     "max_calls (--max-calls)",
+    "precision": "the cascade became the review (--review), which has no precision target: it keeps only the "
+                 "documents the oracle answered 'match' (precision 1 relative to the oracle); limit its cost with "
+                 "--max-calls",
+    "sample_budget": "the cascade became the review (--review), which sizes its own samples exactly; limit its "
+                     "cost with --max-calls",
 }
 
 

@@ -263,19 +263,21 @@ class ReviewState:
             return (f"recall >= {t.recall:g} with probability >= {1 - t.delta:g} relative to {noun} answers; {asked}")
         est = "" if self.estimated_recall is None else f"; estimated recall {self.estimated_recall:.2f}"
         bound = "" if self.recall_bound is None else f" (recall >= {self.recall_bound:.2f} with probability >= {1 - t.delta:g})"
+        goal = f"goal: at least {t.recall:g} of the matches found, with probability {1 - t.delta:g}"
         if self.phase == "screening":
             b = t.batch_size(self.n_docs)
-            return (f"not certified yet: reading in order of evidence, {b} at a time; a random check of the rest "
-                    f"starts when {b} in a row hold no match; {asked}")
+            return (f"not certified yet ({goal}): reading the documents in order of evidence; after a batch of {b} "
+                    f"with no match, a random check of the rest; {asked}")
         if self.phase == "checking":
             test = self.tests[-1] if self.tests else None
             what = (f"a random check of {test.size} of the {test.remaining} documents not read" if test is not None
                     and test.outcome != "everything" else "every document not read")
-            return (f"not certified yet: {what}, each must be 'no match'; {self.still_needed} more answers needed to "
-                    f"certify{bound}; {asked}")
+            return (f"not certified yet ({goal}): {what}; it certifies if none of them matches, and a match sends "
+                    f"the review back to reading in order; {self.still_needed} more answers needed{bound}; {asked}")
         why = {"budget": "stopped at the call limit", "stuck": "answers the check needs are missing"}.get(
             self.phase, "in progress")
-        return f"not certified: {why}{bound}{est}; {asked}; {self.still_needed} more answers needed to certify"
+        return (f"not certified (goal: at least {t.recall:g} of the matches found): {why}{bound}{est}; {asked}; "
+                f"{self.still_needed} more answers needed to certify")
 
     def to_dict(self) -> dict[str, Any]:
         return {"documents": self.n_docs, "phase": self.phase, "certified": self.certified,

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..text.words import normalize_ws, split_sentences
+from ..text.words import answer_sentences, normalize_ws, split_sentences
 from ..model import Answer, Citation, Evidence, NodeType
 from ..text import answer_units as S
 from .candidates import combined_candidates, dedupe_candidates
@@ -237,8 +237,11 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
 
 def best_quote(question: str, text: str, node_type: str = "TEXT", max_words: int = 60) -> str:
     """The unit of ``text`` that best covers the question's terms and answer type
-    (used when a model's quote is not verbatim in its passage)."""
-    units = split_sentences(text, max_words=max_words)
+    (used when a model's quote is not verbatim in its passage, and for the closest
+    passages of a "not found" answer): a whole sentence of prose
+    (:func:`~docmaster_core.text.words.answer_sentences`), a ``max_words`` window of
+    anything else."""
+    units = answer_sentences(text) if node_type == "TEXT" else split_sentences(text, max_words=max_words)
     if not units:
         return ""
     if len(units) == 1:

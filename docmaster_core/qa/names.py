@@ -18,8 +18,10 @@ never are, and a candidate counts only where the question refers to a document b
 (after "between", or near "agreement", "paper", ...). A document is named when the candidates it holds in
 its name field are *distinctive*: each in the name fields of at most ``max_share`` of the
 documents (and at most ``max_docs``), weighted by their inverse document frequency over
-the name fields; the documents within ``keep_ratio`` of the best score are kept (at most
-``max_named``). Nothing is routed when no candidate is distinctive, or when the best
+the name fields, and a run of names written together in the question ("Integrity Media")
+counts once more where the document has it together too; the documents within
+``keep_ratio`` of the best score that hold as many of these (all of up to three, all but
+one of more) are kept (at most ``max_named``). Nothing is routed when no candidate is distinctive, or when the best
 document holds a single name that other documents hold too, so a question that names
 nothing ("Which contracts require insurance?") keeps its scope.
 
@@ -79,6 +81,9 @@ class NameFields:
         text_df: Document frequency of each token over the documents' whole text.
         n_docs: Documents.
         file_df: Document frequency of each token of the file names.
+        squashed: Per document, its file name and name-field words lower-cased with
+            everything but letters and digits removed ("integritymediainc..."), where a
+            phrase of the question ("Integrity Media") is looked for whole.
     """
 
     tokens: list[set[str]]
@@ -86,6 +91,7 @@ class NameFields:
     text_df: Counter
     n_docs: int
     file_df: Counter = field(default_factory=Counter)
+    squashed: list[str] = field(default_factory=list)
 
 
 def _front_text(tree, front_chars: int) -> str:
@@ -108,6 +114,7 @@ def name_fields(view, front_chars: int = 1500) -> NameFields:
         df: Counter = Counter()
         text_df: Counter = Counter()
         file_df: Counter = Counter()
+        squashed: list[str] = []
         for dv in view.docs:
             stem = re.sub(r"\.pdf$", "", dv.file_name, flags=re.I)
             tree = dv.tree
@@ -115,13 +122,14 @@ def name_fields(view, front_chars: int = 1500) -> NameFields:
             ft = set(name_tokens(stem) + name_tokens(stem.replace("_", " ").replace("-", " ")))
             file_df.update(ft)
             s = ft | set(name_tokens(front))
+            squashed.append(re.sub(r"[^a-z0-9]", "", (stem + " " + front).lower()))
             toks.append(s)
             df.update(s)
             body: set[str] = set()
             for node in tree.nodes:
                 body.update(name_tokens(node.content or ""))
             text_df.update(body | s)
-        return NameFields(toks, df, text_df, len(view.docs), file_df)
+        return NameFields(toks, df, text_df, len(view.docs), file_df, squashed)
 
     return view.aux(("name_fields", int(front_chars)), build)
 
@@ -170,6 +178,20 @@ def _candidates(question: str, nf: NameFields, rare_docs: int) -> list[tuple[str
                 continue
             if looks or ref or (rare_ok and 0 < nf.text_df.get(t, 0) <= rare_docs):
                 out.append((w, t))
+    return out
+
+
+def _phrases(question: str, names: set[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Runs of two or more consecutive name candidates in the question, each as
+    ``(squashed text, words)``: "Integrity Media" gives ``("integritymedia", ("Integrity", "Media"))``."""
+    out, run = [], []
+    for w in _WORD.findall(question) + [""]:
+        if w in names:
+            run.append(w)
+            continue
+        if len(run) >= 2:
+            out.append((re.sub(r"[^a-z0-9]", "", "".join(run).lower()), tuple(run)))
+        run = []
     return out
 
 
@@ -234,6 +256,7 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
     by_word: dict[str, list[str]] = {}
     for w, t in cands:
         by_word.setdefault(w, []).append(t)
+    phrases = _phrases(question, set(by_word))
     scores: dict[int, float] = {}
     hits: dict[int, set[str]] = {}  # the question words (not their pieces) each document holds
     for di, dv in enumerate(view.docs):
@@ -241,17 +264,26 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
             continue
         held = {w: [t for t in ts if t in nf.tokens[di]] for w, ts in by_word.items()}
         held = {w: ts for w, ts in held.items() if ts}
+        together = [ph for ph in phrases if ph[0] in nf.squashed[di]]
+        for _, words in together:  # the names written together in the question, together in the document
+            for w in words:
+                held.setdefault(w, by_word[w])
         if held:
             scores[di] = sum(max(idf[t] for t in ts) for ts in held.values())
-            hits[di] = set(held)
+            scores[di] += sum(max(idf[t] for t in by_word[w]) for _, words in together for w in words)
+            hits[di] = set(held) | {ph for ph, _ in together}
     if not scores:
         return None
     best = max(scores.values())
     top = max(scores, key=scores.get)
-    unique = any(nf.df[t] == 1 for w in hits[top] for t in by_word[w] if t in nf.tokens[top])
+    unique = any(nf.df[t] == 1 for w in hits[top] for t in by_word.get(w, ()) if t in nf.tokens[top])
     if len(hits[top]) < 2 and not unique:
         return None
-    picked = sorted((di for di, s in scores.items() if s >= keep_ratio * best), key=lambda di: -scores[di])[:max_named]
+    # a document named as well as the best (an amendment, a twin with the same parties) is kept
+    # too; one that shares only some of its names ("Media" of "Integrity Media") is not
+    need = len(hits[top]) if len(hits[top]) <= 3 else len(hits[top]) - 1
+    picked = sorted((di for di, s in scores.items() if s >= keep_ratio * best and len(hits[di]) >= need),
+                    key=lambda di: -scores[di])[:max_named]
     used = set().union(*(hits[di] for di in picked))
     names = list(dict.fromkeys(w for w, _ in cands if w in used))
     front = set().union(*(nf.tokens[di] for di in picked))

@@ -78,6 +78,7 @@ def split_sentences(text: str | None, max_words: int = 60) -> list[str]:
 
 _ENUM = re.compile(r"^(?:\(?(?:[a-z]|[ivxlc]{1,5}|\d{1,3}(?:\.\d{1,3})*)[.)]|§\s*\d+[.\d]*)\s+", re.I)
 _CLAUSE = re.compile(r"(?<=;)\s+")
+_NUMBER_END = re.compile(r"[a-z,]\s+\d{1,2}(?:\.\d{1,2})*\.$")  # "March 18." / "Sections 1.3." ending a piece
 
 
 def is_whole_sentence(text: str | None) -> bool:
@@ -98,7 +99,8 @@ def answer_sentences(text: str | None, long_words: int = 80, heading_words: int 
     long sentences into word windows; a sentence longer than ``long_words`` words is split
     only after its semicolons (the items of a clause list), never inside a clause; a short
     leading piece (at most ``heading_words`` words, e.g. a clause heading "(a) Governing
-    Law.") stays with the sentence after it."""
+    Law.") stays with the sentence after it; a piece ending in a number after a word
+    ("until March 18.", "under Sections 1.3.") joins a next piece that starts with a digit."""
     out: list[str] = []
     for s in split_sentences(text, max_words=1_000_000):
         if count_words(s) > long_words and ";" in s:
@@ -108,6 +110,9 @@ def answer_sentences(text: str | None, long_words: int = 80, heading_words: int 
     merged: list[str] = []
     carry = ""
     for u in out:
+        if merged and not carry and _NUMBER_END.search(merged[-1]) and u[:1].isdigit():
+            merged[-1] = f"{merged[-1]} {u}"  # "until March 18. 2021, unless ...": one sentence
+            continue
         u = f"{carry} {u}".strip() if carry else u
         carry = ""
         if count_words(u) <= heading_words and u is not out[-1] and not u.endswith((";", ":")):
