@@ -322,12 +322,16 @@ def cmd_filter(args: argparse.Namespace) -> int:
               f"of the dense ({c.get('index')}) or BM25 collection index for the condition or its parts): decided no "
               f"without exact scoring and not listed; {c.get('candidates')} candidates were scored")
     m = run.matches()
-    print(f"{len(m)} of {len(run.documents)} documents match ({run.strategy}); "
-          + ", ".join(f"{s} {len(run.matches(s))}" for s in strats))
-    tw = run.three_way()
-    if tw["uncertain"]:
-        print(f"{run.strategy}: {tw['kept']} kept, {tw['uncertain']} uncertain, {tw['dropped']} dropped "
-              "(uncertain: between the sure-no and sure-yes evidence scores, marked yes? / no?; check these)")
+    decs = [d.decisions.get(run.strategy) for d in run.documents]
+    unc_kept = sum(1 for x in decs if x is not None and x.decision is True and x.uncertain)
+    unc_dropped = sum(1 for x in decs if x is not None and x.decision is False and x.uncertain)
+    line = f"{len(m)} of {len(run.documents)} documents match ({run.strategy})"
+    if unc_kept or unc_dropped:  # one count: the uncertain ones on each side of the cut
+        line += (f": {len(m) - unc_kept} sure and {unc_kept} uncertain kept, {unc_dropped} uncertain dropped "
+                 "(uncertain: between the sure-no and sure-yes evidence scores, marked yes? / no?; check these, "
+                 "e.g. with docmaster review)")
+    print(line)
+    print("by strategy: " + ", ".join(f"{s} {len(run.matches(s))}" for s in strats))
     print("tokens: " + ", ".join(f"{s} {t}" for s, t in run.tokens.items()))
     und = run.undecided()
     if und:
