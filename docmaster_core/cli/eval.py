@@ -47,20 +47,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for key, c in res["conditions"].items():
             print(f"{clean_line(key)[:10]:10} {c['n']:>3} {c['positives']:>3}  "
                   + "  ".join(f"{c[s]['f1']:>9.3f}" for s in strategies))
+        n_ws = len(dm.documents())
+        partial = [k for k, c in res["conditions"].items() if c["n"] < n_ws]
+        if partial:
+            print(f"note: {len(partial)} condition(s) label fewer than the workspace's {n_ws} documents; each is "
+                  "evaluated on its labelled documents only (n)")
         for m in ("precision", "recall", "f1", "ap", "best_f1", "uncertain_share", "f1_uncertain_kept",
                   "f1_uncertain_dropped"):
-            print(f"{'macro ' + m:18}  " + "  ".join(f"{res['macro'][s][m]:>9.3f}" for s in strategies))
-        print(f"{'keep everything':18}  " + "  ".join(f"{res['keep_all']['macro_f1']:>9.3f}" for _ in strategies)
+            print(f"{'macro ' + m:26}  " + "  ".join(f"{res['macro'][s][m]:>9.3f}" for s in strategies))
+        print(f"{'keep everything':26}  " + "  ".join(f"{res['keep_all']['macro_f1']:>9.3f}" for _ in strategies)
               + "   (macro-F1 of deciding every document yes: the floor a rule must beat)")
         for band, b in res["bands"].items():
-            print(f"{'F1 prevalence ' + band:18}  " + "  ".join(f"{b[s]:>9.3f}" for s in strategies)
+            print(f"{'F1 prevalence ' + band:26}  " + "  ".join(f"{b[s]:>9.3f}" for s in strategies)
                   + f"   (keep everything {b['keep_all']:.3f}; {len(b['conditions'])} conditions)")
         for h, ks in res["halves"].items():
-            print(f"{'F1 half ' + h:18}  " + "  ".join(f"{res['macro_half'][h][s]:>9.3f}" for s in strategies)
+            if not ks:  # an empty half has no F1 to show
+                continue
+            print(f"{'F1 half ' + h:26}  " + "  ".join(f"{res['macro_half'][h][s]:>9.3f}" for s in strategies)
                   + f"   ({', '.join(ks)})")
         if res.get("loco"):
             lo = res["loco"]
-            print(f"{'LOCO f1':18}  " + "  ".join(f"{lo['macro'][s]:>9.3f}" for s in strategies)
+            print(f"{'LOCO f1':26}  " + "  ".join(f"{lo['macro'][s]:>9.3f}" for s in strategies)
                   + "   (cut parameters chosen on the other conditions)")
             print("cut parameters chosen per fold: " + "; ".join(f"{k} ({n}x)" for k, n in lo["chosen_counts"].items()))
             if "combined" in strategies:
