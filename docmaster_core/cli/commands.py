@@ -309,7 +309,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
         rank = f"{dec.rank:>4}" if dec is not None and dec.rank is not None else f"{'':>4}"
         sc = f"{dec.evidence_score:>6.2f}" if dec is not None and dec.evidence_score is not None else f"{'':>6}"
         print(f"{rank} {sc}  {clean_line(d.file_name)[:50]:50} {cells}")
-        if dec is not None and (args.verbose or dec.decision):
+        if dec is not None and (args.verbose or dec.decision or dec.decided_by == "user"):  # your answers say so
             print(f"    {run.strategy}: {clean_line(dec.rationale or dec.error or '')[:260]}")
             ev = {e.evidence_id: e for e in d.evidence.get(run.strategy, [])}
             cites = [f"{i} p.{ev[i].page}" + (f" [{clean_line(' > '.join(ev[i].section_path))[:50]}]" if ev[i].section_path else "")
