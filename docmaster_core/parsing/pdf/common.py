@@ -84,6 +84,7 @@ class Line:
     heading_level: int | None = None
     heading_text: str = ""
     heading_source: str = ""
+    heading_chars: int = 0  # run-in heading: characters of ``text`` the heading takes (0: unknown)
     group: int = -1  # caption/equation/region group id on the page
 
     @property

@@ -216,31 +216,65 @@ def page_layout(p: PageInfo, lines: list[Line]) -> None:
     p.lines = sorted(_visual_lines(lines, p.gutters, p.width), key=lambda l: (l.y0, l.x0))
 
 
+_RULE_RE = re.compile(r"^[-_=*~.\s]{5,}$")
+_DASHED_PAGENUM_RE = re.compile(r"^(?:[-–—]\s*\d{1,4}\s*[-–—]|page\s+\d{1,4}(?:\s+of\s+\d{1,4})?)$", re.IGNORECASE)
+
+
+def _running_key(text: str) -> str:
+    return re.sub(r"\d+", "#", re.sub(r"\s+", "", text.strip().lower()))
+
+
 def mark_headers_footers(pages: list[PageInfo]) -> None:
+    """Mark running text so it stays out of the content (roles ``header`` and ``pagenum``).
+
+    * Lines in the top or bottom 12 % of the page whose text (digits ignored) recurs on
+      at least a quarter of the pages (2 pages in short documents): running headers
+      and footers.
+    * Anywhere on the page: lines of 4-25 words whose text recurs on at least
+      ``max(3, 30 %)`` of the pages (a filing's redaction note "***Confidential
+      Information has been omitted ..." printed where the original page broke; not
+      when such lines are over 15 % of all lines: then they are the content), rule
+      lines of dashes or underscores, page numbers written ``-18-`` or ``Page 3 of 9``,
+      and a bare number or roman numeral that is the first or last line left on a page.
+    """
     n = len(pages)
     keys: dict[tuple, set[int]] = defaultdict(set)
+    anywhere: dict[str, set[int]] = defaultdict(set)
     for pno, p in enumerate(pages):
         for l in p.lines:
+            t = l.text.strip()
+            if sum(ch.isalpha() for ch in t) >= 15 and 4 <= len(t.split()) <= 25:
+                anywhere[_running_key(t)].add(pno)
             band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
             if not band:
                 continue
-            t = l.text.strip()
             if PAGENUM_RE.match(t):
                 l.role = "pagenum"
                 continue
-            k = (band, re.sub(r"\d+", "#", re.sub(r"\s+", "", t.lower())))
-            keys[k].add(pno)
+            keys[(band, _running_key(t))].add(pno)
     need = max(2, math.ceil(0.25 * n)) if n >= 3 else 2
     rep = {k for k, v in keys.items() if len(v) >= need}
-    if not rep:
-        return
+    need_any = max(3, math.ceil(0.3 * n))
+    rep_any = {k for k, v in anywhere.items() if len(v) >= need_any} if n >= 3 else set()
+    n_lines = sum(len(p.lines) for p in pages)
+    if sum(len(anywhere[k]) for k in rep_any) > 0.15 * n_lines:
+        rep_any = set()  # the repeated lines are the document itself (a form, a generated report), not running text
     for p in pages:
         for l in p.lines:
             if l.role:
                 continue
+            t = l.text.strip()
             band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
-            if band and (band, re.sub(r"\d+", "#", re.sub(r"\s+", "", l.text.strip().lower()))) in rep:
+            if band and (band, _running_key(t)) in rep:
                 l.role = "header"
+            elif _running_key(t) in rep_any or _RULE_RE.match(t):
+                l.role = "header"
+            elif _DASHED_PAGENUM_RE.match(t):
+                l.role = "pagenum"
+        left = sorted((l for l in p.lines if not l.role), key=lambda l: (l.y0, l.x0))
+        for l in (left[:1] + left[-1:]) if len(left) >= 3 else []:
+            if PAGENUM_RE.match(l.text.strip()) and l.nchars <= 8:
+                l.role = "pagenum"
 
 def body_style(pages: list[PageInfo]) -> tuple[float, str]:
     sizes: Counter = Counter()
@@ -256,8 +290,73 @@ def body_style(pages: list[PageInfo]) -> tuple[float, str]:
     font = fonts.most_common(1)[0][0] if fonts else ""
     return float(size), font
 
+FILING_LABEL_RE = re.compile(r"^(?:ex(?:hibit)?[\s.\-]*\d+[\w.\-()]*|execution (?:copy|version)|confidential\w*|"
+                              r"certain .* omitted.*|\[?\*+\]?|page \d+.*|table of contents|quicklinks\b.*)$", re.IGNORECASE)
+# a legend printed in capitals above a filed contract, not its title
+_LEGEND_RE = re.compile(r"omitted|confidential treatment|redacted|denotes|securities and exchange commission|"
+                        r"regulation s-k|\[\*+\]", re.IGNORECASE)
+# words that name what a document is: a title line holding one is preferred
+_KIND_RE = re.compile(r"\b(agreement|contract|amendment|addendum|licen[cs]e|lease|terms|conditions|plan|policy|"
+                      r"memorandum|deed|charter|certificate|warrant|note|guarantee|guaranty|bylaws|consent|"
+                      r"understanding|arrangement|order|statement|proposal|report|manual|guide)\b", re.IGNORECASE)
+
+
+def _title_line(p: PageInfo) -> str:
+    """The title line of a document set in one size (a contract, a filing): above the
+    first paragraph of prose on page 1, the first line in capitals (2-16 words) or a
+    centred line in title case (<= 10 words) that is not a filing label ("EXHIBIT
+    10.32", "Execution Copy"), a legend ("CONFIDENTIAL TREATMENT ... OMITTED"), a date
+    or a page number; of several, the first that names a kind of document
+    ("... AGREEMENT") rather than a party. Marked ``doctitle``; ``""`` when there is
+    none."""
+    lines = sorted((l for l in p.lines if not l.role), key=lambda l: (l.y0, l.x0))
+    if not lines:
+        return ""
+    xs = [l.x0 for l in lines if l.nchars >= 40] or [l.x0 for l in lines]
+    x1s = [l.x1 for l in lines if l.nchars >= 40] or [l.x1 for l in lines]
+    left, right = min(xs), max(x1s)
+    found: list[list[Line]] = []
+    legend_end = -1.0
+    for i, l in enumerate(lines[:25]):
+        t = clean_text(l.text).strip()
+        words = t.split()
+        if _LEGEND_RE.search(t) or (legend_end >= 0 and l.y0 - legend_end < 0.8 * max(l.size, 1.0) and t.isupper()):
+            legend_end = l.y1  # a legend paragraph in capitals, line by line
+            continue
+        if len(words) >= 14 and not t.isupper():
+            break  # the first paragraph of prose: no title below it
+        if not t or FILING_LABEL_RE.match(t) or PAGENUM_RE.match(t) or sum(ch.isalpha() for ch in t) < 4 \
+                or _LEGEND_RE.search(t):
+            continue
+        if re.search(r"\b(19|20)\d\d\b", t) and len(words) <= 4:
+            continue  # a date line
+        letters = [ch for ch in t if ch.isalpha()]
+        caps = sum(ch.isupper() for ch in letters) >= 0.9 * len(letters)
+        centred = abs((l.x0 + l.x1) / 2 - (left + right) / 2) < 0.1 * max(1.0, right - left) and l.x0 > left + 20
+        titled = all(w[:1].isupper() or w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "by")
+                     for w in re.findall(r"[A-Za-z][\w'’\-]*", t))
+        if (caps and 2 <= len(words) <= 16) or (centred and titled and 2 <= len(words) <= 10):
+            run = [l]
+            for q in lines[i + 1:i + 3]:  # a title wrapped over two lines
+                qt = q.text.strip()
+                if caps and qt.isupper() and 0 <= q.y0 - run[-1].y1 < 1.2 * max(l.size, 1.0) and len(qt.split()) <= 10 \
+                        and not _LEGEND_RE.search(qt):
+                    run.append(q)
+                else:
+                    break
+            found.append(run)
+    if not found:
+        return ""
+    run = next((r for r in found if _KIND_RE.search(" ".join(q.text for q in r))), found[0])
+    for q in run:
+        q.role = "doctitle"
+    return clean_text(" ".join(q.text for q in run))
+
+
 def document_title(doc, pages: list[PageInfo], body: float) -> str:
-    """Largest text in the upper part of page 1 (marked ``doctitle``), else metadata."""
+    """The document's title: the largest text in the upper part of page 1 (marked
+    ``doctitle``); else, in a document set in one size, its title line
+    (:func:`_title_line`); else the PDF metadata title; else ``""``."""
     title = ""
     if pages and pages[0].lines:
         p = pages[0]
@@ -275,10 +374,12 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
                         break
                 txt = clean_text(" ".join(l.text for l in run))
                 hn = heading_numbering(txt)
-                if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300:
+                if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300 and not FILING_LABEL_RE.match(txt):
                     title = txt
                     for l in run:
                         l.role = "doctitle"
+    if not title and pages:
+        title = _title_line(pages[0])
     if not title:
         mt = clean_text((doc.metadata or {}).get("title") or "")
         if len(mt) > 5 and not re.match(r"^(microsoft\s+word|untitled|slide|doi)", mt, re.I) and not mt.lower().endswith((".pdf", ".doc", ".docx", ".dvi", ".tex")):

@@ -2,6 +2,7 @@
 styled numbered headings, marked on the lines of one page (``Line.role``)."""
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -71,6 +72,10 @@ def mark_captions(p: PageInfo, body: float) -> None:
         gid += 1
 
 # ------------------------------------------------------------------ equations
+# "f(x) = ...", "MultiHead(Q, K, V) = ...", "L := ...": a name, its arguments, then "=" or ":="
+_DEFINITION_RE = re.compile(r"^[^\s=()]{1,30}(?:\s*\([^()]{0,40}\))?\s*:?=\s*\S")
+
+
 def mark_equations(p: PageInfo, body: float) -> None:
     lines = p.lines
     xs0 = defaultdict(list)
@@ -100,6 +105,8 @@ def mark_equations(p: PageInfo, body: float) -> None:
             return True
         if sym >= 0.2 and l.nwords <= 2 and ns >= 3 and (indented or centered):
             return True
+        if centered and l.nwords <= 6 and _DEFINITION_RE.match(t.strip()) and not t.rstrip().endswith((".", ",", ";", ":")):
+            return True  # a displayed definition "FFN(x) = max(0, xW1 + b1)W2 + b2" set in a roman font
         return False
 
     flags = [is_eq(l) for l in lines]

@@ -48,6 +48,8 @@ def _page_items(p: PageInfo) -> list[dict[str, Any]]:
                         k = n
                         break
                 rest_text = " ".join(words[k:]).lstrip(".: ")
+                if l.heading_chars:
+                    rest_text = rest[l.heading_chars:].lstrip(".:;-–— ")
                 if rest_text:
                     frac = len(ht) / max(1, len(rest))
                     bx = l.x0 + frac * (l.x1 - l.x0)

@@ -164,9 +164,34 @@ def text_flags() -> int:
     return _FLAGS_CACHE["dict"]
 
 
+def font_names(page) -> dict[str, str]:
+    """Full font names of a page keyed by the name its text spans carry.
+
+    MuPDF cuts a span's font name at a fixed number of bytes, so a name with multi-byte
+    characters loses its end (``"RCUMTFå¼«NimbusRomNo9L-M"`` for
+    ``"...NimbusRomNo9L-Medi"``), and with it the weight the bold test reads. A span name
+    that is a proper prefix of exactly one of the page's font names (subset tag
+    ``ABCDEF+`` removed) maps to that name; others are absent.
+    """
+    try:
+        names = {str(f[3]).split("+", 1)[-1] for f in page.get_fonts(full=False)}
+    except Exception:
+        return {}
+    out: dict[str, str] = {}
+    for n in names:
+        for k in range(8, len(n)):
+            short = n[:k]
+            if short in out and out[short] != n:
+                out[short] = ""  # ambiguous prefix
+            else:
+                out[short] = n
+    return {k: v for k, v in out.items() if v and k not in names}
+
+
 def extract_page_lines(page, pno: int, textpage=None) -> tuple[list[Line], int]:
     """Raw lines of one page from ``get_text("dict")``; returns (lines, n_rotated)."""
     d = page.get_text("dict", flags=text_flags(), textpage=textpage)
+    full_font = font_names(page)
     out: list[Line] = []
     n_rot = 0
     for bi, b in enumerate(d.get("blocks", ())):
@@ -225,6 +250,7 @@ def extract_page_lines(page, pno: int, textpage=None) -> tuple[list[Line], int]:
                         ital_prefix.append(txt)
                     continue
                 font = s.get("font", "")
+                font = full_font.get(font, font)
                 flags = int(s.get("flags", 0))
                 fb, is_math, fmono = font_class(font)
                 is_bold = bool(flags & 16) or fb

@@ -1,0 +1,480 @@
+"""Stage "clause headings": headings a reader sees from their numbering alone.
+
+Contracts, filings and manuals are often set in one font, size and weight, so the
+style tests of :mod:`.headings` find nothing. A reader still sees the structure from
+the numbering and the layout:
+
+* keyword headings: ``"ARTICLE IV"`` (title on the same or the next line),
+  ``"Section 10.  Term and Termination"``, ``"ARTICLE 1. DEFINITIONS"``;
+* a numbering label alone with the title beside or below it: ``"1."`` then
+  ``"Appointment and Acceptance"``;
+* a numbered title line that ends well before the margin: ``"4. Term"``,
+  ``"12. MISCELLANEOUS"``;
+* run-in clause headings at the start of a paragraph: ``"10.1  Term.  The term of
+  this Agreement ..."`` (heading ``"10.1 Term"``), ``"(a) Payment. ..."``.
+
+A candidate must start a paragraph (first line on the page or after a heading, a
+blank line, or a line that ends a sentence) and must not sit in a signature block.
+Numbers must run in sequence within their series (``1, 2, 3``; ``10.1, 10.2`` under
+``10``; ``(a), (b)``), which drops cross-references and enumerations in prose.
+Levels come from the numbering: ARTICLE > Section / ``1.`` > ``1.1`` > ``(a)`` >
+``(i)`` (the order Docling's heading hierarchy and most drafting manuals use).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..base import SENTENCE_END_RE, clean_text, normalize_heading
+from .common import Line, PageInfo
+from .layout import FILING_LABEL_RE
+
+__all__ = ["detect_clause_headings", "is_signature_line", "ROMAN_VALUE"]
+
+_ROMAN = r"(?:M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
+_WORD_NUMBERS = ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "TEN", "ELEVEN", "TWELVE",
+                 "THIRTEEN", "FOURTEEN", "FIFTEEN", "SIXTEEN", "SEVENTEEN", "EIGHTEEN", "NINETEEN", "TWENTY"]
+_KEYWORD_RE = re.compile(
+    r"^(?P<kw>ARTICLE|Article|SECTION|Section|PART|Part|CLAUSE|Clause|§)\s*"
+    r"(?P<num>" + _ROMAN + r"|\d{1,3}(?:\.\d{1,3}){0,3}|(?i:" + "|".join(_WORD_NUMBERS) + r"))(?![\w])"
+    r"(?P<sep>\s*[.:)\-–—]?)\s*(?P<rest>.*)$"
+)
+_ANNEX_KW_RE = re.compile(r"^(?P<kw>EXHIBIT|Exhibit|SCHEDULE|Schedule|ANNEX|Annex|APPENDIX|Appendix|ATTACHMENT|Attachment)"
+                          r"\s+(?P<num>[A-Z0-9]{1,3}(?:[.\-]\d{1,2})?)(?P<sep>\s*[.:)\-–—]?)\s*(?P<rest>.*)$")
+_LABEL_RE = re.compile(r"^(?P<num>\d{1,3}(?:\.\d{1,3}){0,3}|" + _ROMAN + r")[.)]?$|^\((?P<paren>[a-z]{1,4}|\d{1,2})\)$")
+_NUMBERED_RE = re.compile(
+    r"^(?P<num>\d{1,3}(?:\.\d{1,3}){0,3}\.?|(?:" + _ROMAN + r")\.|\([a-z]{1,4}\)|\(\d{1,2}\)|[a-z]\))\s+(?P<rest>\S.*)$"
+)
+# "Term.  The term of ..." -> title "Term" (a dot inside a word, "Amazon.com", does not end it)
+_RUNIN = r"^(?P<title>(?:[^.:;]|\.(?=\S)|(?<=\b[A-Z])\.){2,90}?)(?<!\b[A-Z])[.:]\s+(?P<body>\S.*)$"
+# a sentence ends inside: ". The" but not "U.S. Foreign", "Co. Ltd"
+_SENTENCE_INSIDE = re.compile(r"(?<!\b[A-Z])(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bLtd)[.!?]\s+\S")
+_SMALL_WORDS = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to",
+                "upon", "with", "under", "other", "its", "their", "between", "than", "vs", "per", "not", "no"}
+_SIGNATURE_RE = re.compile(r"^(?:by|name|title|its|date|dated|signature|witness|print name|printed name)\s*:"
+                           r"|/s/|^_{4,}|^\(signature\)|^in witness whereof", re.IGNORECASE)
+
+ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+
+
+def is_signature_line(text: str) -> bool:
+    """Whether a line belongs to a signature block (``"By: /s/ ..."``, ``"Name:"``,
+    ``"Title:"``, a rule of underscores, ``"IN WITNESS WHEREOF"``)."""
+    return bool(_SIGNATURE_RE.search(text.strip()))
+
+
+def _roman(s: str) -> int | None:
+    s = s.upper()
+    if not s or not re.fullmatch(_ROMAN, s):
+        return None
+    total = 0
+    for a, b in zip(s, s[1:] + " "):
+        v = ROMAN_VALUE[a]
+        total += -v if b != " " and ROMAN_VALUE.get(b, 0) > v else v
+    return total
+
+
+def _title_like(text: str, max_words: int = 12) -> bool:
+    """A heading's title: few words, every significant word capitalised (or all caps),
+    no sentence inside, not a defined term or a list item ending in ``,`` / ``;``."""
+    t = text.strip().rstrip(".:")
+    if not t or t.endswith((",", ";")) or len(t) > 110:
+        return False
+    words = re.findall(r"[A-Za-z][A-Za-z'’\-]*", t)
+    if not words or len(words) > max_words or sum(ch.isalpha() for ch in t) < 0.6 * len(t.replace(" ", "")):
+        return False
+    if _SENTENCE_INSIDE.search(t) or t[:1] in "\"“'‘":
+        return False
+    if not t[:1].isupper():
+        return False
+    significant = [w for w in words if w.lower() not in _SMALL_WORDS]
+    if not significant:
+        return False
+    upper = sum(1 for w in significant if w[:1].isupper())
+    return upper >= 0.8 * len(significant) and not (len(words) == 1 and len(t) <= 2)
+
+
+_VERB_RE = re.compile(r"\b(?:is|are|was|were|be|been|shall|will|may|must|can|has|have|had|does|do|agrees?|means)\b", re.I)
+
+
+def _sentence_case_title(text: str) -> bool:
+    """A short run-in title in sentence case ("Licensing rights"): 2-4 words, a capital
+    start, no verb, no digits."""
+    t = text.strip()
+    words = t.split()
+    return 2 <= len(words) <= 4 and t[:1].isupper() and not _VERB_RE.search(t) and not re.search(r"\d", t) \
+        and all(w.isalpha() or w.rstrip(",").isalpha() for w in words)
+
+
+@dataclass(slots=True)
+class _Cand:
+    line: Line
+    kind: str  # "keyword" | "label" | "line" | "runin"
+    keyword: str  # "article" | "section" | "part" | "clause" | ""
+    num: str  # "10", "10.1", "IV", "(a)"
+    text: str  # heading text shown (numbering included)
+    title_line: Line | None = None  # the next line merged as the title
+    chars: int = 0  # run-in: characters of the line's text the heading takes
+    series: tuple = ()
+    value: int = 0
+    level: int = 1
+
+
+def _value(num: str) -> tuple[tuple, int] | None:
+    """(series shape, value of the last part) of a numbering: ``"10.2"`` ->
+    ``(("arabic", 2, "10"), 2)``; ``"IV"`` -> ``(("roman", 1, ""), 4)``; ``"(b)"`` ->
+    ``(("letter", 1, ""), 2)``."""
+    n = num.strip().rstrip(".)")
+    if n.upper() in _WORD_NUMBERS:
+        return ("word", 1, ""), _WORD_NUMBERS.index(n.upper()) + 1
+    if n.startswith("("):
+        inner = n.strip("()")
+        if inner.isdigit():
+            return ("paren-arabic", 1, ""), int(inner)
+        r = _roman(inner)
+        if r is not None and (len(inner) > 1 or inner in "iv"):
+            return ("paren-roman", 1, ""), r
+        if len(inner) == 1:
+            return ("letter", 1, ""), ord(inner) - ord("a") + 1
+        return None
+    if re.fullmatch(r"\d{1,3}(?:\.\d{1,3})*", n):
+        parts = n.split(".")
+        return ("arabic", len(parts), ".".join(parts[:-1])), int(parts[-1])
+    if len(n) == 1 and n.islower():
+        return ("letter", 1, ""), ord(n) - ord("a") + 1
+    r = _roman(n)
+    if r is not None:
+        return ("roman", 1, ""), r
+    return None
+
+
+def _ordered(lines: list[Line]) -> list[Line]:
+    return sorted(lines, key=lambda l: (l.col if l.col >= 0 else -1, l.y0, l.x0))
+
+
+def _end_of(l: Line, title: str) -> int:
+    """Characters of ``l.text.strip()`` up to the end of a run-in title and its stop."""
+    raw = l.text.strip()
+    i = raw.find(title.strip())
+    return i + len(title.strip()) + 1 if i >= 0 else 0
+
+
+def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
+    t = clean_text(l.text).strip()
+    if not t or is_signature_line(t) or re.search(r"(?:\.\s*){4,}\d*$", t):
+        return None  # a signature line, or a table-of-contents entry with leader dots
+    ends_early = l.x1 < col_right - 0.15 * max(1.0, col_right - l.x0)
+    m = _ANNEX_KW_RE.match(t)
+    if m and not FILING_LABEL_RE.match(t):
+        rest = m.group("rest").strip()
+        head = f"{m.group('kw')} {m.group('num')}"
+        if not rest and nxt is not None and nxt.role == "" and _title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()):
+            return _Cand(l, "keyword", "annex", m.group("num"), clean_text(f"{head} {nxt.text.strip()}"), title_line=nxt)
+        if not rest or (_title_like(rest, 12) and (ends_early or nxt is None)):
+            return _Cand(l, "keyword", "annex", m.group("num"), clean_text(f"{head} {rest}").strip().rstrip("."))
+        return None
+    m = _KEYWORD_RE.match(t)
+    if m:
+        kw = {"§": "section"}.get(m.group("kw"), m.group("kw").lower())
+        num = m.group("num")
+        rest = m.group("rest").strip()
+        head = f"{m.group('kw')} {num}"
+        if not rest:
+            if nxt is not None and nxt.role == "" and _title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()) \
+                    and not _KEYWORD_RE.match(nxt.text.strip()):
+                return _Cand(l, "keyword", kw, num, clean_text(f"{head} {nxt.text.strip()}"), title_line=nxt)
+            return _Cand(l, "keyword", kw, num, head)
+        if _title_like(rest, 14):
+            return _Cand(l, "keyword", kw, num, clean_text(f"{head} {rest}").rstrip("."))
+        rm = re.match(_RUNIN, rest)
+        if rm and _title_like(rm.group("title"), 9) and not rm.group("title").startswith("("):
+            return _Cand(l, "runin", kw, num, clean_text(f"{head} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
+        return None
+    m = _LABEL_RE.match(t)
+    if m and nxt is not None and nxt.role == "":
+        num = m.group("num") or f"({m.group('paren')})"
+        nt = nxt.text.strip()
+        if _title_like(nt) and not _NUMBERED_RE.match(nt):
+            return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip("."), title_line=nxt)
+        return None
+    m = _NUMBERED_RE.match(t)
+    if not m:
+        return None
+    num = m.group("num")
+    rest = m.group("rest").strip()
+    rm = re.match(_RUNIN, rest)
+    if rm and (_title_like(rm.group("title"), 8) or ("." in num.rstrip(".") and _sentence_case_title(rm.group("title")))) \
+            and not rm.group("title").startswith("("):
+        return _Cand(l, "runin", "", num, clean_text(f"{num} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
+    if _title_like(rest, 12) and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
+        return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip("."))
+    return None
+
+
+def _chain(cands: list[_Cand], strict: bool) -> list[list[_Cand]]:
+    """Runs of the candidates of one series whose values go up in sequence: each the
+    previous + 1 or + 2 (one heading missed; + 3 when ``strict`` is false). A run
+    starts at 1-3 (any value up to 10 when ``strict`` is false); a value that can
+    start a run after the current one starts another (a table of contents, then the
+    body; the steps of one list, then another). Greedy in document order."""
+    runs: list[list[_Cand]] = []
+    run: list[_Cand] = []
+    first_max = 3 if strict else 10
+    for c in cands:
+        if run and 1 <= c.value - run[-1].value <= (2 if strict else 3):
+            run.append(c)
+        elif c.value <= first_max and (not run or c.value <= 2):
+            if run:
+                runs.append(run)
+            run = [c]
+    if run:
+        runs.append(run)
+    return runs
+
+
+_ANNEX_RE = re.compile(r"^(exhibit|schedule|annex|appendix|attachment|addendum)\b", re.IGNORECASE)
+
+
+def _drop_false_headings(seq: list[Line]) -> None:
+    """Headings (from any earlier stage) that a reader does not see as the document's
+    structure go back to body text: a filing label ("EXHIBIT 10.32"), a line of a
+    signature block (after "IN WITNESS WHEREOF" up to the next exhibit or schedule,
+    or right above a "By:" line), and table-of-contents entries (a run of headings
+    with no text between whose texts come again later as headings)."""
+    heads = [l for l in seq if l.role in ("heading", "heading-runin")]
+    in_signature = False
+    for i, l in enumerate(seq):
+        t = l.text.strip()
+        if re.match(r"^in witness whereof", t, re.IGNORECASE):
+            in_signature = True
+            continue
+        if l.role not in ("heading", "heading-runin"):
+            continue
+        ht = l.heading_text or t
+        if _ANNEX_RE.match(ht):
+            in_signature = False
+            if FILING_LABEL_RE.match(ht) and re.match(r"^ex(hibit)?[\s.\-]*\d+\.\d", ht, re.IGNORECASE):
+                l.role = ""  # "EXHIBIT 10.32": the filing's label, not an exhibit of the contract
+            continue
+        below = [q for q in seq[i + 1:i + 3] if q.role == ""]
+        if in_signature or FILING_LABEL_RE.match(ht) or any(is_signature_line(q.text) for q in below[:2]):
+            l.role = ""
+    # table-of-contents pages: 3 or more own-line headings whose texts come again later
+    later: dict[str, list[int]] = {}
+    for l in heads:
+        if l.role in ("heading", "heading-runin"):
+            later.setdefault(normalize_heading(l.heading_text), []).append(l.page)
+    repeated = [l for l in heads if l.role == "heading"
+                and any(pg > l.page for pg in later.get(normalize_heading(l.heading_text), []))]
+    per_page: dict[int, int] = {}
+    for l in repeated:
+        per_page[l.page] = per_page.get(l.page, 0) + 1
+    for l in repeated:
+        if per_page[l.page] >= 3:
+            l.role = ""
+
+
+def _spread(kept: list[_Cand], order_of: dict[int, int], min_gap: int, min_pages: int) -> bool:
+    """Whether the headings of a run are spread like sections: the (lower) median number of
+    lines between consecutive members is at least ``min_gap`` and they cover at least
+    ``min_pages`` pages (a list keeps its items together)."""
+    if len(kept) < 2:
+        return True
+    gaps = sorted(order_of[id(b.line)] - order_of[id(a.line)] for a, b in zip(kept, kept[1:]))
+    return gaps[(len(gaps) - 1) // 2] >= min_gap and len({c.line.page for c in kept}) >= min_pages
+
+
+def _nested_series(accepted: list[_Cand], order_of: dict[int, int]) -> set[tuple]:
+    """Series of single-part numbers that restart under another such series ("I.",
+    then "§ 1, § 2", "II.", then "§ 1" again): their headings sit one level lower."""
+    top = [c for c in accepted if c.series[1] in ("arabic", "roman", "word") and c.series[2] == 1]
+    by_series: dict[tuple, list[_Cand]] = {}
+    for c in top:
+        by_series.setdefault(c.series, []).append(c)
+    out: set[tuple] = set()
+    for s, cs in by_series.items():
+        for t, ts in by_series.items():
+            if t == s:
+                continue
+            for a, b in zip(cs, cs[1:]):
+                if b.value <= a.value and any(order_of[id(a.line)] < order_of[id(x.line)] < order_of[id(b.line)] for x in ts):
+                    out.add(s)
+                    break
+    return out
+
+
+def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
+    """Mark headings from numbering in body-style lines (see the module docstring).
+
+    Runs after the style-based :func:`~.headings.detect_headings`; lines it already
+    marked are kept and set the numbering context. Sets ``role`` (``"heading"`` or
+    ``"heading-runin"``), ``heading_text``, ``heading_level`` and ``heading_source =
+    "clause"`` on the lines it accepts; a title line merged into a keyword or label
+    heading gets ``role = "merged"``.
+
+    Args:
+        pages: Page records after :func:`~.headings.detect_headings`.
+        body: Body font size (points).
+
+    Returns:
+        The number of headings marked.
+    """
+    seq: list[Line] = []
+    for p in pages:
+        seq.extend(l for l in _ordered(p.lines) if l.role in ("", "heading", "heading-runin"))
+    _drop_false_headings(seq)
+    rights: dict[tuple[int, int], float] = {}
+    for p in pages:
+        for l in p.lines:
+            if l.role == "" and l.nchars >= 30:
+                k = (l.page, l.col)
+                rights[k] = max(rights.get(k, 0.0), l.x1)
+    page_right = {pno: max((l.x1 for l in p.lines if l.role == ""), default=p.width) for pno, p in enumerate(pages)}
+    cands: list[_Cand] = []
+    in_signature = False
+    consumed: set[int] = set()
+    for i, l in enumerate(seq):
+        if id(l) in consumed:
+            continue
+        t = l.text.strip()
+        if l.role != "":
+            in_signature = False
+            continue
+        if re.match(r"^in witness whereof", t, re.IGNORECASE):
+            in_signature = True
+        elif in_signature and re.match(r"^(exhibit|schedule|annex|appendix|attachment)\b", t, re.IGNORECASE):
+            in_signature = False
+        if in_signature:
+            continue
+        prv = seq[i - 1] if i else None
+        nxt = seq[i + 1] if i + 1 < len(seq) else None
+        size = l.size or body
+        prv_right = rights.get((prv.page, prv.col), page_right.get(prv.page, 0.0)) if prv is not None else 0.0
+        if prv is None or prv.role in ("heading", "heading-runin"):
+            starts = True
+        elif prv.x1 < prv_right - 0.15 * max(1.0, prv_right - prv.x0) and prv.nchars >= 2:
+            starts = True  # the line above ends well before the margin: a deliberate break
+        elif prv.page != l.page or prv.col != l.col:
+            starts = bool(SENTENCE_END_RE.search(prv.text.strip()))  # not a sentence running over the break
+        else:
+            starts = l.y0 - prv.y1 > 0.45 * size or bool(SENTENCE_END_RE.search(prv.text.strip())) \
+                or l.x0 > prv.x0 + 1.5 * size
+        if not starts:
+            continue
+        same_row_next = nxt is not None and nxt.page == l.page and abs(nxt.yc - l.yc) < 0.5 * size and nxt.x0 > l.x1
+        below_next = nxt is not None and nxt.page == l.page and nxt.col == l.col and 0 <= nxt.y0 - l.y1 < 1.6 * size
+        right = rights.get((l.page, l.col), page_right.get(l.page, l.x1))
+        c = _candidate(l, nxt if (same_row_next or below_next) else None, right)
+        if c is None:
+            continue
+        if c.title_line is not None:
+            consumed.add(id(c.title_line))
+        cands.append(c)
+    if not cands:
+        return 0
+    # numbering context: existing headings and candidates in document order
+    existing = [l for l in seq if l.role in ("heading", "heading-runin")]
+    for c in cands:
+        if c.keyword == "annex":
+            c.series = ("annex", "annex", 1, "")
+            continue
+        v = _value(c.num)
+        if v is None:
+            c.series = ("none",)
+            continue
+        (shape, depth, parent), value = v
+        c.value = value
+        c.series = (c.keyword, shape, depth, parent)
+    # parent numbers of lettered series: the nearest preceding numbered heading
+    order_of = {id(l): k for k, l in enumerate(seq)}
+    numbered_top: list[tuple[int, str]] = []
+    for c in cands:
+        if c.series and c.series[0] != "none" and c.series[1] in ("arabic", "roman"):
+            numbered_top.append((order_of[id(c.line)], c.num.rstrip(".")))
+    for l in existing:
+        m = re.match(r"^(?:(?:article|section)\s+)?(\d{1,3}(?:\.\d{1,3})*|" + _ROMAN + r")\b", l.heading_text, re.I)
+        if m and m.group(1):
+            numbered_top.append((order_of[id(l)], m.group(1)))
+    numbered_top.sort()
+    for c in cands:
+        if c.series[0] == "none":
+            continue
+        if c.series[1] in ("letter", "paren-roman", "paren-arabic"):
+            k = order_of[id(c.line)]
+            prior = [n for o, n in numbered_top if o < k]
+            c.series = c.series[:3] + (prior[-1] if prior else "",)
+    groups: dict[tuple, list[_Cand]] = {}
+    for c in cands:
+        if c.series[0] != "none":
+            groups.setdefault(c.series, []).append(c)
+    styled_numbered = sum(1 for l in existing if l.heading_source == "numbering")
+    accepted: list[_Cand] = []
+    for key, cs in groups.items():
+        kw, shape, depth = key[0], key[1], key[2]
+        if kw == "annex":
+            # exhibits and schedules, lettered or numbered in any order; three or more on
+            # consecutive lines are a list of the exhibits, not their headings
+            idx = [order_of[id(c.line)] for c in cs]
+            for j, c in enumerate(cs):
+                close = [k for k in range(max(0, j - 2), min(len(cs), j + 3)) if abs(idx[k] - idx[j]) <= 2 * abs(k - j) + 1]
+                if len(close) < 3:
+                    accepted.append(c)
+            continue
+        for kept in _chain(cs, strict=not kw):
+            if kw:
+                need = 2 if len(cs) >= 2 else 1
+            elif shape in ("arabic", "roman", "word") and depth == 1:
+                need = 3
+                runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
+                if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=2):
+                    continue  # a numbered list, not the document's sections
+            elif shape in ("letter", "paren-roman", "paren-arabic"):
+                if styled_numbered >= 5 or any(c.kind != "runin" for c in kept) or not _spread(kept, order_of, 2, 1):
+                    continue  # items of a list, or a list in a document whose sections are styled (a paper)
+                need = 1 if kept[0].value <= 2 else 2
+            else:
+                need = 1 if kept[0].value <= 2 else 2
+            if len(kept) >= need:
+                accepted.extend(kept)
+    if not accepted:
+        return 0
+    nested = _nested_series(accepted, order_of)
+    has_article = any(c.keyword == "article" for c in accepted) or any(
+        re.match(r"^article\b", l.heading_text, re.I) for l in existing)
+    accepted.sort(key=lambda c: order_of[id(c.line)])
+    ctx_level = 1
+    by_order = sorted([(order_of[id(c.line)], "c", c) for c in accepted]
+                      + [(order_of[id(l)], "e", l) for l in existing], key=lambda x: x[0])
+    for _, kind, obj in by_order:
+        if kind == "e":
+            ctx_level = obj.heading_level or ctx_level
+            continue
+        c = obj
+        shape, depth = c.series[1], c.series[2]
+        if c.keyword in ("article", "part", "annex"):
+            lv = 1
+        elif shape in ("arabic", "roman", "word"):
+            lv = depth + (1 if (has_article or c.series in nested) and depth == 1 else 0)
+        elif shape == "letter" or shape == "paren-arabic":
+            lv = ctx_level + 1
+        else:  # (i), (ii)
+            lv = ctx_level + 2
+        c.level = min(6, max(1, lv))
+        if shape in ("arabic", "roman", "word") or c.keyword:
+            ctx_level = c.level
+        l = c.line
+        l.role = "heading-runin" if c.kind == "runin" else "heading"
+        l.heading_text = c.text
+        l.heading_level = c.level
+        l.heading_source = "clause"
+        l.heading_chars = c.chars
+        if c.title_line is not None:
+            c.title_line.role = "merged"
+            l.x1 = max(l.x1, c.title_line.x1)
+            l.y1 = max(l.y1, c.title_line.y1)
+    if has_article:
+        for l in existing:
+            if re.match(r"^article\b", l.heading_text, re.I):
+                l.heading_level = 1
+    _drop_false_headings(seq)
+    return sum(1 for c in accepted if c.line.role in ("heading", "heading-runin"))

@@ -1,0 +1,179 @@
+"""Contracts set in one font (issue 34): clause headings from numbering, running text
+out of the content, the title line as the document title. On a contract the test
+writes, and on real filings from ../shared when present."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from docmaster_core.model import NodeType
+from docmaster_core.parsing import PyMuPDFParser
+from docmaster_core.parsing.pdf.clauses import is_signature_line
+from docmaster_core.tree.build import build_tree
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+CUAD = SHARED / "corpus" / "cuad" / "pdf"
+CORPUS = SHARED / "corpus" / "pdf"
+
+BODY = ("The Supplier shall deliver the goods described in the purchase orders placed by the Buyer from time "
+        "to time, at the prices listed in the schedule, and the Buyer shall pay each invoice within thirty days.")
+
+
+def _write_contract(path: Path) -> Path:
+    """A 4-page contract in Courier 9 pt, the way filings print them: ARTICLE headings
+    with the title on the next line, "Section N.M Title. Text" run-in clauses, "1."
+    labels with the title beside them, a redaction note and "-N-" at every page break,
+    a signature block."""
+    doc = pymupdf.open()
+    pages = [
+        [("", "SUPPLY AND DISTRIBUTION AGREEMENT"), ("", ""),
+         ("", "This Agreement is made between Acme Components Inc. and Borealis Trading Ltd., together the Parties, "
+              "who agree as follows:"), ("", ""),
+         ("ARTICLE I", ""), ("DEFINITIONS", ""),
+         ("Section 1.01 Products. ", BODY), ("Section 1.02 Territory. ", BODY),
+         ("ARTICLE II", ""), ("SUPPLY", ""),
+         ("Section 2.01 Orders. ", BODY), ("Section 2.02 Delivery. ", BODY)],
+        [("ARTICLE III", ""), ("TERM AND TERMINATION", ""),
+         ("Section 3.01 Term. ", "The term of this Agreement is five years from the Effective Date, and it shall "
+                                  "automatically renew for successive one year periods unless either Party objects."),
+         ("Section 3.02 Termination for Convenience. ", "Either Party may terminate this Agreement upon ninety days "
+                                                        "written notice to the other Party, without cause."),
+         ("ARTICLE IV", ""), ("MISCELLANEOUS", ""),
+         ("Section 4.01 Governing Law. ", "This Agreement is governed by the laws of the State of Delaware."),
+         ("Section 4.02 Notices. ", BODY)],
+        [("SCHEDULE 1", ""), ("PRICES", ""),
+         ("1.", "@Standard Products"), ("", BODY), ("2.", "@Custom Products"), ("", BODY)],
+        [("3.", "@Spare Parts"), ("", BODY), ("", ""), ("", "IN WITNESS WHEREOF, the Parties have signed this Agreement on the date first written above."),
+         ("", ""), ("", "ACME COMPONENTS INC."), ("", "By: /s/ Jane Roe"), ("", "Name: Jane Roe"),
+         ("", "Title: President"), ("", ""), ("", "BOREALIS TRADING LTD."), ("", "By: /s/ John Doe"),
+         ("", "Name: John Doe"), ("", "Title: Director")],
+    ]
+    for pno, rows in enumerate(pages):
+        page = doc.new_page(width=612, height=792)
+        y = 60.0
+        for head, text in rows:
+            if text.startswith("@"):  # a "1." label at the left, the title at the same height further right
+                page.insert_text((72, y), head, fontname="cour", fontsize=9)
+                page.insert_text((110, y), text[1:], fontname="cour", fontsize=9)
+                y += 20
+                continue
+            words = (head + text).split(" ")
+            line = ""
+            lines = []
+            for w in words:
+                if len(line) + len(w) + 1 > 80:
+                    lines.append(line)
+                    line = w
+                else:
+                    line = (line + " " + w).strip()
+            lines.append(line)
+            for ln in lines:
+                if ln:
+                    page.insert_text((72, y), ln, fontname="cour", fontsize=9)
+                y += 11
+            y += 9
+        # where the filing's original page broke: a redaction note and the page number
+        page.insert_text((72, 700), "***Certain information has been omitted and filed separately with the", fontname="cour", fontsize=9)
+        page.insert_text((72, 711), "Securities and Exchange Commission under a request for confidential treatment.",
+                         fontname="cour", fontsize=9)
+        page.insert_text((290, 730), f"-{pno + 1}-", fontname="cour", fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def contract(tmp_path_factory):
+    path = _write_contract(tmp_path_factory.mktemp("contract") / "supply.pdf")
+    return PyMuPDFParser().parse(path)
+
+
+def _titles(parsed) -> list[tuple[int, str]]:
+    return [(e.level, e.text) for e in parsed.elements if e.type == NodeType.TITLE]
+
+
+def test_articles_sections_and_labels_become_titles_at_their_levels(contract):
+    titles = _titles(contract)
+    assert (1, "ARTICLE I DEFINITIONS") in titles
+    assert (1, "ARTICLE III TERM AND TERMINATION") in titles
+    assert (2, "Section 3.01 Term") in titles
+    assert (2, "Section 3.02 Termination for Convenience") in titles
+    assert (2, "Section 4.01 Governing Law") in titles
+    assert [t for t in titles if t[1].startswith("ARTICLE")] == [
+        (1, "ARTICLE I DEFINITIONS"), (1, "ARTICLE II SUPPLY"), (1, "ARTICLE III TERM AND TERMINATION"),
+        (1, "ARTICLE IV MISCELLANEOUS")]
+    assert (1, "SCHEDULE 1 PRICES") in titles
+    # "1." at the left margin and its title further right on the same line
+    assert any(t.startswith("1. Standard Products") for _, t in titles)
+    assert any(t.startswith("3. Spare Parts") for _, t in titles)
+
+
+def test_run_in_clause_keeps_its_text_under_its_heading(contract):
+    tree = build_tree(contract, "d")
+    term = next(n for n in tree.nodes if n.type == NodeType.TITLE and n.content == "Section 3.01 Term")
+    kids = [tree.nodes[c] for c in term.children]
+    assert kids and kids[0].content.startswith("The term of this Agreement is five years")
+    assert tree.nodes[term.parent].content == "ARTICLE III TERM AND TERMINATION"
+
+
+def test_title_line_is_the_document_title(contract):
+    assert contract.title == "SUPPLY AND DISTRIBUTION AGREEMENT"
+
+
+def test_redaction_notes_page_numbers_and_signatures_stay_out(contract):
+    text = " ".join(e.text for e in contract.elements)
+    assert "omitted and filed separately" not in text
+    assert "-2-" not in text and "-3-" not in text
+    titles = [t for _, t in _titles(contract)]
+    assert not any("ACME" in t or "BOREALIS" in t or t.startswith(("By:", "Name:", "Title:")) for t in titles)
+    # the signature block itself is kept as text (who signed is content)
+    assert "By: /s/ Jane Roe" in text
+    assert contract.metadata["header_footer_lines_dropped"] >= 12
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("By: /s/ Jane Roe", True), ("Name: John Doe", True), ("Title: Director", True), ("______________", True),
+    ("IN WITNESS WHEREOF, the parties ...", True), ("Section 3.01 Term.", False), ("The title to the goods", False),
+])
+def test_signature_lines(line, expected):
+    assert is_signature_line(line) is expected
+
+
+def _cuad(prefix: str) -> Path:
+    hits = sorted(CUAD.glob(f"{prefix}_*.pdf")) if CUAD.is_dir() else []
+    if not hits:
+        pytest.skip(f"{prefix} not in ../shared/corpus/cuad")
+    return hits[0]
+
+
+def test_real_filing_with_section_headings_and_page_break_notes():
+    parsed = PyMuPDFParser().parse(_cuad("cuad-009"))
+    titles = _titles(parsed)
+    assert parsed.title == "CO-BRANDING, MARKETING AND DISTRIBUTION AGREEMENT"
+    tops = [t for lv, t in titles if lv == 1]
+    assert len(tops) == 11 and tops[9] == "Section 10 Term and Termination"
+    assert (2, "10.1 Term") in titles and (2, "11.11 Choice of Law") in titles
+    text = " ".join(e.text for e in parsed.elements)
+    assert "Confidential Information has been omitted" not in text and "-18-" not in text
+
+
+def test_real_contract_with_numbers_beside_titles():
+    parsed = PyMuPDFParser().parse(_cuad("cuad-137"))
+    numbered = [t for lv, t in _titles(parsed) if lv == 1 and t[:1].isdigit()]
+    assert len(numbered) == 26 and numbered[0] == "1. Appointment and Acceptance" and numbered[-1] == "26. Counterparts"
+    assert parsed.title == "DISTRIBUTORSHIP AGREEMENT"
+
+
+def test_transformer_paper_sections_and_formulas_with_the_default_parser():
+    path = CORPUS / "1706.03762v7_attention-is-all-you-need.pdf"
+    if not path.is_file():
+        pytest.skip("the Transformer paper is not in ../shared/corpus/pdf")
+    parsed = PyMuPDFParser().parse(path)
+    numbered = [(lv, t) for lv, t in _titles(parsed) if t[:1].isdigit()]
+    assert len(numbered) == 22
+    assert (2, "3.1 Encoder and Decoder Stacks") in numbered and (3, "3.2.1 Scaled Dot-Product Attention") in numbered
+    eqs = [e.text for e in parsed.elements if e.type == NodeType.EQUATION]
+    assert any(t.startswith("FFN(x) = max(0, xW1 + b1)W2 + b2") for t in eqs)
+    assert any(t.startswith("MultiHead(Q, K, V ) = Concat(") for t in eqs)
