@@ -17,6 +17,13 @@ Figures (micro-averaged over the contracts):
 * level: matched headings whose level equals the reference level;
 * titles: documents whose parsed title equals the reference title.
 
+``--junk`` counts, over every contract in ``--cuad`` (not only the labelled ones), the
+titles (ROOT and TITLE nodes) and the section summaries (ROOT and TITLE nodes, offline
+summariser) that hold running text or a signature line: a redaction note ("...
+omitted and filed separately"), a "Source: ..." filing footer, a page number ("-18-",
+"Page 3 of 9"), a rule of dashes, or a signature field ("By:", "Name:", "/s/", "IN
+WITNESS WHEREOF").
+
 Usage::
 
     python scripts/eval_contract_headings.py [--cuad DIR] [--parser fast] [--json] [--show]
@@ -86,6 +93,50 @@ def make_reference(src: Path, dst: Path) -> None:
             w.writerow([r["doc"], r["page"], r["kind"], r["level"], r["numbering"], digest(r["text"] or r["numbering"]),
                         int(bool(key(r["text"])))])
     print(f"wrote {len(rows)} rows to {dst}")
+
+
+_JUNK = {
+    "footer": re.compile(r"omitted and (?:has been )?filed separately|confidential treatment has been requested|"
+                         r"Source: [A-Z].{0,60}\d{1,2}/\d{1,2}/\d{4}", re.IGNORECASE),
+    "page number": re.compile(r"(?:^|\s)-\s?\d{1,3}\s?-(?:\s|$)|\bPage \d+ of \d+\b"),
+    "rule": re.compile(r"-{6,}|_{6,}"),
+    "signature": re.compile(r"(?:^|\s)(?:By|Name|Its)\s*:\s|/s/|IN WITNESS WHEREOF"),
+}
+
+
+def count_junk(cuad: Path) -> dict:
+    """Titles and section summaries holding running text or signature lines (see the
+    module docstring), over every PDF in ``cuad``."""
+    from docmaster_core.llm import OfflineLLM, summarize_tree
+    from docmaster_core.tree.build import build_tree
+
+    llm = OfflineLLM()
+    out = {"contracts": 0, "titles": 0, "summaries": 0}
+    for k in _JUNK:
+        out[f"titles_{k}"] = 0
+        out[f"summaries_{k}"] = 0
+    examples: list[str] = []
+    for f in sorted(glob.glob(str(cuad / "*.pdf"))):
+        parsed = parse_document(f, parser="fast")
+        tree = build_tree(parsed, Path(f).stem[:8])
+        summarize_tree(tree, llm)
+        out["contracts"] += 1
+        for n in tree.nodes:
+            if n.type not in (NodeType.ROOT, NodeType.TITLE):
+                continue
+            title = tree.title if n.type == NodeType.ROOT else n.content
+            out["titles"] += 1
+            out["summaries"] += 1
+            for k, rx in _JUNK.items():
+                if rx.search(title or ""):
+                    out[f"titles_{k}"] += 1
+                    examples.append(f"{Path(f).name[:8]} title {k}: {title[:80]!r}")
+                if rx.search(n.summary or ""):
+                    out[f"summaries_{k}"] += 1
+                    m = rx.search(n.summary)
+                    examples.append(f"{Path(f).name[:8]} summary {k}: ...{n.summary[max(0, m.start() - 40):m.end() + 30]!r}")
+    out["examples"] = examples[:40]
+    return out
 
 
 def evaluate(cuad: Path, ref: dict[str, list[dict]], parser: str, show: bool) -> dict:
@@ -160,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print misses and extra titles per contract")
     ap.add_argument("--make-reference", metavar="TSV", help="hash a labelled TSV (doc page kind level numbering text)")
+    ap.add_argument("--junk", action="store_true", help="count running text and signature lines in titles and summaries")
     a = ap.parse_args(argv)
     if a.make_reference:
         make_reference(Path(a.make_reference), Path(a.reference))
@@ -167,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(a.cuad).is_dir():
         print(f"no contracts at {a.cuad}", file=sys.stderr)
         return 2
+    if a.junk:
+        res = count_junk(Path(a.cuad))
+        print(json.dumps(res, indent=1))
+        return 0
     res = evaluate(Path(a.cuad), load_reference(Path(a.reference)), a.parser, a.show)
     if a.json:
         print(json.dumps(res, indent=1))

@@ -177,3 +177,17 @@ def test_transformer_paper_sections_and_formulas_with_the_default_parser():
     eqs = [e.text for e in parsed.elements if e.type == NodeType.EQUATION]
     assert any(t.startswith("FFN(x) = max(0, xW1 + b1)W2 + b2") for t in eqs)
     assert any(t.startswith("MultiHead(Q, K, V ) = Concat(") for t in eqs)
+
+
+def test_signature_block_is_tagged_and_stays_out_of_summaries(contract):
+    from docmaster_core.llm import OfflineLLM, summarize_tree
+
+    sig = [e.text for e in contract.elements if (e.extra or {}).get("role") == "signature"]
+    assert any(t.startswith("IN WITNESS WHEREOF") for t in sig)
+    assert any("By: /s/ Jane Roe" in t for t in sig) and any("BOREALIS TRADING LTD." in t for t in sig)
+    assert contract.metadata["signature_paragraphs"] == len(sig)
+    tree = build_tree(contract, "d")
+    summarize_tree(tree, OfflineLLM())
+    summaries = [n.summary for n in tree.nodes if n.type in (NodeType.TITLE, NodeType.ROOT)]
+    assert summaries and not any("By:" in s or "/s/" in s or "omitted" in s for s in summaries)
+    assert tree.nodes[0].summary.startswith("This Agreement is made between Acme Components Inc.")

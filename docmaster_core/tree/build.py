@@ -169,8 +169,9 @@ def _merge_fragments(items: list[_Item], min_chars: int) -> list[_Item]:
         target = None
         j = i - 1
         page = it.pages[0]
+        role = it.extra.get("role")  # a fragment joins text of its own kind (a signature line joins its block)
         while j >= 0 and out[j].type != NodeType.TITLE and page in out[j].pages:
-            if out[j].type == NodeType.TEXT:
+            if out[j].type == NodeType.TEXT and out[j].extra.get("role") == role:
                 target = j
                 break
             j -= 1
@@ -180,7 +181,7 @@ def _merge_fragments(items: list[_Item], min_chars: int) -> list[_Item]:
             continue
         j = i + 1
         while j < len(out) and out[j].type != NodeType.TITLE and page in out[j].pages:
-            if out[j].type == NodeType.TEXT:
+            if out[j].type == NodeType.TEXT and out[j].extra.get("role") == role:
                 target = j
                 break
             j += 1

@@ -118,7 +118,7 @@ def root_sources(tree: DocumentTree) -> list[int]:
 
     def ok(c: int) -> bool:
         n = nodes[c]
-        if (n.extra or {}).get("role") in ("footnote", "caption"):
+        if (n.extra or {}).get("role") in ("footnote", "caption", "signature"):
             return False
         if n.type == NodeType.TEXT:
             return not is_front_junk(n.content)
@@ -281,7 +281,10 @@ def summarize_tree(
         targets: list[Node] = []
         for n in level:
             title = _label(tree, n)
-            src = root_sources(tree) if n.type == NodeType.ROOT else n.children
+            if n.type == NodeType.ROOT:
+                src = root_sources(tree)
+            else:  # a signature block is not what a section says
+                src = [c for c in n.children if (nodes[c].extra or {}).get("role") != "signature"] or n.children
             kids = [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
             if not kids:
                 n.summary = title

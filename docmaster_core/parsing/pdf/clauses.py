@@ -29,7 +29,7 @@ from ..base import SENTENCE_END_RE, clean_text, normalize_heading
 from .common import Line, PageInfo
 from .layout import FILING_LABEL_RE
 
-__all__ = ["detect_clause_headings", "is_signature_line", "ROMAN_VALUE"]
+__all__ = ["detect_clause_headings", "is_signature_line", "mark_signature_blocks", "ROMAN_VALUE"]
 
 _ROMAN = r"(?:M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
 _WORD_NUMBERS = ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "TEN", "ELEVEN", "TWELVE",
@@ -61,6 +61,55 @@ def is_signature_line(text: str) -> bool:
     """Whether a line belongs to a signature block (``"By: /s/ ..."``, ``"Name:"``,
     ``"Title:"``, a rule of underscores, ``"IN WITNESS WHEREOF"``)."""
     return bool(_SIGNATURE_RE.search(text.strip()))
+
+
+_FIELD_RE = re.compile(r"(?:^|\s)(?:By|BY|Name|NAME|Title|TITLE|Its|ITS|Date|DATE|Signature)\s*:|/s/|_{4,}")
+
+
+def mark_signature_blocks(elements: list) -> int:
+    """Tag the paragraphs of signature blocks ``extra["role"] = "signature"`` (in place).
+
+    Tagged: a paragraph that opens "IN WITNESS WHEREOF"; a paragraph holding a signature
+    field ("By:", "Name:", "Title:", "/s/", a rule of underscores) that is short (at
+    most 40 words), holds three such fields, or follows "IN WITNESS WHEREOF" in the same
+    section; the short lines right above such a paragraph (the parties' names, at most
+    10 words each, not ending a sentence). The text stays in the document (who signed is content); summaries leave
+    these paragraphs out.
+
+    Args:
+        elements: :class:`~docmaster_core.model.Element` list in reading order.
+
+    Returns:
+        The number of elements tagged.
+    """
+    from ...model import NodeType
+
+    n = 0
+    after_witness = False
+    for i, e in enumerate(elements):
+        if e.type != NodeType.TEXT:
+            if e.type == NodeType.TITLE:
+                after_witness = False
+            continue
+        t = e.text.strip()
+        words = t.split()
+        witness = bool(re.match(r"^in witness whereof", t, re.IGNORECASE))
+        fields = len(_FIELD_RE.findall(t))
+        sig = witness or (len(words) <= 40 and fields >= 1) or fields >= 3 or (after_witness and fields >= 1)
+        after_witness = after_witness or witness
+        if not sig:
+            continue
+        e.extra = {**(e.extra or {}), "role": "signature"}
+        n += 1
+        j = i - 1
+        while j >= 0 and elements[j].type == NodeType.TEXT and (elements[j].extra or {}).get("role") != "signature":
+            pt = elements[j].text.strip()  # the parties' names above the first signature line
+            if len(pt.split()) > 10 or re.search(r"[a-z]{2}[.;:]$", pt):
+                break
+            elements[j].extra = {**(elements[j].extra or {}), "role": "signature"}
+            n += 1
+            j -= 1
+    return n
 
 
 def _roman(s: str) -> int | None:
@@ -97,12 +146,12 @@ def _title_like(text: str, max_words: int = 12) -> bool:
 _VERB_RE = re.compile(r"\b(?:is|are|was|were|be|been|shall|will|may|must|can|has|have|had|does|do|agrees?|means)\b", re.I)
 
 
-def _sentence_case_title(text: str) -> bool:
-    """A short run-in title in sentence case ("Licensing rights"): 2-4 words, a capital
-    start, no verb, no digits."""
+def _sentence_case_title(text: str, max_words: int = 4) -> bool:
+    """A short title in sentence case ("Licensing rights"): 2 to ``max_words`` words, a
+    capital start, no verb, no digits."""
     t = text.strip()
     words = t.split()
-    return 2 <= len(words) <= 4 and t[:1].isupper() and not _VERB_RE.search(t) and not re.search(r"\d", t) \
+    return 2 <= len(words) <= max_words and t[:1].isupper() and not _VERB_RE.search(t) and not re.search(r"\d", t) \
         and all(w.isalpha() or w.rstrip(",").isalpha() for w in words)
 
 
@@ -184,7 +233,7 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
                     and not _KEYWORD_RE.match(nxt.text.strip()):
                 return _Cand(l, "keyword", kw, num, clean_text(f"{head} {nxt.text.strip()}"), title_line=nxt)
             return _Cand(l, "keyword", kw, num, head)
-        if _title_like(rest, 14):
+        if _title_like(rest, 14) or (ends_early and _sentence_case_title(rest.rstrip("."), 8)):
             return _Cand(l, "keyword", kw, num, clean_text(f"{head} {rest}").rstrip("."))
         rm = re.match(_RUNIN, rest)
         if rm and _title_like(rm.group("title"), 9) and not rm.group("title").startswith("("):
@@ -284,22 +333,23 @@ def _spread(kept: list[_Cand], order_of: dict[int, int], min_gap: int, min_pages
     return gaps[(len(gaps) - 1) // 2] >= min_gap and len({c.line.page for c in kept}) >= min_pages
 
 
-def _nested_series(accepted: list[_Cand], order_of: dict[int, int]) -> set[tuple]:
-    """Series of single-part numbers that restart under another such series ("I.",
-    then "§ 1, § 2", "II.", then "§ 1" again): their headings sit one level lower."""
+def _nested_series(accepted: list[_Cand], existing: list[Line], order_of: dict[int, int]) -> set[tuple]:
+    """Series of single-part numbers that start again under another heading ("II.
+    Affiliate Program", then "§ 1, § 2", "III. ...", then "§ 1" again): their headings
+    sit one level lower."""
     top = [c for c in accepted if c.series[1] in ("arabic", "roman", "word") and c.series[2] == 1]
     by_series: dict[tuple, list[_Cand]] = {}
     for c in top:
         by_series.setdefault(c.series, []).append(c)
     out: set[tuple] = set()
     for s, cs in by_series.items():
-        for t, ts in by_series.items():
-            if t == s:
-                continue
-            for a, b in zip(cs, cs[1:]):
-                if b.value <= a.value and any(order_of[id(a.line)] < order_of[id(x.line)] < order_of[id(b.line)] for x in ts):
-                    out.add(s)
-                    break
+        others = sorted([order_of[id(l)] for l in existing]
+                        + [order_of[id(c.line)] for c in accepted if c.series != s and c.series[2] == 1])
+        for a, b in zip(cs, cs[1:]):
+            lo, hi = order_of[id(a.line)], order_of[id(b.line)]
+            if b.value <= a.value and any(lo < o < hi for o in others):
+                out.add(s)
+                break
     return out
 
 
@@ -414,15 +464,19 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         if kw == "annex":
             # exhibits and schedules, lettered or numbered in any order; three or more on
             # consecutive lines are a list of the exhibits, not their headings
+            # (and an exhibit named again, at the top of its next page, is not a new one)
             idx = [order_of[id(c.line)] for c in cs]
+            seen: set[str] = set()
             for j, c in enumerate(cs):
                 close = [k for k in range(max(0, j - 2), min(len(cs), j + 3)) if abs(idx[k] - idx[j]) <= 2 * abs(k - j) + 1]
-                if len(close) < 3:
+                name = " ".join(c.text.split()[:2]).lower()
+                if len(close) < 3 and name not in seen:
                     accepted.append(c)
+                seen.add(name)
             continue
         for kept in _chain(cs, strict=not kw):
             if kw:
-                need = 2 if len(cs) >= 2 else 1
+                need = 1  # "ARTICLE", "Section", "§" standing alone: strong enough
             elif shape in ("arabic", "roman", "word") and depth == 1:
                 need = 3
                 runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
@@ -438,7 +492,7 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                 accepted.extend(kept)
     if not accepted:
         return 0
-    nested = _nested_series(accepted, order_of)
+    nested = _nested_series(accepted, existing, order_of)
     has_article = any(c.keyword == "article" for c in accepted) or any(
         re.match(r"^article\b", l.heading_text, re.I) for l in existing)
     accepted.sort(key=lambda c: order_of[id(c.line)])

@@ -23,7 +23,7 @@ from ...errors import EmptyDocumentError, ParseError
 from ...model import ParsedDocument
 from ..base import clean_text
 from .common import TABLE_HINT_RE, ParseContext, PageInfo
-from .clauses import detect_clause_headings
+from .clauses import detect_clause_headings, mark_signature_blocks
 from .headings import detect_headings
 from .layout import body_style, document_title, mark_headers_footers, page_layout
 from .marks import mark_captions, mark_equations, mark_strong_headings
@@ -97,7 +97,8 @@ class PyMuPDFParser:
             ``extra``: ``caption``, ``figure_bbox``, ``figure_text``, ``kind``.
             ``metadata``: ``body_font_size``, ``headings_from``
             (``"outline"``/``"fonts"``), ``two_column_pages``, ``multi_column_pages``,
-            counters of dropped lines, ``find_tables_calls``, ``seconds``
+            counters of dropped lines, ``signature_paragraphs`` (TEXT elements tagged
+            ``extra["role"] = "signature"``), ``find_tables_calls``, ``seconds``
             (extract/tables/total), ``table_seconds``, ``warnings``.
 
         Raises:
@@ -152,6 +153,7 @@ class PyMuPDFParser:
             t_tables += tt
         outline, used_outline = self._headings(ctx, doc, pages)
         elements = reading_order(pages, ctx.body_size)
+        n_signature = mark_signature_blocks(elements)
         meta = {
             "body_font_size": ctx.body_size,
             "body_font": ctx.body_font,
@@ -160,6 +162,7 @@ class PyMuPDFParser:
             "multi_column_pages": sum(1 for p in pages if p.gutters),
             "rotated_lines_dropped": n_rot,
             "header_footer_lines_dropped": sum(1 for p in pages for l in p.lines if l.role in ("header", "pagenum")),
+            "signature_paragraphs": n_signature,
             "find_tables_calls": ctx.table_calls,
             "table_seconds": round(ctx.table_seconds, 3),
             "seconds": {
