@@ -251,6 +251,8 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         return None
     num = m.group("num")
     rest = m.group("rest").strip()
+    if num.isdigit():
+        return None  # "3 See Regulation ...": a plain number needs its dot ("3.") to number a clause
     rm = re.match(_RUNIN, rest)
     if rm and (_title_like(rm.group("title"), 8) or ("." in num.rstrip(".") and _sentence_case_title(rm.group("title")))) \
             and not rm.group("title").startswith("("):
@@ -394,8 +396,8 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             in_signature = True
         elif in_signature and re.match(r"^(exhibit|schedule|annex|appendix|attachment)\b", t, re.IGNORECASE):
             in_signature = False
-        if in_signature:
-            continue
+        if in_signature or (l.size > 0 and l.size < 0.9 * body):
+            continue  # signature blocks; footnotes and small print
         prv = seq[i - 1] if i else None
         nxt = seq[i + 1] if i + 1 < len(seq) else None
         size = l.size or body
@@ -478,6 +480,8 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             if kw:
                 need = 1  # "ARTICLE", "Section", "§" standing alone: strong enough
             elif shape in ("arabic", "roman", "word") and depth == 1:
+                if styled_numbered >= 5:
+                    continue  # the sections are styled (a paper): a plain numbered series is a list
                 need = 3
                 runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
                 if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=2):
