@@ -29,7 +29,7 @@ from ..base import SENTENCE_END_RE, clean_text, normalize_heading
 from .common import Line, PageInfo
 from .layout import FILING_LABEL_RE
 
-__all__ = ["detect_clause_headings", "is_signature_line", "mark_signature_blocks", "ROMAN_VALUE"]
+__all__ = ["detect_clause_headings", "is_signature_line", "mark_signature_blocks"]
 
 _ROMAN = r"(?:M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
 _WORD_NUMBERS = ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "TEN", "ELEVEN", "TWELVE",
@@ -54,7 +54,7 @@ _SMALL_WORDS = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into",
 _SIGNATURE_RE = re.compile(r"^(?:by|name|title|its|date|dated|signature|witness|print name|printed name)\s*:"
                            r"|/s/|^_{4,}|^\(signature\)|^in witness whereof", re.IGNORECASE)
 
-ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+_ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 
 
 def is_signature_line(text: str) -> bool:
@@ -118,8 +118,8 @@ def _roman(s: str) -> int | None:
         return None
     total = 0
     for a, b in zip(s, s[1:] + " "):
-        v = ROMAN_VALUE[a]
-        total += -v if b != " " and ROMAN_VALUE.get(b, 0) > v else v
+        v = _ROMAN_VALUE[a]
+        total += -v if b != " " and _ROMAN_VALUE.get(b, 0) > v else v
     return total
 
 
@@ -290,8 +290,9 @@ def _drop_false_headings(seq: list[Line]) -> None:
     """Headings (from any earlier stage) that a reader does not see as the document's
     structure go back to body text: a filing label ("EXHIBIT 10.32"), a line of a
     signature block (after "IN WITNESS WHEREOF" up to the next exhibit or schedule,
-    or right above a "By:" line), and table-of-contents entries (a run of headings
-    with no text between whose texts come again later as headings)."""
+    or right above a "By:" line), and table-of-contents entries (own-line headings
+    whose texts come again as headings on later pages, when a page holds three or
+    more of them)."""
     heads = [l for l in seq if l.role in ("heading", "heading-runin")]
     in_signature = False
     for i, l in enumerate(seq):
@@ -358,8 +359,10 @@ def _nested_series(accepted: list[_Cand], existing: list[Line], order_of: dict[i
 def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
     """Mark headings from numbering in body-style lines (see the module docstring).
 
-    Runs after the style-based :func:`~.headings.detect_headings`; lines it already
-    marked are kept and set the numbering context. Sets ``role`` (``"heading"`` or
+    Runs after the style-based :func:`~.headings.detect_headings`; the headings it
+    marked set the numbering context and stay, except filing labels, headings in
+    signature blocks and table-of-contents entries, which go back to text (before and
+    after this pass). Sets ``role`` (``"heading"`` or
     ``"heading-runin"``), ``heading_text``, ``heading_level`` and ``heading_source =
     "clause"`` on the lines it accepts; a title line merged into a keyword or label
     heading gets ``role = "merged"``.
@@ -394,7 +397,7 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             continue
         if re.match(r"^in witness whereof", t, re.IGNORECASE):
             in_signature = True
-        elif in_signature and re.match(r"^(exhibit|schedule|annex|appendix|attachment)\b", t, re.IGNORECASE):
+        elif in_signature and _ANNEX_RE.match(t):
             in_signature = False
         if in_signature or (l.size > 0 and l.size < 0.9 * body):
             continue  # signature blocks; footnotes and small print
