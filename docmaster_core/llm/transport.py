@@ -54,7 +54,7 @@ from typing import Any, Callable, Generator, Protocol, Sequence
 from urllib.parse import urlsplit
 
 from ..config import LLMSettings
-from ..errors import ConfigError, LLMBudgetExceeded, LLMError, LLMUnreachable
+from ..errors import ConfigError, LLMBudgetExceeded, LLMContextError, LLMError, LLMUnreachable
 
 __all__ = ["OpenAITransport", "Transport", "ChatRequest", "ChatReply", "complete", "PRICES_PER_MTOK",
            "estimate_cost", "display_url", "scrub_key", "without_key"]
@@ -70,6 +70,12 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 
 _RETRY_STATUS = {408, 409, 429}
+#: A server's "prompt too long" reply (llama-cpp-python: "Requested tokens (N) exceed context
+#: window of M"; OpenAI and vLLM: "maximum context length is M tokens"; llama.cpp's own
+#: server: "exceeds the available context size ... n_ctx M").
+_CONTEXT_ERR = re.compile(r"context window|context length|context size|n_ctx|exceed_context", re.I)
+_CONTEXT_SIZE = re.compile(
+    r"(?:context window of|context length is|context size(?: of| is)?|n_ctx\W{0,4})\s*(\d{3,7})", re.I)
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-]{6,}")
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
@@ -363,6 +369,26 @@ class OpenAITransport:
             c = c.__cause__ or c.__context__
         return None
 
+    def _context_overflow(self, err: Exception) -> int | None:
+        """The context size (tokens; 0 when the message does not say) when ``err`` is a
+        400/413/422 reply saying the prompt does not fit the model's context, else None."""
+        import openai
+
+        if not isinstance(err, openai.APIStatusError) or err.status_code not in (400, 413, 422):
+            return None
+        text = str(getattr(err, "message", "") or err)
+        if not _CONTEXT_ERR.search(text):
+            return None
+        m = _CONTEXT_SIZE.search(text)
+        return int(m.group(1)) if m else 0
+
+    def _context_message(self, request: ChatRequest, estimate: int, ctx: int) -> str:
+        size = f"context window of {ctx} tokens" if ctx else "context window"
+        return (f"{request.task}: the prompt (about {estimate} tokens by the client's estimate) does not fit "
+                f"{self.model}'s {size}; the server refused it. Set llm.context_tokens "
+                f"(DOCMASTER_LLM__CONTEXT_TOKENS{'=' + str(ctx) if ctx else ''}) so evidence is trimmed to fit, "
+                f"or give the server a larger context (llama.cpp --n_ctx, Ollama num_ctx)")
+
     def _rejects_structured(self, err: Exception) -> bool:
         """True when a 400/422 reply rejects the ``json_schema`` response format."""
         import openai
@@ -498,6 +524,9 @@ class OpenAITransport:
                 if unreachable:
                     self._unreachable = unreachable
                     raise LLMUnreachable(unreachable) from None
+                ctx = None if parts else self._context_overflow(err)
+                if ctx is not None:
+                    raise LLMContextError(self._context_message(request, estimate, ctx), ctx or None) from None
                 if fmt is not None and fmt["type"] == "json_schema" and self._rejects_structured(err):
                     logger.info("%s: %s rejects structured outputs; JSON mode from now on", task, self.endpoint)
                     self._structured = False  # the same attempt again, in JSON mode
@@ -541,6 +570,7 @@ class OpenAITransport:
             messages=request.messages,
             temperature=self.settings.temperature,
             response_format=fmt,
+            **self._max_tokens(),
         )
         usage = getattr(resp, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -562,6 +592,7 @@ class OpenAITransport:
             temperature=self.settings.temperature,
             stream=True,
             **extra,
+            **self._max_tokens(),
         )
         pt = ct = 0
         finish = None
@@ -581,6 +612,11 @@ class OpenAITransport:
         finally:
             stream.close()
         return pt, ct, finish
+
+    def _max_tokens(self) -> dict[str, int]:
+        """``{"max_tokens": n}`` when ``settings.max_tokens`` caps the completion, else ``{}``."""
+        n = getattr(self.settings, "max_tokens", None)
+        return {"max_tokens": int(n)} if n else {}
 
     @staticmethod
     def _is_openai_error(err: Exception) -> bool:
