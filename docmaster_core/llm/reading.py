@@ -20,7 +20,8 @@ from typing import Any
 
 __all__ = ["ReadDecision", "read_decision", "find_json_object"]
 
-_MARKUP = re.compile(r"[*_`#>]+")
+#: Markdown that carries no words: emphasis stars, code backticks, heading marks and quote marks at a line start.
+_MARKUP = re.compile(r"\*+|`+|^[ \t]*(?:#+|>)[ \t]*", re.M)
 _LEAD = re.compile(r"^\W*(yes|no|true|false)\b", re.I)
 _STATED = re.compile(
     r"\b(?:answer|decision|verdict|conclusion)\b(?:\s+(?:to\s+(?:the|this)\s+question|here))?\s*(?:is|:|=|would\s+be)\s*"
@@ -30,6 +31,15 @@ _STATED = re.compile(
 _REFUSAL = re.compile(
     r"\b(?:i\s*(?:'|’)?m\s+sorry|i\s+am\s+sorry|i\s+(?:cannot|can\s*not|can(?:'|’)t|am\s+unable|(?:'|’)m\s+unable)"
     r"|as\s+an\s+ai\b|i\s+(?:do\s+not|don(?:'|’)t)\s+have\s+(?:enough|access|the\s+ability))",
+    re.I,
+)
+#: "The document does not satisfy the condition." (the decide prompt's own words, as small models
+#: answer it), at the start of the reply or after "The answer is:"; a conditional ("satisfies the
+#: condition if ...") is not a decision.
+_SATISFY = re.compile(
+    r"^(?:the\s+answer\s+is\s*:?\s*)?(?:the|this)\s+(?:document|paper|report)\s+"
+    r"(does\s+not\s+|doesn(?:'|’)t\s+|fails\s+to\s+|does\s+)?satisf(?:y|ies)\s+the\s+condition\b"
+    r"(?!\s+(?:if|only\s+if|when|unless|provided)\b)",
     re.I,
 )
 _WORDS_TRUE = {"yes": True, "true": True, "no": False, "false": False}
@@ -84,7 +94,7 @@ def _as_bool(v: Any) -> bool | None:
 
 
 def _plain(text: str) -> str:
-    return " ".join(_MARKUP.sub(" ", text or "").split())
+    return " ".join(_MARKUP.sub("", text or "").split())
 
 
 def read_decision(text: str | None) -> ReadDecision:
@@ -92,10 +102,11 @@ def read_decision(text: str | None) -> ReadDecision:
 
     Order: a JSON object with a boolean (or ``"yes"``/``"no"``) ``decision``; a reply
     that starts with yes / no / true / false (markdown bold and the like ignored); a
-    reply that states "the answer is yes" / "decision: no"; else undecided: an empty
-    reply (``how="empty"``), a refusal ("I'm sorry, I can't ...", ``"refusal"``), or
-    anything else (``"unclear"``). Words like "no" inside a sentence are never read
-    as the decision.
+    reply that states "the answer is yes" / "decision: no"; a refusal ("I'm sorry, I
+    can't ...") is undecided (``how="refusal"``); a reply that starts "The document
+    (does not) satisfy the condition" (not "... if ..."); else undecided: an empty
+    reply (``"empty"``) or anything else (``"unclear"``). Words like "no" inside a
+    sentence are never read as the decision.
 
     Args:
         text: The reply's text (None = empty).
@@ -130,4 +141,8 @@ def read_decision(text: str | None) -> ReadDecision:
         return ReadDecision(_WORDS_TRUE[m.group(1).lower()], plain, "stated")
     if _REFUSAL.search(plain):
         return ReadDecision(None, plain, "refusal")
+    m = _SATISFY.match(plain)
+    if m:
+        neg = (m.group(1) or "").strip().lower()
+        return ReadDecision(not (neg and neg != "does"), plain, "stated")
     return ReadDecision(None, plain, "unclear")

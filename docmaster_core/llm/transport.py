@@ -23,8 +23,11 @@ is counted against the per-run budget and reported to the backend's usage log:
 * structured outputs (``response_format={"type": "json_schema", ...}`` with the task's
   JSON schema) for every structured task where the server supports them (OpenAI,
   vLLM, recent Ollama); a server that rejects them (HTTP 400/422 naming
-  ``response_format`` / ``json_schema``) gets JSON mode (``{"type": "json_object"}``)
-  from then on, the schema being in the prompt either way (the backend validates the
+  ``response_format`` / ``json_schema``, or llama-cpp-python's HTTP 500 naming
+  ``response_format``) gets JSON mode with the schema attached
+  (``{"type": "json_object", "schema": ...}``, which llama-cpp-python enforces as a
+  grammar) from then on, and plain JSON mode if that is rejected too, the schema being
+  in the prompt either way (the backend validates the
   reply against the task's pydantic schema, :mod:`docmaster_core.llm.prompts`, and
   sends exactly ONE repair request quoting the validation error);
 * a per-run budget (``max_calls`` requests, ``max_tokens_budget`` tokens): a request
@@ -249,7 +252,9 @@ class OpenAITransport:
         self._client_lock = threading.Lock()
         self._unreachable: str | None = None  # set once the endpoint refused a connection
         self._reachable = False  # set once check_reachable() connected
-        self._structured = True  # json_schema response_format until the server rejects it
+        # response_format: json_schema until the server rejects it, then JSON mode with the schema
+        # attached (llama-cpp-python's grammar), then plain JSON mode
+        self._structured = "json_schema"
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAITransport(model={self.model!r}, base_url={self.settings.resolved_base_url()!r})"
@@ -390,17 +395,27 @@ class OpenAITransport:
                 f"or give the server a larger context (llama.cpp --n_ctx, Ollama num_ctx)")
 
     def _rejects_structured(self, err: Exception) -> bool:
-        """True when a 400/422 reply rejects the ``json_schema`` response format."""
+        """True when a 400/422 reply rejects the response format, or a 500 reply names
+        ``response_format`` (llama-cpp-python answers an unknown ``json_schema`` type
+        with HTTP 500 and its validation error; retrying it would only repeat it)."""
         import openai
 
-        if not isinstance(err, openai.APIStatusError) or err.status_code not in (400, 422):
+        if not isinstance(err, openai.APIStatusError) or err.status_code not in (400, 422, 500):
             return False
         text = str(getattr(err, "message", "") or err).lower()
+        if err.status_code == 500:
+            return "response_format" in text
         return any(w in text for w in ("response_format", "json_schema", "schema", "structured"))
 
     def _response_format(self, task: str, schema: dict | None) -> dict[str, Any]:
-        if schema is not None and self._structured:
+        """The request's ``response_format``: ``json_schema`` with the task's schema;
+        after a server rejected that, JSON mode carrying the schema as ``schema``
+        (llama-cpp-python turns it into a grammar; others may ignore it); after that
+        was rejected too, plain JSON mode."""
+        if schema is not None and self._structured == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": task, "schema": schema, "strict": False}}
+        if schema is not None and self._structured == "json_object+schema":
+            return {"type": "json_object", "schema": schema}
         return {"type": "json_object"}
 
     def _retryable(self, err: Exception) -> bool:
@@ -527,9 +542,13 @@ class OpenAITransport:
                 ctx = None if parts else self._context_overflow(err)
                 if ctx is not None:
                     raise LLMContextError(self._context_message(request, estimate, ctx), ctx or None) from None
-                if fmt is not None and fmt["type"] == "json_schema" and self._rejects_structured(err):
-                    logger.info("%s: %s rejects structured outputs; JSON mode from now on", task, self.endpoint)
-                    self._structured = False  # the same attempt again, in JSON mode
+                if fmt is not None and self._rejects_structured(err) and (
+                        fmt["type"] == "json_schema" or "schema" in fmt):
+                    nxt = "json_object+schema" if fmt["type"] == "json_schema" else "json_object"
+                    logger.info("%s: %s rejects response_format %s; %s from now on", task, self.endpoint,
+                                "json_schema" if fmt["type"] == "json_schema" else "json_object with a schema",
+                                "JSON mode with the schema" if nxt == "json_object+schema" else "plain JSON mode")
+                    self._structured = nxt  # the same attempt again, in the next mode
                     continue
                 if request.stream and not parts and include_usage and getattr(err, "status_code", None) == 400:
                     include_usage = False  # endpoint without stream_options support: ask again without
