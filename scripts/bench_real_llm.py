@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from docmaster_core.config import get_settings
     from docmaster_core.embedding.embedders import HashingEmbedder
+    from docmaster_core.filtering.run import _DECISION_CACHE
     from docmaster_core.pipeline import DocMaster
     from support.real_llm import MODEL_ALIAS, RealLLMServer, model_path, unavailable
 
@@ -149,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
                 parsing={"parser": "pymupdf"}, retrieval={"evidence_chars": args.evidence_chars})
             dm = DocMaster(ws, settings, embedder=HashingEmbedder())
             _force_mode(dm.llm, mode)
+            # every mode asks the model: no answer from the workspace's response cache or this process's
+            # decision cache (their keys do not hold the reply mode)
+            dm.llm.cache = None
+            _DECISION_CACHE.clear()
             counts: Counter = Counter()
             reasons: Counter = Counter()
             reads: Counter = Counter()

@@ -32,6 +32,8 @@ except ImportError:  # tests imported as a package
     from tests.support.pdf_factory import make_paper_pdf, make_simple_pdf
     from tests.support.real_llm import MODEL_ALIAS, RealLLMServer, unavailable
 
+pytestmark = pytest.mark.slow  # a real model on 2 cores: about a minute for the file on a quiet machine
+
 N_CTX = 1024  # small on purpose: the generated paper's evidence (8,000 characters) is over it
 CONDITION = "The report measures river water quality"
 TEXTS = {
@@ -80,8 +82,8 @@ def test_server_answers_the_openai_api_on_loopback(real_server):
     assert 0 < real_server.start_seconds < 180
 
 
-def test_filter_with_the_real_model_decides_every_document_and_keeps_its_text(pdf_workspace, real_server):
-    dm = _dm(pdf_workspace, real_server)
+def test_filter_with_the_real_model_decides_every_document_and_keeps_its_text(real_server, pdf_workspace):
+    dm = _dm(real_server, pdf_workspace)
     run = dm.filter(CONDITION, decide="combined-only", save=True)
     assert len(run.documents) == 4
     for d in run.documents:
@@ -108,8 +110,8 @@ def test_filter_with_the_real_model_decides_every_document_and_keeps_its_text(pd
     assert any("note" in doc["decisions"]["combined"] for doc in saved["documents"])  # and so does the saved run
 
 
-def test_review_with_the_real_model_as_oracle(pdf_workspace, real_server):
-    dm = _dm(pdf_workspace, real_server)
+def test_review_with_the_real_model_as_oracle(real_server, pdf_workspace):
+    dm = _dm(real_server, pdf_workspace)
     targets = ReviewTargets(recall=0.8, delta=0.2, batch=2, seed=0, max_calls=6)
     run = dm.filter(CONDITION, review=targets, save=False)
     by = [d.decisions[run.strategy] for d in run.documents]
@@ -122,7 +124,7 @@ def test_review_with_the_real_model_as_oracle(pdf_workspace, real_server):
     assert dm.llm.usage.snapshot()["total"]["calls"] <= 6 * 2 + 1  # max_calls decisions, one repair each at most
 
 
-def test_ask_streams_the_real_models_tokens(pdf_workspace, real_server):
+def test_ask_streams_the_real_models_tokens(real_server, pdf_workspace):
     dm = _dm(pdf_workspace, real_server, max_tokens=48)
     river = next(d.doc_id for d in dm.documents() if d.file_name == "river.pdf")
     stream = dm.ask_stream("Where were nitrate concentrations measured?", docs=[river], save=False)
@@ -134,7 +136,7 @@ def test_ask_streams_the_real_models_tokens(pdf_workspace, real_server):
     assert dm.llm.usage.snapshot()["by_task"]["answer_stream"]["calls"] == 1
 
 
-def test_summaries_come_from_the_real_model(pdf_workspace, real_server):
+def test_summaries_come_from_the_real_model(real_server, pdf_workspace):
     dm = _dm(pdf_workspace, real_server, max_tokens=160)
     river = next(d.doc_id for d in dm.documents() if d.file_name == "river.pdf")
     failed = dm.resummarize([river])
