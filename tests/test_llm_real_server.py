@@ -83,7 +83,7 @@ def test_server_answers_the_openai_api_on_loopback(real_server):
 
 
 def test_filter_with_the_real_model_decides_every_document_and_keeps_its_text(real_server, pdf_workspace):
-    dm = _dm(real_server, pdf_workspace)
+    dm = _dm(pdf_workspace, real_server)
     run = dm.filter(CONDITION, decide="combined-only", save=True)
     assert len(run.documents) == 4
     for d in run.documents:
@@ -111,7 +111,7 @@ def test_filter_with_the_real_model_decides_every_document_and_keeps_its_text(re
 
 
 def test_review_with_the_real_model_as_oracle(real_server, pdf_workspace):
-    dm = _dm(real_server, pdf_workspace)
+    dm = _dm(pdf_workspace, real_server)
     targets = ReviewTargets(recall=0.8, delta=0.2, batch=2, seed=0, max_calls=6)
     run = dm.filter(CONDITION, review=targets, save=False)
     by = [d.decisions[run.strategy] for d in run.documents]
