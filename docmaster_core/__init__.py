@@ -19,6 +19,7 @@ from .errors import (
     IndexBuildError,
     LLMBudgetExceeded,
     LLMError,
+    LLMContextError,
     LLMResponseError,
     LLMUnreachable,
     ParseError,
@@ -65,6 +66,7 @@ __all__ = [
     "LLMBudgetExceeded",
     "LLMResponseError",
     "LLMUnreachable",
+    "LLMContextError",
     "IndexBuildError",
     "RetrievalError",
 ]

@@ -89,6 +89,14 @@ class LLMSettings(_Section):
     max_concurrency: int = Field(4, ge=1, description="Maximum parallel requests.")
     max_calls: int | None = Field(None, ge=0, description="Per-run budget of calls (None = unlimited).")
     max_tokens_budget: int | None = Field(None, ge=0, description="Per-run budget of total tokens (None = unlimited).")
+    max_tokens: int | None = Field(
+        None, ge=1, description="Completion tokens per request (the request's max_tokens; None = the server's default). "
+                                "A local model that rambles is stopped here.")
+    context_tokens: int | None = Field(
+        None, ge=256, description="The model's context window in tokens (llama.cpp --n_ctx, Ollama num_ctx). When set, "
+                                  "the evidence of a decision or answer is trimmed by whole passages, lowest-ranked "
+                                  "first, to fit it (the run says so); None = send everything (a server that refuses "
+                                  "an over-long prompt gives an error naming its context size).")
 
     def resolved_api_key(self) -> str | None:
         """The key from settings, else ``OPENAI_API_KEY``; never logged."""

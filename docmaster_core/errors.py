@@ -19,6 +19,7 @@ __all__ = [
     "LLMBudgetExceeded",
     "LLMResponseError",
     "LLMUnreachable",
+    "LLMContextError",
     "IndexBuildError",
     "RetrievalError",
 ]
@@ -71,6 +72,16 @@ class LLMResponseError(LLMError):
 class LLMUnreachable(LLMError):
     """The LLM endpoint cannot be reached at all (connection refused, DNS failure,
     network unreachable); not retried, and the run stops instead of failing per item."""
+
+
+class LLMContextError(LLMError):
+    """A prompt does not fit the model's context window: the server refused it (its
+    message names the window), or even the best passage alone is over the configured
+    ``llm.context_tokens``. Not retried; ``context_tokens`` holds the window when known."""
+
+    def __init__(self, message: str, context_tokens: int | None = None):
+        super().__init__(message)
+        self.context_tokens = context_tokens
 
 
 class IndexBuildError(DocMasterError):

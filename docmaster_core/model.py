@@ -418,6 +418,9 @@ class Decision:
             sure-yes threshold of the run's cut (three-way decisions, see
             :func:`docmaster_core.filtering.decider.uncertain_band`): ``decision`` is then
             the cut's best guess, and the document is where a person (or an LLM) should look.
+        note: What the decider left out or read loosely, in one line, or None: evidence
+            trimmed to fit the model's context (``llm.context_tokens``), or a decision
+            read from a reply that was not the asked-for JSON (e.g. "Yes." or "**No**").
     """
 
     decision: bool | None
@@ -431,6 +434,7 @@ class Decision:
     rank: int | None = None
     decided_by: str | None = None
     uncertain: bool = False
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -447,6 +451,8 @@ class Decision:
         }
         if self.decided_by is not None:
             out["decided_by"] = self.decided_by
+        if self.note:
+            out["note"] = self.note
         return out
 
 

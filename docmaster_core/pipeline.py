@@ -395,7 +395,9 @@ class DocMaster(IngestStage, IndexStage):
         Returns a :class:`~docmaster_core.filtering.run.FilterRun` with, per document,
         the decision, rationale, cited evidence ids and tokens of every strategy; the run
         is saved in the workspace unless ``save`` is false. Documents whose vector file
-        is missing are skipped; ``run.warnings`` (list of str) names them.
+        is missing are skipped; ``run.warnings`` (list of str) names them, and says how many
+        decisions had their evidence trimmed to the model's context or were read from a
+        reply that was not the asked-for JSON (each decision's ``note`` says what).
 
         Raises:
             RetrievalError: empty condition, ``top_k`` < 1, unknown strategy, option or
@@ -404,7 +406,7 @@ class DocMaster(IngestStage, IndexStage):
                 anything is loaded or retrieved.
         """
         from .filtering.decider import calibration_from_settings
-        from .filtering.run import condition_query, run_filter
+        from .filtering.run import condition_query, decision_notes, run_filter
         from .qa.ask import searchable_documents
 
         if "params" in overrides:  # the index parameters' older name
@@ -431,7 +433,7 @@ class DocMaster(IngestStage, IndexStage):
         if opts.candidates is None:
             opts = FilterOptions.of(opts, candidates=self.settings.candidates)
         run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r)
-        run.warnings = warnings
+        run.warnings = warnings + decision_notes(run)
         return run
 
     @staticmethod

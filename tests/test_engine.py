@@ -119,6 +119,33 @@ def test_server_without_structured_outputs_gets_json_mode_with_schema_in_prompt(
         prompt = " ".join(m["content"] for m in srv.requests[-1].body["messages"])
     assert kinds == ["json_schema", "json_object", "json_object"]  # rejected once, then JSON mode
     assert '"summary"' in prompt  # the schema travels in the prompt
+    # JSON mode carries the schema too (llama-cpp-python enforces it as a grammar)
+    assert srv.requests[1].body["response_format"]["schema"]["properties"]["summary"]["type"] == "string"
+
+
+def test_llama_cpp_style_500_on_json_schema_is_not_retried_and_a_rejected_schema_key_gives_plain_json_mode():
+    """llama-cpp-python 0.3 answers ``"type": "json_schema"`` with HTTP 500 and its validation error (seen on
+    the real server, issue 38): that is a rejected format, not a server fault to retry. A server that also
+    rejects the ``schema`` key of JSON mode gets plain JSON mode."""
+    llama_500 = ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                 "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+
+    def responder(req):
+        fmt = req.body["response_format"]
+        if fmt["type"] == "json_schema":
+            return Reply(status=500, body={"error": {"message": llama_500, "type": "internal_server_error"}})
+        if "schema" in fmt:
+            return Reply(status=400, body={"error": {"message": "unknown field response_format.schema"}})
+        return _summary_reply(req)
+
+    with FakeOpenAIServer(responder) as srv:
+        llm = make_llm(get_settings(llm={"backend": "openai", "base_url": srv.base_url, "max_retries": 3}).llm,
+                       cache_dir=None)
+        assert llm.summarize("A passage about rivers and bridges. " * 20) == "Rivers and bridges."
+        assert llm.summarize("Another passage, on lakes and dams. " * 20) == "Rivers and bridges."
+        fmts = [r.body["response_format"] for r in srv.requests]
+    assert [(f["type"], "schema" in f) for f in fmts] == [
+        ("json_schema", False), ("json_object", True), ("json_object", False), ("json_object", False)]
 
 
 # ------------------------------------------------------------------ ingest says what failed

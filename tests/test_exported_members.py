@@ -13,7 +13,7 @@ PUBLIC = {
     "ParsedDocument",
     "LLM", "Embedder", "CorpusReader", "RunRecorder",
     "DocMasterError", "ConfigError", "ParseError", "WorkspaceError", "WorkspaceLockedError", "EmbeddingError",
-    "LLMError", "LLMBudgetExceeded", "LLMResponseError", "LLMUnreachable", "IndexBuildError", "RetrievalError",
+    "LLMError", "LLMBudgetExceeded", "LLMResponseError", "LLMUnreachable", "LLMContextError", "IndexBuildError", "RetrievalError",
 }
 
 #: exception -> its parent
@@ -30,6 +30,7 @@ TREE = {
     "LLMBudgetExceeded": "LLMError",
     "LLMResponseError": "LLMError",
     "LLMUnreachable": "LLMError",
+    "LLMContextError": "LLMError",
     "IndexBuildError": "DocMasterError",
     "RetrievalError": "DocMasterError",
 }

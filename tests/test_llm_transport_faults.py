@@ -36,13 +36,14 @@ except ImportError:  # tests imported as a package
 KEY = "sk-faults-0123456789abcdefSECRET"
 MAX_RETRIES = 1
 
-#: code word -> fault; "alpha" and "golf" get answers, the others fail.
+#: code word -> fault; "alpha" and "golf" get answers, "echo" a prose answer that says yes
+#: (read as yes, issue 38), the others fail.
 FAULTS = {
     "alpha": "ok",
     "bravo": "429 storm",
     "charlie": "500",
     "delta": "timeout",
-    "echo": "not json",
+    "echo": "prose yes",
     "foxtrot": "truncated json",
     "golf": "invented ids",
     "hotel": "dropped connection",
@@ -52,7 +53,6 @@ ERROR_TEXT = {
     "bravo": "HTTP 429",
     "charlie": "HTTP 500",
     "delta": "timed out",
-    "echo": "after one repair",
     "foxtrot": "after one repair",
     "hotel": "connection error",
     "india": "connection error",
@@ -75,7 +75,7 @@ def responder(req):
         return Reply(status=500)
     if fault == "timeout":
         return Reply(content=json.dumps({"decision": True, "rationale": "late", "evidence_ids": ids[:1]}), delay=1.0)
-    if fault == "not json":
+    if fault == "prose yes":
         return "I think the answer is yes, the document clearly satisfies it!"
     if fault == "truncated json":
         return Reply(content='{"decision": true, "rationale": "The document describ', finish_reason="length")
@@ -136,22 +136,28 @@ def test_filter_with_every_fault_gives_clear_per_document_errors(workspace, serv
     # decisions only where the model made one; evidence ids only among those given
     assert by["alpha"].decision is True and by["alpha"].error is None and by["alpha"].evidence_ids
     assert by["golf"].decision is True and by["golf"].evidence_ids == []  # E99/E98 were never given
+    # a prose answer that states yes is read as yes, without a repair request, the text kept and the reading said
+    assert by["echo"].decision is True and by["echo"].error is None and by["echo"].evidence_ids == []
+    assert by["echo"].rationale == "I think the answer is yes, the document clearly satisfies it!"
+    assert "not the asked-for JSON (stated)" in by["echo"].note
     for w, expect in ERROR_TEXT.items():
         dec = by[w]
         assert dec.decision is None, (w, dec)
         assert dec.error and expect in dec.error, (w, dec.error)
         assert "\n" not in dec.error and len(dec.error) < 400
-        assert dec.evidence_ids == [] and dec.rationale == ""
+        assert dec.evidence_ids == []
+        # a reply that could not be read keeps the model's text as the rationale; a transport failure has none
+        assert dec.rationale == ('{"decision": true, "rationale": "The document describ' if w == "foxtrot" else ""), w
     ids = {_doc_word(d.file_name): d.doc_id for d in run.documents}
-    assert sorted(run.matches()) == sorted([ids["alpha"], ids["golf"]])
+    assert sorted(run.matches()) == sorted([ids["alpha"], ids["golf"], ids["echo"]])
+    assert any("1 decision(s) were read from a reply that was not the asked-for JSON" in w for w in run.warnings)
     assert sorted(run.undecided()) == sorted(ids[w] for w in ERROR_TEXT)
     # bounded retries: transport faults at most max_retries + 1 requests, bad JSON one repair
     per_word = Counter(_word(r) for r in server.requests)
     for w in ("bravo", "charlie", "delta", "hotel", "india"):
         assert per_word[w] == MAX_RETRIES + 1, (w, per_word)
-    for w in ("echo", "foxtrot"):
-        assert per_word[w] == 2, (w, per_word)
-    assert per_word["alpha"] == per_word["golf"] == 1
+    assert per_word["foxtrot"] == 2, per_word
+    assert per_word["alpha"] == per_word["golf"] == per_word["echo"] == 1
     # the saved run says the same: null decisions with their errors, nothing invented
     saved = dm.ws.runs("filter")[0]["result"]
     sd = {_doc_word(d["file"]): d["decisions"]["semantic"] for d in saved["documents"]}
@@ -171,10 +177,11 @@ def test_cli_filter_and_ask_under_faults(workspace, server, monkeypatch, capsys)
     assert rc == 0, cap.err
     # rows: rank, evidence score, file, decisions (ranked by evidence score)
     rows = {w: line.split()[-1] for line in cap.out.splitlines() for w in line.split()[:3] if w.endswith(".pdf")}
-    assert rows["alpha.pdf"] == "yes" and rows["golf.pdf"] == "yes"
+    assert rows["alpha.pdf"] == "yes" and rows["golf.pdf"] == "yes" and rows["echo.pdf"] == "yes"
     assert all(rows[f"{w}.pdf"] == "?" for w in ERROR_TEXT), rows
     assert f"undecided (error or budget): {len(ERROR_TEXT)}" in cap.out
-    assert "2 of 9 documents match" in cap.out
+    assert "3 of 9 documents match" in cap.out
+    assert "read from a reply that was not the asked-for JSON (stated)" in cap.err  # the prose "yes" is said
     assert KEY not in cap.out + cap.err and "Traceback" not in cap.err
     # ask over a failing document: an error, exit 1, no answer text, no citation
     rc = cli.main(["ask", "What does the charlie report describe?", "--docs", "charlie.pdf", "--json", *base])

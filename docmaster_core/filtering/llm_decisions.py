@@ -121,7 +121,7 @@ def decide_with_review(llm: LLM, condition: str, docs: list, offline: Sequence[D
             continue
         if i in got:
             d = got[i]
-            d = Decision(d.decision, d.rationale, list(d.evidence_ids), d.score, d.tokens, d.backend, d.error)
+            d = Decision(d.decision, d.rationale, list(d.evidence_ids), d.score, d.tokens, d.backend, d.error, note=d.note)
             d.decided_by = "llm"
         else:
             d = Decision(False, f"Not checked: the review ({st.phase}) stopped before this document "

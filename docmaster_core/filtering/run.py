@@ -265,7 +265,7 @@ def _cached_decision(backend: str, condition: str, evidence: Sequence[Evidence])
         hit = _DECISION_CACHE.get(_decision_key(backend, condition, evidence))
     if hit is None:
         return None
-    return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error)
+    return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error, note=hit.note)
 
 
 def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str) -> Decision:
@@ -276,7 +276,7 @@ def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str)
     with _DECISION_LOCK:
         hit = _DECISION_CACHE.get(key)
     if hit is not None:
-        return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error)
+        return Decision(hit.decision, hit.rationale, list(hit.evidence_ids), hit.score, 0, hit.backend, hit.error, note=hit.note)
     try:
         d = llm.decide(condition, evidence, doc_id=doc_id)
     except LLMBudgetExceeded as e:
@@ -291,6 +291,31 @@ def _llm_decide(llm: LLM, condition: str, evidence: list[Evidence], doc_id: str)
                 _DECISION_CACHE.clear()
             _DECISION_CACHE[key] = d
     return d
+
+
+def decision_notes(run: "FilterRun") -> list[str]:
+    """Run-level warnings from the decisions' notes (:attr:`Decision.note
+    <docmaster_core.model.Decision.note>`): how many decisions had their evidence
+    trimmed to fit the model's context window, and how many were read from a reply that
+    was not the asked-for JSON, each line with one example; ``[]`` when none."""
+    trimmed: list[tuple[str, str, str]] = []
+    loose: list[tuple[str, str, str]] = []
+    for doc in run.documents:
+        for strategy, d in doc.decisions.items():
+            if not d.note:
+                continue
+            for part in d.note.split("; "):
+                (trimmed if part.startswith("evidence trimmed") else loose).append((doc.doc_id, strategy, part))
+    out = []
+    if trimmed:
+        doc_id, strategy, part = trimmed[0]
+        out.append(f"{len(trimmed)} decision(s) got less evidence than retrieved, to fit the model's context "
+                   f"(e.g. {doc_id} / {strategy}: {part})")
+    if loose:
+        doc_id, strategy, part = loose[0]
+        out.append(f"{len(loose)} decision(s) were {part} "
+                   f"(e.g. {doc_id} / {strategy}); the model's text is the rationale")
+    return out
 
 
 def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str], top_k: int, *,

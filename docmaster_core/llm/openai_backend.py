@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
@@ -23,9 +24,10 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..config import LLMSettings
-from ..errors import LLMError, LLMResponseError
+from ..errors import LLMContextError, LLMError, LLMResponseError
 from ..model import Answer, Citation, Decision, Evidence
 from . import prompts
+from .reading import read_decision
 from ..text.words import normalize_ws, split_sentences, truncate_words
 from .base import UsageTracker
 from .cache import LLMCache, make_key
@@ -141,6 +143,7 @@ class OpenAILLM:
         self.max_concurrency = int(settings.max_concurrency)
         self.cache = cache
         self.usage = UsageTracker()
+        self._local = threading.local()
         self.transport: Transport = transport if transport is not None else OpenAITransport(
             settings, on_request=self._request_sent, backoff_base=backoff_base, backoff_max=backoff_max, seed=seed)
 
@@ -208,8 +211,15 @@ class OpenAILLM:
         messages: list[dict[str, str]],
         payload: Any,
         validate: Callable[[Any], T],
+        lenient: Callable[[str], dict | None] | None = None,
     ) -> tuple[T, int]:
-        """Cached, validated, once-repaired structured call; returns (result, tokens spent)."""
+        """Cached, validated, once-repaired structured call; returns (result, tokens spent).
+
+        ``lenient`` reads a reply that is not the schema's JSON (a small local model's
+        "Yes."): it returns the schema-shaped object, or None when it cannot read the
+        reply either; the object then stands for the reply (no repair request). A
+        reply that neither validates nor reads, after the one repair, raises
+        :class:`LLMResponseError` with the last reply's text as ``err.reply``."""
         spec = prompts.SPECS[task]
         key = make_key(task, self.model, spec.version, payload)
         if self.cache is not None:
@@ -228,6 +238,13 @@ class OpenAILLM:
             obj = json.loads(_strip_fences(content))
             result = validate(obj)
         except (ValueError, ValidationError) as err:
+            loose = lenient(content) if lenient is not None else None
+            if loose is not None:
+                obj = loose
+                result = validate(obj)
+                if self.cache is not None:
+                    self.cache.put(key, task, self.model, spec.version, obj)
+                return result, tokens
             why = self._scrub(_short_error(err))
             logger.info("%s: invalid reply (%s), one repair attempt", task, why)
             repair = [*messages, {"role": "assistant", "content": content[:4000]}, prompts.repair_message(why, spec)]
@@ -238,13 +255,69 @@ class OpenAILLM:
                 obj = json.loads(_strip_fences(content2))
                 result = validate(obj)
             except (ValueError, ValidationError) as err2:
-                raise LLMResponseError(
-                    f"{task}: {self.model} reply did not match the schema after one repair: "
-                    + self._scrub(_short_error(err2))
-                ) from None
+                loose = lenient(content2) if lenient is not None else None
+                if loose is None:
+                    failure = LLMResponseError(
+                        f"{task}: {self.model} reply did not match the schema after one repair: "
+                        + self._scrub(_short_error(err2))
+                    )
+                    failure.reply = content2
+                    raise failure from None
+                obj = loose
+                result = validate(obj)
         if self.cache is not None:
             self.cache.put(key, task, self.model, spec.version, obj)
         return result, tokens
+
+    # ------------------------------------------------------------------ fitting the context
+    def last_context_note(self) -> str | None:
+        """The note of this thread's last :meth:`answer` / :meth:`answer_stream` /
+        :meth:`decide`: what was trimmed to fit ``llm.context_tokens``, or None."""
+        return getattr(self._local, "note", None)
+
+    @staticmethod
+    def _prompt_tokens(messages: Sequence[dict[str, str]]) -> int:
+        """A cautious prompt size in tokens: 3 characters a token (English text runs
+        about 4 in the small models' tokenizers) plus 8 per message for the chat template."""
+        return sum(len(m.get("content") or "") for m in messages) // 3 + 8 * len(messages)
+
+    def _fit_evidence(self, task: str, evidence: Sequence[Evidence],
+                      build: Callable[[Sequence[Evidence]], list[dict[str, str]]]) -> tuple[list[Evidence], str | None]:
+        """The evidence whose prompt fits ``settings.context_tokens`` less the reply's
+        room (``max_tokens``, else a quarter of the window up to 512 tokens): whole
+        passages are left out from the end (the lowest-ranked), never cut mid-passage.
+
+        Returns:
+            ``(evidence sent, note)``; the note (one line, for the user) is None when
+            nothing was left out or no context size is set.
+
+        Raises:
+            LLMContextError: even the first passage alone does not fit (names the window).
+        """
+        ctx = self.settings.context_tokens
+        kept = list(evidence)
+        self._local.note = None
+        if not ctx or not kept:
+            return kept, None
+        reserve = int(self.settings.max_tokens or min(512, ctx // 4))
+        room = ctx - reserve
+        size = self._prompt_tokens(build(kept))
+        while kept and size > room:
+            kept.pop()
+            size = self._prompt_tokens(build(kept)) if kept else size
+        if not kept:
+            raise LLMContextError(
+                f"{task}: the prompt with only the best passage needs about {size} tokens, more than the model's "
+                f"context window of {ctx} tokens (llm.context_tokens) less {reserve} for the reply; "
+                "raise the server's context size or lower retrieval.evidence_chars", ctx)
+        if len(kept) == len(evidence):
+            return kept, None
+        left = len(evidence) - len(kept)
+        note = (f"evidence trimmed to fit the model's context window of {ctx} tokens: {len(kept)} of "
+                f"{len(evidence)} passages sent, the {left} lowest-ranked left out whole")
+        self._local.note = note
+        logger.info("%s: %s", task, note)
+        return kept, note
 
     def map_threads(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
         """Apply ``fn`` to ``items`` on up to ``max_concurrency`` threads, order kept.
@@ -430,10 +503,23 @@ class OpenAILLM:
         """
         if not evidence:
             return Decision(False, "No evidence was retrieved for this document.", [], 0.0, 0, self.backend_name)
+        try:
+            evidence, note = self._fit_evidence("decide", evidence, lambda ev: prompts.decide_messages(condition, ev))
+        except LLMContextError as e:
+            return Decision(None, "", [], 0.0, 0, self.backend_name, error=str(e))
         given = {e.evidence_id for e in evidence}
+        loose: dict[str, str] = {}
 
         def validate(obj: Any) -> prompts.DecisionOut:
             return prompts.DecisionOut.model_validate(obj)
+
+        def lenient(text: str) -> dict | None:
+            r = read_decision(text)
+            if r.decision is None:
+                return None
+            loose["how"] = r.how
+            return {"decision": r.decision, "rationale": r.rationale, "evidence_ids": list(r.evidence_ids),
+                    "confidence": r.confidence, "read": r.how}
 
         try:
             out, tokens = self._json_task(
@@ -442,11 +528,21 @@ class OpenAILLM:
                 prompts.decide_messages(condition, evidence),
                 {"condition": condition, "evidence": _evidence_payload(evidence)},
                 validate,
+                lenient,
             )
+        except LLMResponseError as e:
+            reply = getattr(e, "reply", "") or ""
+            r = read_decision(reply)
+            why = {"empty": "was empty", "refusal": "was a refusal"}.get(r.how, "says neither yes nor no")
+            return Decision(None, truncate_words(self._scrub(r.rationale), 80), [], 0.0, 0, self.backend_name,
+                            error=f"{e}; the last reply {why}: left undecided", note=note)
         except LLMError as e:
-            return Decision(None, "", [], 0.0, 0, self.backend_name, error=str(e))
+            return Decision(None, "", [], 0.0, 0, self.backend_name, error=str(e), note=note)
         ids = [i for i in dict.fromkeys(out.evidence_ids) if i in given]
         conf = out.confidence if out.confidence is not None else (1.0 if out.decision else 0.0)
+        if loose:
+            read = f"read from a reply that was not the asked-for JSON ({loose['how']})"
+            note = f"{note}; {read}" if note else read
         return Decision(
             decision=bool(out.decision),
             rationale=truncate_words(normalize_ws(out.rationale), 80) or ("satisfied" if out.decision else "not satisfied"),
@@ -454,6 +550,7 @@ class OpenAILLM:
             score=float(conf),
             tokens=int(tokens),
             backend=self.backend_name,
+            note=note,
         )
 
     def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Answer:
@@ -470,6 +567,10 @@ class OpenAILLM:
         """
         if not evidence:
             return Answer(NO_EVIDENCE_ANSWER, [], 0, self.backend_name)
+        try:
+            evidence, _ = self._fit_evidence("answer", evidence, lambda ev: prompts.answer_messages(question, ev))
+        except LLMContextError as e:
+            return Answer("", [], 0, self.backend_name, error=str(e))
         by_id = {e.evidence_id: e for e in evidence}
 
         def validate(obj: Any) -> prompts.AnswerOut:
@@ -522,6 +623,8 @@ class OpenAILLM:
         if not evidence:
             yield NO_EVIDENCE_ANSWER
             return
+        evidence, _ = self._fit_evidence("answer_stream", evidence,
+                                         lambda ev: prompts.answer_stream_messages(question, ev))
         task = "answer_stream"
         spec = prompts.SPECS[task]
         payload = {"question": question, "evidence": _evidence_payload(evidence)}

@@ -23,8 +23,11 @@ is counted against the per-run budget and reported to the backend's usage log:
 * structured outputs (``response_format={"type": "json_schema", ...}`` with the task's
   JSON schema) for every structured task where the server supports them (OpenAI,
   vLLM, recent Ollama); a server that rejects them (HTTP 400/422 naming
-  ``response_format`` / ``json_schema``) gets JSON mode (``{"type": "json_object"}``)
-  from then on, the schema being in the prompt either way (the backend validates the
+  ``response_format`` / ``json_schema``, or llama-cpp-python's HTTP 500 naming
+  ``response_format``) gets JSON mode with the schema attached
+  (``{"type": "json_object", "schema": ...}``, which llama-cpp-python enforces as a
+  grammar) from then on, and plain JSON mode if that is rejected too, the schema being
+  in the prompt either way (the backend validates the
   reply against the task's pydantic schema, :mod:`docmaster_core.llm.prompts`, and
   sends exactly ONE repair request quoting the validation error);
 * a per-run budget (``max_calls`` requests, ``max_tokens_budget`` tokens): a request
@@ -54,7 +57,7 @@ from typing import Any, Callable, Generator, Protocol, Sequence
 from urllib.parse import urlsplit
 
 from ..config import LLMSettings
-from ..errors import ConfigError, LLMBudgetExceeded, LLMError, LLMUnreachable
+from ..errors import ConfigError, LLMBudgetExceeded, LLMContextError, LLMError, LLMUnreachable
 
 __all__ = ["OpenAITransport", "Transport", "ChatRequest", "ChatReply", "complete", "PRICES_PER_MTOK",
            "estimate_cost", "display_url", "scrub_key", "without_key"]
@@ -70,6 +73,12 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 
 _RETRY_STATUS = {408, 409, 429}
+#: A server's "prompt too long" reply (llama-cpp-python: "Requested tokens (N) exceed context
+#: window of M"; OpenAI and vLLM: "maximum context length is M tokens"; llama.cpp's own
+#: server: "exceeds the available context size ... n_ctx M").
+_CONTEXT_ERR = re.compile(r"context window|context length|context size|n_ctx|exceed_context", re.I)
+_CONTEXT_SIZE = re.compile(
+    r"(?:context window of|context length is|context size(?: of| is)?|n_ctx\W{0,4})\s*(\d{3,7})", re.I)
 _KEYLIKE = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-]{6,}")
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
@@ -243,7 +252,9 @@ class OpenAITransport:
         self._client_lock = threading.Lock()
         self._unreachable: str | None = None  # set once the endpoint refused a connection
         self._reachable = False  # set once check_reachable() connected
-        self._structured = True  # json_schema response_format until the server rejects it
+        # response_format: json_schema until the server rejects it, then JSON mode with the schema
+        # attached (llama-cpp-python's grammar), then plain JSON mode
+        self._structured = "json_schema"
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAITransport(model={self.model!r}, base_url={self.settings.resolved_base_url()!r})"
@@ -363,18 +374,48 @@ class OpenAITransport:
             c = c.__cause__ or c.__context__
         return None
 
-    def _rejects_structured(self, err: Exception) -> bool:
-        """True when a 400/422 reply rejects the ``json_schema`` response format."""
+    def _context_overflow(self, err: Exception) -> int | None:
+        """The context size (tokens; 0 when the message does not say) when ``err`` is a
+        400/413/422 reply saying the prompt does not fit the model's context, else None."""
         import openai
 
-        if not isinstance(err, openai.APIStatusError) or err.status_code not in (400, 422):
+        if not isinstance(err, openai.APIStatusError) or err.status_code not in (400, 413, 422):
+            return None
+        text = str(getattr(err, "message", "") or err)
+        if not _CONTEXT_ERR.search(text):
+            return None
+        m = _CONTEXT_SIZE.search(text)
+        return int(m.group(1)) if m else 0
+
+    def _context_message(self, request: ChatRequest, estimate: int, ctx: int) -> str:
+        size = f"context window of {ctx} tokens" if ctx else "context window"
+        return (f"{request.task}: the prompt (about {estimate} tokens by the client's estimate) does not fit "
+                f"{self.model}'s {size}; the server refused it. Set llm.context_tokens "
+                f"(DOCMASTER_LLM__CONTEXT_TOKENS{'=' + str(ctx) if ctx else ''}) so evidence is trimmed to fit, "
+                f"or give the server a larger context (llama.cpp --n_ctx, Ollama num_ctx)")
+
+    def _rejects_structured(self, err: Exception) -> bool:
+        """True when a 400/422 reply rejects the response format, or a 500 reply names
+        ``response_format`` (llama-cpp-python answers an unknown ``json_schema`` type
+        with HTTP 500 and its validation error; retrying it would only repeat it)."""
+        import openai
+
+        if not isinstance(err, openai.APIStatusError) or err.status_code not in (400, 422, 500):
             return False
         text = str(getattr(err, "message", "") or err).lower()
+        if err.status_code == 500:
+            return "response_format" in text
         return any(w in text for w in ("response_format", "json_schema", "schema", "structured"))
 
     def _response_format(self, task: str, schema: dict | None) -> dict[str, Any]:
-        if schema is not None and self._structured:
+        """The request's ``response_format``: ``json_schema`` with the task's schema;
+        after a server rejected that, JSON mode carrying the schema as ``schema``
+        (llama-cpp-python turns it into a grammar; others may ignore it); after that
+        was rejected too, plain JSON mode."""
+        if schema is not None and self._structured == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": task, "schema": schema, "strict": False}}
+        if schema is not None and self._structured == "json_object+schema":
+            return {"type": "json_object", "schema": schema}
         return {"type": "json_object"}
 
     def _retryable(self, err: Exception) -> bool:
@@ -498,9 +539,16 @@ class OpenAITransport:
                 if unreachable:
                     self._unreachable = unreachable
                     raise LLMUnreachable(unreachable) from None
-                if fmt is not None and fmt["type"] == "json_schema" and self._rejects_structured(err):
-                    logger.info("%s: %s rejects structured outputs; JSON mode from now on", task, self.endpoint)
-                    self._structured = False  # the same attempt again, in JSON mode
+                ctx = None if parts else self._context_overflow(err)
+                if ctx is not None:
+                    raise LLMContextError(self._context_message(request, estimate, ctx), ctx or None) from None
+                if fmt is not None and self._rejects_structured(err) and (
+                        fmt["type"] == "json_schema" or "schema" in fmt):
+                    nxt = "json_object+schema" if fmt["type"] == "json_schema" else "json_object"
+                    logger.info("%s: %s rejects response_format %s; %s from now on", task, self.endpoint,
+                                "json_schema" if fmt["type"] == "json_schema" else "json_object with a schema",
+                                "JSON mode with the schema" if nxt == "json_object+schema" else "plain JSON mode")
+                    self._structured = nxt  # the same attempt again, in the next mode
                     continue
                 if request.stream and not parts and include_usage and getattr(err, "status_code", None) == 400:
                     include_usage = False  # endpoint without stream_options support: ask again without
@@ -541,6 +589,7 @@ class OpenAITransport:
             messages=request.messages,
             temperature=self.settings.temperature,
             response_format=fmt,
+            **self._max_tokens(),
         )
         usage = getattr(resp, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -562,6 +611,7 @@ class OpenAITransport:
             temperature=self.settings.temperature,
             stream=True,
             **extra,
+            **self._max_tokens(),
         )
         pt = ct = 0
         finish = None
@@ -581,6 +631,11 @@ class OpenAITransport:
         finally:
             stream.close()
         return pt, ct, finish
+
+    def _max_tokens(self) -> dict[str, int]:
+        """``{"max_tokens": n}`` when ``settings.max_tokens`` caps the completion, else ``{}``."""
+        n = getattr(self.settings, "max_tokens", None)
+        return {"max_tokens": int(n)} if n else {}
 
     @staticmethod
     def _is_openai_error(err: Exception) -> bool:

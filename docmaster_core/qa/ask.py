@@ -481,6 +481,9 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     else:  # a model reads the whole question; the offline answerer ranks sentences by what is asked
         ans = _llm_answer(llm, need if llm.is_offline else q, evidence, doc_ids[0] if len(doc_ids) == 1 else None,
                           on_piece)
+        note = getattr(llm, "last_context_note", lambda: None)()
+        if note:  # passages left out to fit the model's context window: said where the warnings are
+            warnings = [*warnings, note]
     streamed = bool(evidence) and not llm.is_offline  # a chat model's answer came as tokens
     if on_piece is not None and not streamed:
         for piece in answer_pieces(ans.text):
