@@ -271,3 +271,6 @@ def test_first_five_minutes_chat_scope_example_answer_and_removal(empty_server):
         assert page.get_by_text("Removed 3 documents").count() == 1
         assert exception_count(page) == 0
     assert cli.main(["check", "--workspace", str(ws)]) == 0
+    # the ingest's parse process does not run the app script again (a quiet terminal)
+    log = (ws.parent / "server.log").read_text(errors="replace")
+    assert "missing ScriptRunContext" not in log
