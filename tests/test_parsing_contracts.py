@@ -191,3 +191,14 @@ def test_signature_block_is_tagged_and_stays_out_of_summaries(contract):
     summaries = [n.summary for n in tree.nodes if n.type in (NodeType.TITLE, NodeType.ROOT)]
     assert summaries and not any("By:" in s or "/s/" in s or "omitted" in s for s in summaries)
     assert tree.nodes[0].summary.startswith("This Agreement is made between Acme Components Inc.")
+
+
+def test_a_title_repeated_as_the_running_header_stays_the_title():
+    """PonderNet prints its title as the running header of every page: the header lines go,
+    the larger title line on page 1 stays the document's title."""
+    path = CORPUS / "2107.05407_pondernet.pdf"
+    if not path.is_file():
+        pytest.skip("PonderNet is not in ../shared/corpus/pdf")
+    parsed = PyMuPDFParser().parse(path)
+    assert parsed.title == "PonderNet: Learning to Ponder"
+    assert parsed.metadata["header_footer_lines_dropped"] >= parsed.n_pages - 1

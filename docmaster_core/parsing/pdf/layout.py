@@ -240,11 +240,14 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
     n = len(pages)
     keys: dict[tuple, set[int]] = defaultdict(set)
     anywhere: dict[str, set[int]] = defaultdict(set)
+    sizes: dict[str, Counter] = defaultdict(Counter)
     for pno, p in enumerate(pages):
         for l in p.lines:
             t = l.text.strip()
             if sum(ch.isalpha() for ch in t) >= 15 and 4 <= len(t.split()) <= 25:
-                anywhere[_running_key(t)].add(pno)
+                k = _running_key(t)
+                anywhere[k].add(pno)
+                sizes[k][round(l.size * 2) / 2] += 1
             band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
             if not band:
                 continue
@@ -267,8 +270,9 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
             band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
             if band and (band, _running_key(t)) in rep:
                 l.role = "header"
-            elif _running_key(t) in rep_any or _RULE_RE.match(t):
-                l.role = "header"
+            elif (_running_key(t) in rep_any and round(l.size * 2) / 2 == sizes[_running_key(t)].most_common(1)[0][0]) \
+                    or _RULE_RE.match(t):
+                l.role = "header"  # (the title, printed larger on page 1 than in the running header, stays)
             elif _DASHED_PAGENUM_RE.match(t):
                 l.role = "pagenum"
         left = sorted((l for l in p.lines if not l.role), key=lambda l: (l.y0, l.x0))
@@ -291,7 +295,8 @@ def body_style(pages: list[PageInfo]) -> tuple[float, str]:
     return float(size), font
 
 FILING_LABEL_RE = re.compile(r"^(?:ex(?:hibit)?[\s.\-]*\d+[\w.\-()]*|execution (?:copy|version)|confidential\w*|"
-                              r"certain .* omitted.*|\[?\*+\]?|page \d+.*|table of contents|quicklinks\b.*)$", re.IGNORECASE)
+                              r"certain .* omitted.*|\[?\*+\]?|page \d+.*|table of contents|quicklinks\b.*|for immediate release)$",
+                             re.IGNORECASE)
 # a legend printed in capitals above a filed contract, not its title
 _LEGEND_RE = re.compile(r"omitted|confidential treatment|redacted|denotes|securities and exchange commission|"
                         r"regulation s-k|\[\*+\]", re.IGNORECASE)
@@ -304,7 +309,8 @@ _KIND_RE = re.compile(r"\b(agreement|contract|amendment|addendum|licen[cs]e|leas
 def _title_line(p: PageInfo) -> str:
     """The title line of a document set in one size (a contract, a filing): above the
     first paragraph of prose on page 1, the first line in capitals (2-16 words) or a
-    centred line in title case (<= 10 words) that is not a filing label ("EXHIBIT
+    centred line in title case (<= 10 words) naming a kind of document ("Distribution
+    Agreement"; not an author line) that is not a filing label ("EXHIBIT
     10.32", "Execution Copy"), a legend ("CONFIDENTIAL TREATMENT ... OMITTED"), a date
     or a page number; of several, the first that names a kind of document
     ("... AGREEMENT") rather than a party. Marked ``doctitle``; ``""`` when there is
@@ -335,7 +341,7 @@ def _title_line(p: PageInfo) -> str:
         centred = abs((l.x0 + l.x1) / 2 - (left + right) / 2) < 0.1 * max(1.0, right - left) and l.x0 > left + 20
         titled = all(w[:1].isupper() or w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "by")
                      for w in re.findall(r"[A-Za-z][\w'’\-]*", t))
-        if (caps and 2 <= len(words) <= 16) or (centred and titled and 2 <= len(words) <= 10):
+        if (caps and 2 <= len(words) <= 16) or (centred and titled and 2 <= len(words) <= 10 and _KIND_RE.search(t)):
             run = [l]
             for q in lines[i + 1:i + 3]:  # a title wrapped over two lines
                 qt = q.text.strip()
