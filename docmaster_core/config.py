@@ -143,6 +143,9 @@ class RetrievalSettings(_Section):
         "in turn within this budget (fuse_within_budget); 0: the top-k fused passages instead.")
     evidence_pool: int = Field(
         40, ge=1, description="Passages each strategy offers to the combined filter evidence (the budget decides how many are taken).")
+    evidence_overlap: float = Field(
+        0.6, gt=0.0, le=1.0, description="A passage whose word 4-grams are this share inside the combined filter evidence "
+        "already taken (a section summary repeating its paragraphs) is skipped; 1.0: only exact repeats.")
 
 
 class FilterSettings(_Section):

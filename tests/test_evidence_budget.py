@@ -11,7 +11,9 @@ from docmaster_core.config import RetrievalSettings
 from docmaster_core.evaluation.evidence import coverage, load_gold_passages, normalised, shingles
 from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, on_topic
 from docmaster_core.filtering.run import run_filter
-from docmaster_core.retrieval.combine import fuse_within_budget
+from docmaster_core.filtering.evidence import search_query
+from docmaster_core.retrieval.combine import combsum, fuse_within_budget
+from docmaster_core.text.words import shingles as word_shingles
 from support.toy import TOY_DOCS, build_toy_workspace
 
 _FILLER = ("The parties shall cooperate in good faith and keep each other reasonably informed of the progress of "
@@ -42,6 +44,50 @@ def test_each_strategy_takes_its_turn_within_the_budget():
     # a passage larger than the budget is still taken when it is the first
     ids, _, _ = fuse_within_budget({"semantic": (np.array([9]), np.ones(1))}, {9: 5000}, 100)
     assert ids.tolist() == [9]
+
+
+def test_a_list_with_a_smaller_share_gives_its_best_passage_first_then_fewer():
+    lists = {"semantic": (np.array([1, 2, 3, 4]), np.ones(4, np.float32)),
+             "hyperedge": (np.array([11, 12, 13, 14]), np.ones(4, np.float32))}
+    chars = {n: 10 for n in (1, 2, 3, 4, 11, 12, 13, 14)}
+    ids, score, _ = fuse_within_budget(lists, chars, 60, ["semantic", "hyperedge"], shares={"hyperedge": 1 / 3})
+    # round 1: both best passages; rounds 2-3: semantic only; round 4: hyperedge's second
+    assert ids.tolist() == [1, 11, 2, 3, 4, 12]
+    assert score.tolist() == pytest.approx([1, 1, 1 / 2, 1 / 3, 1 / 4, 1 / 4])
+
+
+def test_a_passage_that_repeats_the_evidence_is_skipped():
+    para = "Either party may terminate this Agreement upon thirty days prior written notice to the other party."
+    summary = "Termination. " + para  # a section summary that repeats its paragraph
+    lists = {"semantic": (np.array([5, 6, 7]), np.ones(3, np.float32))}
+    texts = {5: para, 6: summary, 7: "This Agreement is governed by the laws of Ontario."}
+    chars = {n: len(t) for n, t in texts.items()}
+    sh = {n: word_shingles(t) for n, t in texts.items()}
+    ids, _, _ = fuse_within_budget(lists, chars, 10_000, shingles=sh, max_overlap=0.6)
+    assert ids.tolist() == [5, 7]
+    ids, _, _ = fuse_within_budget(lists, chars, 10_000)  # no shingles given: no check
+    assert ids.tolist() == [5, 6, 7]
+
+
+def test_combsum_puts_a_passage_good_in_both_lists_first():
+    lists = {"semantic": (np.array([1, 2, 3]), np.array([0.9, 0.6, 0.5])),
+             "keyword": (np.array([4, 3, 2]), np.array([12.0, 6.0, 5.0]))}
+    ids, sc = combsum(lists, ["semantic", "keyword"])
+    # 3: 0 + 1/7; 2: 0.25 + 0; 1: 1 + 0; 4: 0 + 1 -> tie of 1 and 4 broken by node id
+    assert ids.tolist()[:2] == [1, 4]
+    lists = {"semantic": (np.array([1, 3, 2]), np.array([0.9, 0.8, 0.5])),
+             "keyword": (np.array([4, 3, 2]), np.array([12.0, 11.0, 5.0]))}
+    ids, _ = combsum(lists, ["semantic", "keyword"])
+    assert ids.tolist()[0] == 3  # second in both lists (0.75 + 0.86) beats first in one (1)
+    assert combsum({}, ["semantic"])[0].size == 0
+
+
+def test_search_query_drops_the_question_framing():
+    assert search_query("Can a party terminate the agreement for convenience?") == \
+        "terminate the agreement for convenience"
+    assert search_query("Does the contract restrict a party from competing?") == "restrict a party from competing"
+    assert search_query("Does the paper report results on ImageNet?") == "report results on ImageNet"
+    assert search_query("retrieval-augmented generation") == "retrieval-augmented generation"
 
 
 def test_gold_passage_coverage_ignores_layout():

@@ -28,23 +28,11 @@ from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
 from ..errors import RetrievalError
+from ..text.words import SHINGLE, shingles
 
 __all__ = ["load_gold_passages", "shingles", "normalised", "coverage", "eval_evidence", "SHINGLE"]
 
-#: Words per shingle.
-SHINGLE = 4
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-def shingles(text: str, n: int = SHINGLE) -> set[tuple[str, ...]]:
-    """The word ``n``-grams of ``text`` (lower-cased alphanumeric tokens); a text shorter
-    than ``n`` words is one shingle of all its words (empty text: the empty set)."""
-    w = _WORD.findall((text or "").lower())
-    if not w:
-        return set()
-    if len(w) < n:
-        return {tuple(w)}
-    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
 
 
 def normalised(text: str) -> str:

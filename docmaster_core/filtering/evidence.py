@@ -38,17 +38,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import RetrievalError
 from ..model import NodeType
 from ..retrieval.corpus import TYPE_CODES, CorpusView
 from .decider import LexicalStats, robust_z
 from ..text.terms import condition_terms, tokens
 from ..tree.roles import ROLE_CODE, view_roles
 
-__all__ = ["condition_parts", "lexical_parts", "strip_question", "DocTerms", "doc_terms", "DocumentSignals",
+__all__ = ["condition_parts", "lexical_parts", "strip_question", "search_query", "DocTerms", "doc_terms", "DocumentSignals",
            "document_signals", "topm_per_doc", "distinctive_terms", "distinctive_share"]
 
 _FRAME = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have)\s+(?:the|this|a|an)?\s*"
                     r"(?:paper|document|article|report|study|work|manual|text|publication)(?:'s|s)?\s+", re.IGNORECASE)
+# the framing of a yes/no question about a document or a party: "Can a party ...", "Does the contract ..."
+_ASK = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have|can|may|will|must|should)\s+(?:the|this|a|an|any|either)?\s*"
+                  r"(?:paper|document|article|report|study|work|manual|text|publication|contract|agreement|party|parties)?"
+                  r"(?:'s|s)?\s+", re.IGNORECASE)
 # a conjunction that opens a second clause: "... and evaluate it on ...", "... together with a proof"
 _SPLIT = re.compile(
     r"\s*,?\s*\b(?:and(?:\s+also)?|together with|as well as|along with|while also)\s+"
@@ -68,6 +73,27 @@ def strip_question(condition: str) -> str:
     c = " ".join((condition or "").split())
     s = _FRAME.sub("", c, count=1).strip().rstrip("?").strip()
     return s or c
+
+
+def search_query(condition: str) -> str:
+    """The text a condition is searched with: the condition without the framing of its
+    question (``"Can a party terminate the agreement for convenience ...?"`` ->
+    ``"terminate the agreement for convenience ..."``).
+
+    A clause is written as a statement; the question's framing ("Does the contract",
+    "Can a party") is shared by every condition and pulls the small embedder towards other
+    questions and definitions. Measured on the filter evidence (issue 32): gold clause
+    inside the combined evidence 0.860 -> 0.876 on the contracts, key sentence 0.564 ->
+    0.604 on the papers. The decision rule's own terms (:func:`condition_parts`) keep the
+    narrower :func:`strip_question`.
+
+    Raises:
+        RetrievalError: the condition is empty.
+    """
+    c = " ".join((condition or "").split())
+    if not c:
+        raise RetrievalError("the filter condition is empty")
+    return _ASK.sub("", c, count=1).strip().rstrip("?").strip() or c
 
 
 def condition_parts(condition: str) -> list[str]:

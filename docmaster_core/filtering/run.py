@@ -73,8 +73,9 @@ from .results import compare_runs, move_cut
 from ..retrieval.retriever import Retriever, check_top_k
 from ..retrieval.candidates import Candidates, candidate_documents
 from ..retrieval.corpus import sub_view
+from ..retrieval.semantic import node_cosines
 from .decider import LexicalStats
-from .evidence import DocTerms, condition_parts, lexical_parts
+from .evidence import DocTerms, condition_parts, lexical_parts, search_query
 from ..model import NodeType
 from ..retrieval.corpus import TYPE_CODES
 from collections import Counter
@@ -325,7 +326,10 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
 
     ``combined`` is each strategy's best passages in turn within ``budget`` characters
     per document (default ``settings.evidence_chars``; 0: the top-k RRF list; see
-    :func:`~docmaster_core.retrieval.combine.fuse_within_budget`).
+    :func:`~docmaster_core.retrieval.combine.fuse_within_budget`), searched with
+    :func:`~.evidence.search_query` (the condition without its question framing); the
+    other strategies search with the condition as written. The cosines returned are with
+    the condition as written for every strategy (the decision rule was calibrated so).
 
     Returns:
         ``(documents, cosines)``: one :class:`DocumentResult` per document with its
@@ -335,7 +339,13 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
     view = view or retr.view
     if budget is None:
         budget = int(getattr(retr.settings, "evidence_chars", 0))
-    res = retr.rank(condition, strategies, doc_ids=doc_ids, top_k=top_k, view=view, budget=budget or None)
+    others = [s for s in strategies if not (budget and s == "combined")]
+    res = retr.rank(condition, others, doc_ids=doc_ids, top_k=top_k, view=view)
+    if budget and "combined" in strategies:
+        # the filter evidence searches without the question's framing (search_query)
+        comb = retr.rank(search_query(condition), ["combined"], doc_ids=doc_ids, top_k=top_k, view=view, budget=budget)
+        res.ranked["combined"] = comb.ranked["combined"]
+        res.combined_strategies.update(comb.combined_strategies)
     dis = np.flatnonzero(view.doc_mask(doc_ids)).tolist()
     docs = [DocumentResult(view.docs[di].doc_id, view.docs[di].file_name) for di in dis]
     # the evidence nodes of every document read at once, not tree by tree (a lazily loaded view)
@@ -343,6 +353,9 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
                   for di, (ids, _) in by_doc.items() for n in ids)
     cos_by: dict[str, list[np.ndarray]] = {}
     fv = retr.flat(view) if "flat" in strategies else None
+    node_cos, flat_cos = res.cos, res.flat_cos
+    if not set(others) & {"tree", "semantic", "hyperedge", "combined"}:  # rank computed no node cosines
+        node_cos = node_cosines(view, res.q)
     for s in strategies:
         cos_by[s] = []
         for r, di in zip(docs, dis):
@@ -352,9 +365,9 @@ def collect_evidence(retr: Retriever, condition: str, strategies: Sequence[str],
                 cos_by[s].append(np.zeros(0, np.float32))
             elif s == "flat":
                 first = int(np.searchsorted(fv.doc_of, di))
-                cos_by[s].append(res.flat_cos[first + got[0]])
+                cos_by[s].append(flat_cos[first + got[0]])
             else:
-                cos_by[s].append(res.cos[view.docs[di].start + got[0]])
+                cos_by[s].append(node_cos[view.docs[di].start + got[0]])
     return docs, cos_by
 
 

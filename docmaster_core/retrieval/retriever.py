@@ -19,13 +19,15 @@ import numpy as np
 
 from ..errors import RetrievalError
 from ..model import Evidence
-from .combine import EVIDENCE_ROTATION, STRATEGIES, STRUCTURED, fuse_within_budget, rrf_fuse, rrf_fuse_pages
+from .combine import (EVIDENCE_ROTATION, EVIDENCE_SHARES, HYBRID_LISTS, STRATEGIES, STRUCTURED, combsum,
+                      fuse_within_budget, rrf_fuse, rrf_fuse_pages)
 from .corpus import CorpusView, load_corpus, node_evidence, node_text
 from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
 from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
 from .references import find_references, resolve_references
 from .semantic import node_cosines, semantic_search, top_k_per_doc
 from .tree_traversal import tree_search
+from ..text.words import shingles
 
 __all__ = ["Retriever", "QueryResult", "EVIDENCE_PREFIX", "check_top_k"]
 
@@ -242,16 +244,22 @@ class Retriever:
         who: dict[int, list[str]] = {}
         for di in np.flatnonzero(mask).tolist():
             per = {s: got[di] for s, got in lists.items() if di in got}
+            if per:
+                per["hybrid"] = combsum(per, HYBRID_LISTS)
             per.update(_reference_list(view, di, refs, cos))
             if not per:
                 continue
             dv = view.docs[di]
             nids = {int(n) for ids, _ in per.values() for n in np.asarray(ids).tolist()}
             view.prefetch((di, n) for n in nids)
-            chars = {n: len(node_text(view.node(di, n), dv.tree.title if n == 0 else "")) for n in nids}
-            ids, sc, w = fuse_within_budget(per, chars, budget, EVIDENCE_ROTATION, first="reference")
+            texts = {n: node_text(view.node(di, n), dv.tree.title if n == 0 else "") for n in nids}
+            chars = {n: len(t) for n, t in texts.items()}
+            ids, sc, w = fuse_within_budget(per, chars, budget, EVIDENCE_ROTATION, first="reference",
+                                            shares=EVIDENCE_SHARES, shingles={n: shingles(t) for n, t in texts.items()},
+                                            max_overlap=float(self.settings.evidence_overlap))
             out[di] = (ids, sc)
-            who[di] = w
+            # the hybrid list is made of semantic and BM25: name the strategies themselves
+            who[di] = ["+".join(x for x in names.split("+") if x != "hybrid") for names in w]
         return out, who
 
     def to_evidence(self, res: QueryResult, strategy: str, doc_index: int, view: CorpusView | None = None) -> list[Evidence]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences", "is_prose", "is_cut_prose", "is_toc_entry"]
+__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences", "is_prose", "is_cut_prose", "is_toc_entry", "shingles", "SHINGLE"]
 
 _WS = re.compile(r"\s+")
+_ALNUM = re.compile(r"[a-z0-9]+")
+#: Words per shingle (:func:`shingles`).
+SHINGLE = 4
 # Abbreviations after which a period does not end a sentence.
 _ABBREV = re.compile(
     r"(?:\b(?:e\.g|i\.e|et al|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|Tab|No|Dr|Mr|Mrs|Ms|Prof|approx|resp|incl|al)\.|\b[A-Z]\.)$"
@@ -151,3 +154,15 @@ _TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}")
 def is_toc_entry(text: str | None) -> bool:
     """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7")."""
     return bool(_TOC_ENTRY.search(text or ""))
+
+
+def shingles(text: str | None, n: int = SHINGLE) -> set[tuple[str, ...]]:
+    """The word ``n``-grams ("shingles", Broder 1997) of ``text``: lower-cased alphanumeric
+    tokens, so hyphenation, line breaks and punctuation do not matter. A text shorter than
+    ``n`` words is one shingle of all its words; empty text gives the empty set."""
+    w = _ALNUM.findall((text or "").lower())
+    if not w:
+        return set()
+    if len(w) < n:
+        return {tuple(w)}
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
