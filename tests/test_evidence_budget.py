@@ -154,3 +154,21 @@ def test_a_condition_nothing_meets_keeps_nothing(ws_contract, embedder):
 def test_on_topic_needs_meaning_or_distinctive_words():
     got = on_topic(np.array([0.62, 0.31, 0.31, 0.0]), np.array([0.0, 0.75, 0.25, 0.0]), DEFAULT_CALIBRATION)
     assert got.tolist() == [True, True, False, False]
+
+
+def test_distinctive_share_weighs_the_rare_words(ws_contract, embedder):
+    from docmaster_core.filtering.decider import lexical_stats
+    from docmaster_core.filtering.evidence import distinctive_share, distinctive_terms
+    from docmaster_core.retrieval.retriever import Retriever
+
+    view = Retriever(ws_contract, embedder, RetrievalSettings()).view
+    stats = lexical_stats(view)
+    cond = "supplier deliver products aircraft engines"  # the contract holds the first three, nobody the last two
+    assert distinctive_terms(cond, stats) == ["supplier", "deliver", "products", "aircraft", "engines"]
+    share = distinctive_share(view, cond, stats)
+    i = next(j for j, d in enumerate(view.docs) if d.file_name == "supply_agreement.pdf")
+    # 3 of 5 words, but the two missing words are the rarest: they weigh more than the words present
+    w = {t: stats.idf(t) for t in distinctive_terms(cond, stats)}
+    assert share[i] == pytest.approx((w["supplier"] + w["deliver"] + w["products"]) / sum(w.values()))
+    assert w["aircraft"] > w["supplier"] and share[i] < 3 / 5
+    assert share[[j for j in range(len(view.docs)) if j != i]].max() < share[i]
