@@ -276,7 +276,7 @@ with st.expander("Cluster sizes and sample passages"):
                      "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
-st.subheader("Anchor pairs")
+st.subheader("Passage pairs the LLM checked (anchor pairs)")
 if mode == "document":
     rows = anchor_rows(idx, tree)
 else:
@@ -285,7 +285,9 @@ else:
         for r in anchor_rows(coll["documents"][d], trees[d]):
             rows.append({"file": shorten(by_id[d].file_name, 40), **r})
 if rows:
-    st.caption("Top-k SEC pairs (Eq. 1) with the LLM's must-link / cannot-link label; PC-KMeans (Eq. 2) pays w per violation.")
+    st.caption("The k pairs of passages that score highest on meaning and closeness in the tree (SEC, Eq. 1), each "
+               "marked by the LLM as belonging together (must-link) or apart (cannot-link); the grouping pays w for "
+               "each mark it breaks (PC-KMeans, Eq. 2).")
     df = pd.DataFrame(rows)
     st.dataframe(
         df.style.map(lambda v: "color: #15803d" if v == "must-link" else ("color: #b91c1c" if v == "cannot-link" else ""),

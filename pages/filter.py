@@ -13,6 +13,8 @@ from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
     STRATEGIES_HELP,
+    STRATEGY_WORDS,
+    decisions_line,
     deciding,
     difference_rows,
     doc_match,
@@ -116,8 +118,9 @@ if run_clicked:
                         except DocMasterError as e:
                             st.warning(md_escape(f"{d.file_name}: index not built ({e})"))
                         bar.progress((i + 1) / len(missing), text=f"Configuration {name}: indexed {shorten(d.file_name, 40)}")
-            st.write(f"Configuration {name}: {', '.join(cfg['strategies'])} (keep by {cfg['decide_by']}), "
-                     f"top-k {cfg['top_k']}, gamma {cfg['gamma']}")
+            st.write(f"Configuration {name}: ways {', '.join(STRATEGY_WORDS.get(x, x) for x in cfg['strategies'])} "
+                     f"(decide by {STRATEGY_WORDS.get(cfg['decide_by'], cfg['decide_by'])}), {cfg['top_k']} passages "
+                     f"per way, weight of deep sections {cfg['gamma']}")
             t0 = time.perf_counter()
             try:
                 runs[name] = run_filter(dm, condition.strip(), cfg)
@@ -221,8 +224,8 @@ if len(shown_runs) == 2:
         show = comp[kept_differs].drop(columns=["doc_id", "differs"])
         show["file"] = show["file"].map(lambda f: shorten(f, 48))
         st.dataframe(show, hide_index=True, width="stretch",
-                     column_config={c: st.column_config.TextColumn(c, help=STRATEGIES_HELP)
-                                    for c in ("A strategies", "B strategies")})
+                     column_config={f"{c} strategies": st.column_config.TextColumn(f"{c}: each way", help=STRATEGIES_HELP)
+                                    for c in "AB"})
     else:
         st.caption("A and B keep the same documents.")
 runs = shown_runs
@@ -262,10 +265,13 @@ if doc is None:
     st.stop()
 
 verdict = {True: "kept", False: "rejected"}.get(doc_match(runs[which], doc), "undecided")
-st.markdown(md_escape(f"{rec.file_name}: {verdict} by {runs[which].get('strategy', '')}"))
+decider_name = str(runs[which].get("strategy", ""))
+st.markdown(md_escape(f"{rec.file_name}: {verdict} by {STRATEGY_WORDS.get(decider_name, decider_name)} "
+                      f"({decider_name})"))
+st.caption(md_escape("Each way: " + decisions_line(doc.get("decisions") or {}, list(doc.get("decisions") or {}))))
 for s_name, dec in (doc.get("decisions") or {}).items():
     if (dec or {}).get("rationale"):
-        st.caption(md_escape(f"{s_name}: {dec['rationale']}"))
+        st.caption(md_escape(f"{STRATEGY_WORDS.get(s_name, s_name)} ({s_name}): {dec['rationale']}"))
 for s_name, dec in (doc.get("decisions") or {}).items():
     if (dec or {}).get("error"):
         st.warning(md_escape(f"{s_name}: no decision ({dec['error']})"))
@@ -284,7 +290,7 @@ with left:
     for e in evidence:
         groups.setdefault(by_letter.get(str(e.get("evidence_id", "?"))[:1], "other"), []).append(e)
     names = [n for n in [*by_letter.values(), "other"] if n in groups]
-    tabs = st.tabs([f"{n} ({len(groups[n])})" for n in names])
+    tabs = st.tabs([f"{STRATEGY_WORDS.get(n, n)} ({len(groups[n])})" for n in names])
     for tab, n in zip(tabs, names):
         with tab:
             for e in groups[n]:
@@ -295,7 +301,7 @@ with right:
     decisive = str(runs[which].get("strategy", ""))
     if st.session_state.get(W_BOXES) not in names:
         st.session_state[W_BOXES] = decisive if decisive in names else names[0]
-    shown = st.radio("Boxes of", names, key=W_BOXES, horizontal=True,
+    shown = st.radio("Boxes of", names, key=W_BOXES, horizontal=True, format_func=lambda n: STRATEGY_WORDS.get(n, n),
                      help="Whose evidence is drawn on the page image (the run's deciding strategy first).")
     ev_shown = groups[shown]
     pages = sorted({int(e["page"]) for e in ev_shown if e.get("page")})

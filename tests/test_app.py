@@ -402,7 +402,7 @@ def test_filter_compare_and_export_from_engine_run():
 
     comp = difference_rows(DocMaster, a, b)  # the facade's comparison (a static method)
     assert [r["differs"] for r in comp] == [True, False]
-    assert [r["A strategies"] for r in comp] == ["S✓ C✓", "S✓ C✗"]  # one compact cell per run
+    assert [r["A strategies"] for r in comp] == ["search ✓ yes · all ✓ yes", "search ✓ yes · all ✗ no"]  # each way in plain words
     assert compare_runs(a, b, documents=True)["documents"][0]["b_decisions"] == {"combined": True, "semantic": False}
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
     assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""

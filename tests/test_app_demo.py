@@ -241,8 +241,8 @@ def test_filter_row_click_opens_that_documents_evidence(app_uploaded, app_env):
     run_app(at)
     assert at.selectbox(key="w_filter_doc").value == docs[1].doc_id and at.radio(key="w_filter_which").value == "B"
     texts = page_texts(at)
-    assert f"{docs[1].file_name}: rejected by combined" in texts
-    assert f"combined: why {docs[1].file_name}" in texts
+    assert f"{docs[1].file_name}: rejected by all (combined)" in texts
+    assert f"all (combined): why {docs[1].file_name}" in texts
     ev = evidence_list(runs["B"]["documents"][1])[0]
     assert any(ev["text"][:40] in t for t in texts) and len(at.image) == 1
     assert at.selectbox(key="w_filter_page").value == ev["page"]
@@ -266,10 +266,10 @@ def test_filter_tables_show_each_strategy_in_one_compact_cell(app_uploaded, app_
     run_app(at)
     table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0").value
     assert list(table_a.columns) == ["rank", "score", "kept", "strategies", "file", "certainty", "rationale"]
-    assert list(table_a["strategies"]) == ["C✓", "C✗"]
+    assert list(table_a["strategies"]) == ["1 of 1", "0 of 1"]
     diff = next(df.value for df in at.dataframe if "A match" in df.value.columns)
     assert list(diff.columns) == ["file", "A match", "B match", "A strategies", "B strategies"]
-    assert list(diff["A strategies"]) == ["C✗"] and list(diff["B strategies"]) == ["C✓"]
+    assert list(diff["A strategies"]) == ["all ✗ no"] and list(diff["B strategies"]) == ["all ✓ yes"]
 
 
 def test_filter_evidence_panel_follows_the_current_run(app_uploaded, app_env):
@@ -293,7 +293,7 @@ def test_filter_evidence_panel_follows_the_current_run(app_uploaded, app_env):
     at.session_state["dm_filter_runs"] = new_runs
     run_app(at)
     assert at.selectbox(key="w_filter_doc").value == docs[0].doc_id and at.radio(key="w_filter_which").value == "A"
-    assert f"{docs[0].file_name}: kept by combined" in page_texts(at)
+    assert f"{docs[0].file_name}: kept by all (combined)" in page_texts(at)
 
 
 def test_filter_configuration_b_survives_a_reload(app_uploaded, app_env):

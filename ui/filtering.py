@@ -33,7 +33,10 @@ from . import state
 __all__ = [
     "STRATEGIES",
     "DECISION_COLUMNS",
-    "STRATEGY_LETTERS",
+    "STRATEGY_WORDS",
+    "STRATEGY_LABELS",
+    "STRATEGIES_LABEL",
+    "decisions_line",
     "RANKED_COLUMN_WIDTHS",
     "default_config",
     "render_filter_form",
@@ -154,33 +157,42 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
     st.markdown(f"**{title}**")
     state.seed_widget(_wkey(prefix, "strategies"), cfg["strategies"])
     strategies = st.multiselect(
-        "Strategies",
+        "Ways of finding the evidence",
         STRATEGIES,
+        format_func=lambda s: STRATEGY_LABELS.get(s, s),
         key=_wkey(prefix, "strategies"),
-        help="tree traversal, semantic search (FAISS), hyper-edge matching, combined = their reciprocal-rank "
-        "fusion, flat = fixed-size chunk baseline. Each chosen strategy gets its own decision.",
+        help="The paper's retrieval strategies: tree traversal, semantic search (FAISS), hyper-edge matching; "
+        "combined = every strategy's best passages in turn within a character budget; flat = fixed-size chunks "
+        "(the baseline). Each chosen way gets its own decision.",
     )
     choices = [x for x in STRATEGIES if x in strategies] or ["combined"]
     if st.session_state.get(_wkey(prefix, "decide_by")) not in choices:
         st.session_state[_wkey(prefix, "decide_by")] = cfg["decide_by"] if cfg["decide_by"] in choices else choices[-1]
-    decide_by = st.selectbox("Keep a document when this strategy says yes", choices, key=_wkey(prefix, "decide_by"))
+    decide_by = st.selectbox("Decide by", choices, format_func=lambda s: STRATEGY_LABELS.get(s, s),
+                             key=_wkey(prefix, "decide_by"),
+                             help="A document is kept when this way's evidence says yes; the others are shown beside it.")
     c1, c2 = st.columns(2)
     with c1:
         state.seed_widget(_wkey(prefix, "top_k"), int(cfg["top_k"]))
-        top_k = st.slider("top-k per strategy", 1, 30, key=_wkey(prefix, "top_k"))
+        top_k = st.slider("Passages per way", 1, 30, key=_wkey(prefix, "top_k"),
+                          help="top-k: the passages each way hands over per document")
     with c2:
         state.seed_widget(_wkey(prefix, "gamma"), float(cfg["gamma"]))
-        gamma = st.slider("gamma (depth decay)", 0.05, 1.0, step=0.05, key=_wkey(prefix, "gamma"),
-                          help="s(v,q) = w_type · cos · gamma^depth")
+        gamma = st.slider("Weight of deep sections", 0.05, 1.0, step=0.05, key=_wkey(prefix, "gamma"),
+                          help="gamma, the depth decay: lower favours top-level sections over deeply nested ones; "
+                          "s(v,q) = w_type · cos · gamma^depth")
     out: dict[str, Any] = {"strategies": list(strategies), "decide_by": decide_by, "top_k": int(top_k),
                            "gamma": float(gamma)}
-    with st.expander("Type weights"):
+    with st.expander("Weight of headings, text, tables, figures, equations (type weights)"):
         cols = st.columns(len(_TYPE_WEIGHTS))
         for col, (name, label) in zip(cols, _TYPE_WEIGHTS):
             with col:
                 state.seed_widget(_wkey(prefix, name), float(cfg[name]))
                 out[name] = float(st.number_input(label, 0.0, 5.0, step=0.1, key=_wkey(prefix, name)))
-    with st.expander("Index (alpha, k, K, w)"):
+    with st.expander("How passages are grouped (alpha, k, K, w)"):
+        st.caption("alpha: how much meaning counts against closeness in the tree (Eq. 1); k: pairs of passages the "
+                   "LLM marks as belonging together or apart, per document; K: groups per document; w: how strongly "
+                   "the grouping keeps those marks (PC-KMeans, Eq. 2)")
         c = st.columns(4)
         specs = [("alpha", 0.0, 1.0, 0.05, float), ("k", 0, 100, 1, int), ("K", 1, 30, 1, int), ("w", 0.0, 10.0, 0.25, float)]
         for col, (name, lo, hi, step, typ) in zip(c, specs):
@@ -361,25 +373,47 @@ def by_score(run: dict[str, Any], doc: dict[str, Any]) -> bool | None:
     return None if k is None or rank is None else int(rank) <= int(k)
 
 
-#: One letter per strategy in the compact decision cell (the letters of the evidence ids).
-STRATEGY_LETTERS = {"tree": "T", "semantic": "S", "hyperedge": "H", "combined": "C", "flat": "F"}
+#: One plain word per strategy (the decision cell, the method chooser); the paper's names
+#: are in :data:`STRATEGY_LABELS` and the help texts.
+STRATEGY_WORDS = {"tree": "tree", "semantic": "search", "hyperedge": "groups", "combined": "all", "flat": "chunks"}
+#: What each strategy does, in the form's choosers.
+STRATEGY_LABELS = {
+    "tree": "tree: walks down the sections",
+    "semantic": "search: passages close in meaning",
+    "hyperedge": "groups: related passages (hyper-edges)",
+    "combined": "all: every method's best passages",
+    "flat": "chunks: fixed-size pieces (baseline)",
+}
 #: Help of the compact decision column.
-STRATEGIES_HELP = ("Each strategy's decision: T tree, S semantic, H hyper-edge, C combined, F flat; "
-                   "✓ yes, ✗ no, – not decided")
+STRATEGIES_HELP = ("How many of the ways of finding evidence said yes (the document's own decisions are listed under "
+                   "Evidence): tree = tree traversal, search = semantic search, groups = hyper-edge matching, all = "
+                   "the combined evidence, chunks = flat chunks (the baseline)")
+#: Label of the compact decision column.
+STRATEGIES_LABEL = "ways saying yes"
 
 
 def decision_cell(decisions: dict[str, Any], columns: list[str]) -> str:
-    """The strategies' decisions of one document as one short cell, e.g. ``"T✓ S✗ H✓ C✓"``.
+    """The strategies' decisions of one document as one short cell: how many said yes,
+    ``"3 of 4"`` (``"3 of 4, 1 undecided"`` when some did not decide).
 
     Args:
         decisions: ``{strategy: Decision.to_dict() | bool | None}``.
         columns: Strategies shown, in order (those of :data:`DECISION_COLUMNS` decided in the runs).
     """
+    vals = [(decisions.get(c) or {}).get("decision") if isinstance(decisions.get(c), dict) else decisions.get(c)
+            for c in columns]
+    yes, undecided = sum(v is True for v in vals), sum(v is None for v in vals)
+    return f"{yes} of {len(vals)}" + (f", {undecided} undecided" if undecided else "")
+
+
+def decisions_line(decisions: dict[str, Any], columns: list[str]) -> str:
+    """Each strategy's decision in plain words, e.g. ``"tree ✓ yes · search ✗ no · all ✓ yes"``
+    (:data:`STRATEGY_WORDS`)."""
     def one(v: Any) -> str:
         v = v.get("decision") if isinstance(v, dict) else v
-        return "✓" if v is True else "✗" if v is False else "–"
+        return "✓ yes" if v is True else "✗ no" if v is False else "– not decided"
 
-    return " ".join(f"{STRATEGY_LETTERS.get(c, c[:1].upper())}{one(decisions.get(c))}" for c in columns)
+    return " · ".join(f"{STRATEGY_WORDS.get(c, c)} {one(decisions.get(c))}" for c in columns)
 
 
 #: Pixel widths of the ranked table's decision columns: with the row-selection box
@@ -440,7 +474,8 @@ def ranked_column_config(columns: list[str]) -> dict:
         elif c == "rank":
             out[c] = st.column_config.NumberColumn(c, width=w)
         else:
-            out[c] = st.column_config.TextColumn(c, width=w, help=helps.get(c))
+            out[c] = st.column_config.TextColumn(STRATEGIES_LABEL if c == "strategies" else c, width=w,
+                                                 help=helps.get(c))
     return out
 
 
@@ -514,14 +549,14 @@ def difference_rows(dm: Any, run_a: dict[str, Any], run_b: dict[str, Any]) -> li
     """Side-by-side decisions of two runs per document, from the engine's comparison
     (``dm.compare_runs``, :func:`~docmaster_core.filtering.results.compare_runs`): file, ``A match``,
     ``B match`` (each run's deciding strategy), ``A strategies``, ``B strategies``
-    (:func:`decision_cell`), ``differs`` (the match or a strategy decided in both runs
+    (each strategy's decision in words, :func:`decisions_line`), ``differs`` (the match or a strategy decided in both runs
     differs), doc_id."""
     cols = _columns(run_a, run_b)
     rows = []
     for r in dm.compare_runs(run_a, run_b, documents=True)["documents"]:
         rows.append({"file": r["file"], "A match": mark(r["a"]), "B match": mark(r["b"]),
-                     "A strategies": decision_cell(r["a_decisions"], cols),
-                     "B strategies": decision_cell(r["b_decisions"], cols),
+                     "A strategies": decisions_line(r["a_decisions"], cols),
+                     "B strategies": decisions_line(r["b_decisions"], cols),
                      "differs": r["differs"], "doc_id": r["doc_id"]})
     return rows
 
