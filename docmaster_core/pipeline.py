@@ -198,6 +198,9 @@ class DocMaster(IngestStage, IndexStage):
                 0.9, delta 0.1).
             deferred: doc_ids the user skipped.
 
+        Screening is re-ranked by the answers so far (relevance feedback on the documents'
+        mean node embeddings, :class:`~docmaster_core.filtering.review.Feedback`).
+
         Returns:
             :class:`~docmaster_core.filtering.review.DocumentReview`: the next documents to
             answer, the kept set and the promise.
@@ -208,7 +211,10 @@ class DocMaster(IngestStage, IndexStage):
         from .filtering.review import ReviewTargets, review_documents
 
         try:
-            return review_documents(list(ranking), self.answers(condition), targets or ReviewTargets(), deferred)
+            ranking = list(ranking)
+            feats = self.retriever().view.doc_vectors(ranking) if ranking else None
+            return review_documents(ranking, self.answers(condition), targets or ReviewTargets(), deferred,
+                                    features=feats)
         except ValueError as e:
             raise RetrievalError(str(e)) from None
 

@@ -48,6 +48,17 @@ sys.path.insert(0, str(ROOT))
 EVAL = ROOT.parent / "shared" / "eval"
 
 
+def doc_features(workspace: str, files: list[str]) -> np.ndarray:
+    """float32 (D, d): each document's mean node embedding, in the order of ``files``."""
+    from docmaster_core.pipeline import DocMaster
+    from docmaster_core.store.workspace import Workspace
+
+    view = DocMaster(Workspace(workspace, create=False)).retriever().view
+    by = {dv.file_name: dv for dv in view.docs}
+    emb = np.asarray(view.emb, dtype=np.float32)
+    return np.stack([emb[by[f].start:by[f].start + by[f].n_nodes].mean(0) for f in files])
+
+
 def rankings(workspace: str, conditions: list[tuple[str, str]]) -> dict[str, dict]:
     """``{cid: {"text", "files", "rank"}}``: the combined ranking, one retrieval per condition."""
     from docmaster_core.pipeline import DocMaster
@@ -68,9 +79,9 @@ def copies(n_docs: int, total: int) -> np.ndarray:
 
 
 def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float, seeds: int, total: int | None,
-                  oracle_cls, text: str) -> dict:
+                  oracle_cls, text: str, features: np.ndarray | None = None) -> dict:
     """Means over seeds for one condition, target and noise level."""
-    from docmaster_core.filtering.review import ReviewTargets, planned_calls, run_review
+    from docmaster_core.filtering.review import Feedback, ReviewTargets, planned_calls, run_review
 
     rank = np.asarray(d["rank"], dtype=np.int64)
     src = copies(len(rank), total) if total else np.arange(len(rank))
@@ -86,7 +97,8 @@ def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float,
         truth = y[src]
         ans = np.where(flips, 1 - np.maximum(truth, 0), np.maximum(truth, 0)).astype(np.float64)
         t = ReviewTargets(recall=tau, delta=delta, seed=seed)
-        st = run_review(order, t, lambda idx: ans[idx], chunk=1)
+        fb = Feedback(features[src]) if features is not None else None
+        st = run_review(order, t, lambda idx: ans[idx], chunk=1, feedback=fb)
         kept = np.zeros(n, dtype=bool)
         kept[st.matches] = True
         mo = ans > 0.5
@@ -176,6 +188,9 @@ def main(argv=None) -> int:
     ap.add_argument("--delta", type=float, default=0.1)
     ap.add_argument("--copies", type=int, help="build a collection of this many documents from copies")
     ap.add_argument("--bargain", type=int, metavar="BUDGET", help="also run BARGAIN_R with this many oracle calls")
+    ap.add_argument("--no-feedback", dest="feedback", action="store_false",
+                    help="screen in the evidence ranking's order only (default, as the product: re-ranked by the "
+                    "answers so far, Feedback on each document's mean node embedding)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
 
@@ -191,13 +206,16 @@ def main(argv=None) -> int:
         data = rankings(args.workspace, conds)
         cache.write_text(json.dumps(data))
     print(f"rankings: {time.perf_counter() - t0:.1f} s for {len(conds)} conditions")
+    feats = doc_features(args.workspace, next(iter(data.values()))["files"]) if args.feedback else None
     out: dict = {"delta": args.delta, "seeds": args.seeds, "copies": args.copies, "tables": {}}
     for tau in args.recall_target:
         for flip in args.flip:
             rows = {}
             for cid, d in data.items():
                 y = np.array([labels.get((normalize(d["text"]), f), -1) for f in d["files"]], dtype=np.int64)
-                rows[cid] = run_condition(d, y, tau, args.delta, flip, args.seeds, args.copies, Oracle, d["text"])
+                assert feats is None or d["files"] == next(iter(data.values()))["files"]
+                rows[cid] = run_condition(d, y, tau, args.delta, flip, args.seeds, args.copies, Oracle, d["text"],
+                                          features=feats)
             out["tables"][f"{tau:g}/{flip:g}"] = rows
             n = args.copies or len(next(iter(data.values()))["files"])
             print(f"\n#### recall target {tau:g}, delta {args.delta:g}, {int(round(100 * flip))} % of oracle answers "

@@ -157,7 +157,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..filtering.results import run_ranking
-    from ..filtering.review import ReviewTargets, run_review
+    from ..filtering.review import Feedback, ReviewTargets, run_review
 
     dm = open_docmaster(args)
     try:
@@ -180,7 +180,8 @@ def cmd_review(args: argparse.Namespace) -> int:
                              for i in idx.tolist()])
 
         pre = np.array([float(known[d][0]) if d in known else float("nan") for d in ranking])
-        run_review(np.arange(len(ranking)), targets, ask, known=pre, chunk=1)
+        run_review(np.arange(len(ranking)), targets, ask, known=pre, chunk=1,
+                   feedback=Feedback(dm.retriever().view.doc_vectors(ranking)))
         kept_own = [d for d, v in labels.items() if d in known and known[d][0] != v]
         if kept_own:
             print(f"note: {len(kept_own)} label(s) of {args.labels} differ from answers stored before and were not "

@@ -473,7 +473,8 @@ def run_filter(
         review_strats = [strategy] if review is not None else []
         if review is not None:
             review_report = decide_with_review(llm, cond, docs, offline[strategy], strategy, review, workers,
-                                               _llm_decide, _cached_decision, stored)
+                                               _llm_decide, _cached_decision, stored,
+                                               features=run_view.doc_vectors([r.doc_id for r in docs]))
         jobs = [(r, s) for r in docs for s in llm_strats if s not in review_strats]
         if jobs:
             with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:
