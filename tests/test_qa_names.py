@@ -41,6 +41,18 @@ _SUPPLIERS = ["Arbelo", "Corvane", "Dunmore", "Elsworth", "Fenwick", "Garrow", "
 _STATES = ["Ohio", "Iowa", "Utah", "Idaho", "Maine", "Texas", "Kansas", "Alaska"]
 CONTRACTS += [_contract(f"dist-{n.lower()}.pdf", f"{n} Components Inc.", f"{n}wood Distribution Ltd.",
                         _STATES[i % len(_STATES)], 6 * (i % 5 + 1)) for i, n in enumerate(_SUPPLIERS)]
+# a contract whose law clause never says "govern" nor "jurisdiction" (cuad-039 and cuad-009 say it so)
+CONTRACTS.append(("dist-echo.pdf", "Marketing Agreement between Tolliver Data Systems and Network 1 Financial", [
+    (None, ["This Marketing Agreement is made on May 2, 2018 by and between Tolliver Data Systems, Inc., an Indiana "
+            "corporation (\"Licensee\"), and NETWORK 1 FINANCIAL, INC., a Virginia corporation (\"Programmer\")."]),
+    ("1. Services", ["Programmer shall provide the programming described in Schedule A to Licensee during the term."]),
+    ("2. Fees", ["Licensee shall pay Programmer a monthly fee of $4,000 within fifteen days of each invoice."]),
+    ("16. Construction", ["This Agreement will be construed in accordance with the laws of the State of Indiana "
+                          "without regard to principles of conflicts of laws."]),
+    ("17. Counterparts", ["This Agreement may be signed in counterparts, each of which is an original."]),
+]))
+
+
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
@@ -82,6 +94,39 @@ def test_ask_answers_from_the_named_contract_with_its_clause_not_its_preamble(dm
     # the same question without names is asked over every document, as before
     plain = dm.ask("Which state's law governs the agreement?", all_docs=True, save=False)
     assert plain.doc_source == "all"
+
+
+def test_a_law_clause_in_other_words_answers_a_named_place_question(dm):
+    """The clause says "construed in accordance with the laws of the State of Indiana": no
+    "governs", no "jurisdiction". A place question is answered by a sentence naming a place
+    (the class noun "jurisdiction" is what a place answers), and the party names, a digit
+    among them, are left out of the need."""
+    q = "Which jurisdiction's law governs the agreement between Tolliver Data Systems, Inc and NETWORK 1 FINANCIAL, INC?"
+    view = dm.retriever().view
+    r = route_by_names(q, view)
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-echo.pdf"]
+    assert r.need == "Which jurisdiction's law governs the agreement?"
+    res = dm.ask(q, all_docs=True, save=False)
+    assert res.answer.outcome != "not_found", res.answer.text
+    assert any("State of Indiana" in c.quote for c in res.answer.citations)
+    # the same clause does not answer what the contract never speaks of
+    res = dm.ask("What is the liability cap in the agreement between Tolliver Data Systems and NETWORK 1 FINANCIAL?",
+                 all_docs=True, save=False)
+    assert res.answer.outcome == "not_found"
+
+
+def test_place_questions_and_place_answers():
+    from docmaster_core.text.answer_units import names_place, profile_question
+
+    p = profile_question("Which jurisdiction's law governs the agreement?")
+    assert p.answer_type == "place" and p.class_terms == ["jurisdiction"]
+    assert profile_question("In which country was the study conducted?").answer_type == "place"
+    assert profile_question("What is the notice period for termination?").answer_type != "place"
+    assert names_place("construed in accordance with the laws of the State of Indiana without regard")
+    assert names_place("resolved by arbitration in McLean, Virginia, pursuant to the rules")
+    assert names_place("governed by Delaware law.")
+    assert not names_place("governed by the laws of such state")
+    assert not names_place("13. Governing Law. This Agreement shall be governed by applicable Law.")
 
 
 def test_cli_ask_says_which_document_was_named(dm, monkeypatch, capsys):

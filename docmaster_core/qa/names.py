@@ -331,5 +331,37 @@ def _need(question: str, names: set[str], front: set[str]) -> str:
             left, right = i > 0 and drop[i - 1], i + 1 < len(words) and drop[i + 1]
             if (left or right) and (part(w, left and right) or _strip(w).lower() in _JOINERS):
                 drop[i] = changed = True
+    _drop_name_spans(words, drop)
     out = " ".join(w for w, d in zip(words, drop) if not d).strip(" ,")
     return out + ("?" if question.rstrip().endswith("?") and not out.endswith("?") else "")
+
+
+#: Words that introduce the parties of an agreement: "between A and B", "with A".
+_SPAN_OPENERS = frozenset("between with".split())
+
+
+def _drop_name_spans(words: list[str], drop: list[bool], max_gap: int = 4) -> None:
+    """Drop, in place, the rest of a names phrase opened by "between" or "with": from the
+    opener to the last dropped name word after it, with gaps of at most ``max_gap`` kept
+    words ("between Payment Data Systems, Inc and NETWORK 1 FINANCIAL, INC" leaves no
+    "1"; "between Web site owners (hereafter, ...) and Software Publishers" no "site
+    owners"). A phrase ends at the end of its sentence."""
+    i = 0
+    while i < len(words):
+        if _strip(words[i]).lower() in _SPAN_OPENERS and any(drop[i + 1:i + 3]):
+            last, gap = i, 0
+            for j in range(i + 1, len(words)):
+                if drop[j]:
+                    last, gap = j, 0
+                else:
+                    gap += 1
+                    if gap > max_gap:
+                        break
+                if words[j].rstrip("\"')").endswith(("?", "!")) or (words[j].endswith(".") and j + 1 < len(words)
+                                                                     and words[j + 1][:1].isupper() and not drop[j]):
+                    break
+            for j in range(i, last + 1):
+                drop[j] = True
+            i = last + 1
+            continue
+        i += 1

@@ -35,7 +35,7 @@ from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units"]
+           "rank_answer_units", "names_place"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -66,6 +66,20 @@ _NUMBER_Q = re.compile(
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
                         r"loss function|objective|recast)\b", re.I)
 _CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure|fig\.|table) \d+\b", re.I)
+# "which state's law", "in what country", "which courts": the answer is a place; the class noun
+# ("state", "jurisdiction") is what a place answers, so a unit naming a place covers it
+_PLACE_Q = re.compile(r"\b(?:which|what|whose)\s+(?:[a-z]+\s+)?(state|country|jurisdiction|city|courts?|place|location|"
+                      r"venue|county|province|nation|territory|forum)(?:'s|s'|\u2019s|s)?\b|"
+                      r"\b(?:which|what)\s+(laws?)\s+(?:govern|appl|control)", re.I)
+# a place named in a unit: "laws of the State of Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"
+_GENERIC_CAP = ("Agreement", "Party", "Parties", "This", "Such", "Any", "Each", "The", "Governing", "Applicable",
+                "Choice", "Company", "Section", "Article", "Schedule", "Exhibit")
+_PLACE_A = re.compile(
+    r"\b(?:[Ll]aws?|[Cc]ourts?|[Ss]tate|[Cc]ommonwealth|[Pp]rovince|[Rr]epublic|[Kk]ingdom|[Cc]ounty|[Cc]ity|"
+    r"[Cc]ountry|[Tt]erritory)\s+of\s+(?:the\s+)?(?:(?:State|Commonwealth|Province|Republic)\s+of\s+)?"
+    r"(?!(?:%s)\b)[A-Z][\w'\u2019.-]+|"
+    r"\b(?:in|at)\s+[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?,\s+(?:[A-Z][a-z]+|[A-Z]{2})\b|"
+    r"\b(?!(?:%s)\b)(?:[A-Z]{2,}|[A-Z][a-z]{2,})\s+[Ll]aws?\b" % ("|".join(_GENERIC_CAP), "|".join(_GENERIC_CAP)))
 
 # an asked unit: canonical name -> spellings that show a passage gives it
 UNITS: dict[str, tuple[str, ...]] = {
@@ -132,12 +146,16 @@ class QuestionProfile:
     Attributes:
         text: The question, whitespace-normalised.
         terms: Distinct stemmed content terms.
-        answer_type: ``"number"``, ``"formula"``, ``"caption"`` or ``"description"``.
+        answer_type: ``"number"``, ``"formula"``, ``"caption"``, ``"place"`` (which
+            state / country / jurisdiction / court, which law governs) or ``"description"``.
         units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
         numbers: Numbers written in the question (not an answer when found again).
         words: ``{term: the question's word}`` (for messages).
         soft_units: Units implied but not named ("how long" -> ``duration``): they raise
             the type match of a unit that gives one, but never decide "not found".
+        class_terms: The terms that name the kind of answer of a ``"place"`` question
+            ("jurisdiction" in "which jurisdiction's law"): a unit that names a place
+            covers them (the document says "Indiana", not "jurisdiction").
     """
 
     text: str
@@ -147,6 +165,7 @@ class QuestionProfile:
     numbers: set[str] = field(default_factory=set)
     words: dict[str, str] = field(default_factory=dict)
     soft_units: list[str] = field(default_factory=list)
+    class_terms: list[str] = field(default_factory=list)
 
 
 def profile_question(question: str) -> QuestionProfile:
@@ -163,8 +182,14 @@ def profile_question(question: str) -> QuestionProfile:
         atype = "formula"
     elif _NUMBER_Q.search(q):
         atype = "number"
+    elif _PLACE_Q.search(q):
+        atype = "place"
     else:
         atype = "description"
+    classes = []
+    if atype == "place":
+        m = _PLACE_Q.search(q)
+        classes = [t for t in terms_of(m.group(1) or m.group(2) or "") if t in terms]
     units = []
     for m in _UNIT_Q.finditer(q):
         u = (m.group(1) or m.group(2) or m.group(3) or "").lower().replace(" ", "-")
@@ -181,7 +206,13 @@ def profile_question(question: str) -> QuestionProfile:
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
             words.setdefault(t, tok)
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft)
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes)
+
+
+def names_place(text: str) -> bool:
+    """True when ``text`` names a place the way a clause does: "laws of the State of
+    Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"."""
+    return bool(_PLACE_A.search(text or ""))
 
 
 @dataclass
@@ -312,6 +343,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         return 0.3
     if profile.answer_type == "caption":
         return 1.0 if re.match(r"^\s*(?:figure|fig\.|table)\s*\d+", low) else 0.2
+    if profile.answer_type == "place":
+        return 1.0 if names_place(unit) else 0.3
     return 0.5
 
 
@@ -336,9 +369,11 @@ def score_units(profile: QuestionProfile, units: Sequence[str], node_types: Sequ
     tm = np.zeros(n)
     for i, u in enumerate(units):
         present = set(terms_of(u))
+        tm[i] = type_match(profile, u, node_types[i] if i < len(node_types) else "TEXT")
+        if profile.class_terms and tm[i] >= 1.0:  # "Indiana" answers "which jurisdiction"
+            present.update(profile.class_terms)
         if profile.terms:
             cov[i] = float(sum(wt for t, wt in zip(profile.terms, w) if t in present)) / total
-        tm[i] = type_match(profile, u, node_types[i] if i < len(node_types) else "TEXT")
     cos = np.zeros(n) if cosine is None else np.asarray(cosine, dtype=np.float64)
     return UnitScores(cov, tm, cos, 0.45 * cos + 0.35 * cov + 0.2 * tm)
 
@@ -397,11 +432,14 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     w = np.array([bg.weight(t) for t in terms])
     total = float(w.sum()) or 1.0
-    missing = [t for t in terms if not bg.has(t)]
-    doc_cov = float(sum(wt for t, wt in zip(terms, w) if bg.has(t))) / total
+    # a passage that names a place answers the class noun of a place question ("which jurisdiction")
+    placed = [bool(profile.class_terms) and names_place(p) for p in passage_texts]
+    used = {t for t in terms if bg.has(t)} | (set(profile.class_terms) if any(placed) else set())
+    missing = [t for t in terms if t not in used]
+    doc_cov = float(sum(wt for t, wt in zip(terms, w) if t in used)) / total
     best = 0.0
-    for p in passage_texts:
-        present = set(terms_of(p))
+    for p, pl in zip(passage_texts, placed):
+        present = set(terms_of(p)) | (set(profile.class_terms) if pl else set())
         best = max(best, float(sum(wt for t, wt in zip(terms, w) if t in present)) / total)
     unit_found = True
     if profile.units:
