@@ -155,3 +155,16 @@ def test_answer_sentences_are_whole():
     assert not whole_sentences("It is Texas. [E1] and the term of this agreement is one year from the [E2]")
     assert whole_sentences("Location: White Plains, AL Aircraft: Fisher Aero Celebrity [E1]")  # a form, not prose
     assert is_toc_entry("16. Governing Law And Arbitration.................. 7") and not is_toc_entry("See p. 7.")
+
+
+def test_a_noun_and_its_verb_share_a_stem():
+    """"terminate" in a question finds "termination" in a clause (cuad-101 was declined
+    with "they never mention 'terminate'"), and the verdict says found."""
+    from docmaster_core.text.answer_units import Background, profile_question, terms_of, verdict
+
+    assert terms_of("termination renewal payment insurance") == terms_of("terminate renew pay insured")
+    p = profile_question("How much notice does the licensee need to terminate the license?")
+    assert "need" not in " ".join(p.terms)
+    clause = "4.1 Termination. This license may be terminated upon sixty (60) days written notice by the Licensee."
+    bg = Background(3, __import__("collections").Counter(set(terms_of(clause))))
+    assert verdict(p, bg, [clause]).found

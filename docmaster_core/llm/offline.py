@@ -516,8 +516,9 @@ class OfflineLLM:
             # v3 orders sentences by support (qa_answering.rank_answer_units), v4 quotes whole
             # sentences (long ones split at semicolons, a short heading kept with its sentence) in
             # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose, v8 4 sentences,
-            # v9 table-of-contents lines last, v10 place answers ("laws of the State of Indiana")
-            "answer_version": 10,
+            # v9 table-of-contents lines last, v10 place answers ("laws of the State of Indiana"),
+            # v11 derivational stems ("termination" / "terminate")
+            "answer_version": 11,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 

@@ -52,7 +52,7 @@ any some each every all both either neither other another more most less least f
 use used uses using give gives given giving obtain obtains obtained reach reaches reached achieve achieves
 achieved get gets got make makes made take takes taken took involve involved involves depict depicts
 depicted show shows shown showed describe described describes report reported reports according
-mention mentioned mentions say says said state stated states value number amount kind type paper
+mention mentioned mentions say says said state stated states value number amount kind type paper need needs needed
 document documents article work study authors author section figure table main specific exactly
 typically normally
 """.split())
@@ -110,12 +110,22 @@ _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kw
                "monetary": "dollar", "price": "dollar"}
 
 
+# derivational endings that make a noun of a verb: "termination" / "terminate", "renewal" / "renew",
+# "payment" / "pay", "insurance" / "insured" share a stem
+_DERIV = (("ation", "at"), ("ment", ""), ("ance", ""), ("ence", ""), ("wal", "w"), ("val", "v"), ("sal", "s"))
+
+
 def _stem(w: str) -> str:
-    """A light English stemmer: plural and verb endings (``models`` -> ``model``)."""
+    """A light English stemmer: plural and verb endings (``models`` -> ``model``), then
+    a noun's derivational ending (``termination`` and ``terminate`` -> ``terminat``)."""
     if w[0].isdigit() or len(w) <= 3:
         return w
     for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
         if w.endswith(suf) and len(w) - len(suf) >= 3 and not w.endswith("ss") and not w.endswith("us"):
+            w = w[: len(w) - len(suf)] + rep
+            break
+    for suf, rep in _DERIV:
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
             w = w[: len(w) - len(suf)] + rep
             break
     if w.endswith("e") and len(w) > 3:
