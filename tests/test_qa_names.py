@@ -168,3 +168,28 @@ def test_a_noun_and_its_verb_share_a_stem():
     clause = "4.1 Termination. This license may be terminated upon sixty (60) days written notice by the Licensee."
     bg = Background(3, __import__("collections").Counter(set(terms_of(clause))))
     assert verdict(p, bg, [clause]).found
+
+
+def test_the_need_leaves_out_the_documents_kind_and_other_names_but_not_a_clause(dm):
+    """"the distribution agreement" names the document's kind (its title says so): the need
+    keeps "the agreement"; a clause after the names ("if ...") stays in the need."""
+    view = dm.retriever().view
+    r = route_by_names("What is the term of the distribution agreement between Ostrander Robotics Corp. and "
+                       "Pelliton Trading Ltd.?", view)
+    assert r is not None and r.need == "What is the term of the agreement?"
+    r = route_by_names("Which state's law governs the agreement between Ostrander Robotics Corp. and Pelliton "
+                       "Trading Ltd. if the Territory changes?", view)
+    assert r is not None and "if" in r.need.split() and r.need.endswith("changes?"), r.need
+    res = dm.ask("What is the term of the distribution agreement between Ostrander Robotics Corp. and Pelliton "
+                 "Trading Ltd.?", all_docs=True, save=False)
+    assert any("36 months" in c.quote for c in res.answer.citations)
+
+
+def test_a_term_or_a_period_asks_for_a_length_of_time():
+    from docmaster_core.text.answer_units import profile_question, type_match
+
+    p = profile_question("What is the term of the agreement?")
+    assert p.answer_type == "number" and p.soft_units == ["duration"]
+    assert type_match(p, "The term of this Agreement shall be for one (1) year commencing on the Effective Date.") == 1.0
+    assert type_match(p, "During the Term and subject to the limitations set forth in Paragraph 4, Talent shall") < 1.0
+    assert profile_question("What is the notice period for termination?").soft_units == ["duration"]

@@ -517,8 +517,9 @@ class OfflineLLM:
             # sentences (long ones split at semicolons, a short heading kept with its sentence) in
             # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose, v8 4 sentences,
             # v9 table-of-contents lines last, v10 place answers ("laws of the State of Indiana"),
-            # v11 derivational stems ("termination" / "terminate")
-            "answer_version": 11,
+            # v11 derivational stems ("termination" / "terminate"), v12 more generic verbs ("end", "carry"),
+            # v13 a term or a period asks for a length of time
+            "answer_version": 13,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 

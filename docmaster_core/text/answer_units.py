@@ -53,6 +53,7 @@ use used uses using give gives given giving obtain obtains obtained reach reache
 achieved get gets got make makes made take takes taken took involve involved involves depict depicts
 depicted show shows shown showed describe described describes report reported reports according
 mention mentioned mentions say says said state stated states value number amount kind type paper need needs needed
+ask asks asked carry carries carried apply applies applied begin begins began start starts started end ends ended
 document documents article work study authors author section figure table main specific exactly
 typically normally
 """.split())
@@ -62,7 +63,9 @@ _NUMBER_Q = re.compile(
     r"what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
     r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
-    r"learning rate|batch size|interval|range|timeout|budget|parameters?)\b)", re.I)
+    r"learning rate|batch size|interval|range|timeout|budget|parameters?|term|period)\b)", re.I)
+# a term or a period is asked as a length of time ("the initial term", "the notice period")
+_DURATION_Q = re.compile(r"^\s*(?:for )?how long\b|\b(?:term|period|duration)\b", re.I)
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
                         r"loss function|objective|recast)\b", re.I)
 _CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure|fig\.|table) \d+\b", re.I)
@@ -183,7 +186,8 @@ def profile_question(question: str) -> QuestionProfile:
     q = normalize_ws(question)
     # "how long / how many ..." ask for a quantity: "long", "many" are no topic terms
     terms = list(dict.fromkeys(terms_of(re.sub(
-        r"\bhow (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b", " ", q, flags=re.I))))
+        r"\bhow (?:many|much|long|fast|large|big|old|often|far(?: in advance)?|high|low|deep|wide)\b", " ", q,
+        flags=re.I))))
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
             r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
@@ -211,7 +215,7 @@ def profile_question(question: str) -> QuestionProfile:
             units.append(u)
     if units and atype == "description":
         atype = "number"
-    soft = ["duration"] if re.match(r"^\s*(?:for )?how long\b", q, re.I) else []
+    soft = ["duration"] if atype == "number" and _DURATION_Q.search(q) else []
     words: dict[str, str] = {}
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
