@@ -193,3 +193,24 @@ def test_a_term_or_a_period_asks_for_a_length_of_time():
     assert type_match(p, "The term of this Agreement shall be for one (1) year commencing on the Effective Date.") == 1.0
     assert type_match(p, "During the Term and subject to the limitations set forth in Paragraph 4, Talent shall") < 1.0
     assert profile_question("What is the notice period for termination?").soft_units == ["duration"]
+
+
+def test_a_paragraphs_last_sentence_without_its_stop_is_whole():
+    """cuad-157: "This Agreement is governed by ... the laws of Hong Kong" ends its paragraph
+    without a full stop (clause 16.2 starts the next); it is a whole sentence there, not a
+    cut one. A piece ending in a lower-case word, a heading run into the end, an address
+    block, or a piece that does not end its passage still count as cut."""
+    from docmaster_core.text.words import ends_its_paragraph
+
+    law = "This Agreement is governed by and shall be construed in accordance with the laws of Hong Kong"
+    passage = "16.1 The English language version shall prevail in the event of any discrepancy. " + law
+    assert ends_its_paragraph(law, passage)
+    assert whole_sentences(f"{law} [E3]", {"E3": passage})
+    assert not whole_sentences(f"{law} [E3]")  # without the passage nothing says it ends there
+    assert not ends_its_paragraph(law, passage + " and of no other place.")
+    cut = "This Agreement shall be governed by and construed in accordance with the laws"
+    assert not ends_its_paragraph(cut, "1. " + cut)
+    head = 'Use of this claim is OPTIONAL. 4.1.4. "exp" (Expiration Time) Claim'
+    assert not ends_its_paragraph(head, "x " + head)
+    addr = "With a Copy To: Craig E. Sherman Venture Law Group 4750 Carillon Point Kirkland, WA 98033"
+    assert not ends_its_paragraph(addr, addr)
