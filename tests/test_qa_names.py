@@ -53,6 +53,17 @@ CONTRACTS.append(("dist-echo.pdf", "Marketing Agreement between Tolliver Data Sy
 ]))
 
 
+# numbered paragraphs without headings under one title (cuad-119): clause 17 is no title node
+CONTRACTS.append(("dist-foxtrot.pdf", "Distributor Agreement between Foxglove Optics and Wrenford Trading", [
+    (None, ["Distributor Agreement made this 19th day of March, 2020 between Foxglove Optics Inc. (the Principal) "
+            "and Wrenford Trading Ltd. (the Distributor)."]),
+    ("DESCRIPTION OF DISTRIBUTOR", ["1. The Distributor is a wholesaler of optical instruments in the Territory.",
+                                    "16. Neither party may assign this Agreement without the other party's consent.",
+                                    "17. This Agreement shall be construed in accordance with and governed by the laws "
+                                    "of the State of Utah."]),
+]))
+
+
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
@@ -214,3 +225,24 @@ def test_a_paragraphs_last_sentence_without_its_stop_is_whole():
     assert not ends_its_paragraph(head, "x " + head)
     addr = "With a Copy To: Craig E. Sherman Venture Law Group 4750 Carillon Point Kirkland, WA 98033"
     assert not ends_its_paragraph(addr, addr)
+
+
+def test_a_citation_names_its_numbered_clause(dm):
+    """Issue 35 item 3: a citation of a numbered paragraph without a heading names its
+    clause ("clause 17"), not only the title above it; a clause with a heading title
+    ("4. Governing Law") is named by that title."""
+    from docmaster_core.qa.answering import clause_path
+
+    assert clause_path(["DESCRIPTION OF DISTRIBUTOR"], "17. This Agreement shall be construed") == [
+        "DESCRIPTION OF DISTRIBUTOR", "clause 17"]
+    assert clause_path(["ARTICLE VIII", "8.05 GOVERNING LAW"], "8.05 GOVERNING LAW. All disputes") == [
+        "ARTICLE VIII", "8.05 GOVERNING LAW"]
+    assert clause_path(["3 Results"], "3 Results We show") == ["3 Results"]  # a paper's section, no clause
+    assert clause_path([], "2. Miscellaneous. This Amendment shall be governed by") == ["2. Miscellaneous"]
+    res = dm.ask("Which state's law governs the agreement between Foxglove Optics Inc. and Wrenford Trading Ltd.?",
+                 all_docs=True, save=False)
+    utah = [c for c in res.answer.citations if "Utah" in c.quote]
+    assert utah and utah[0].section_path[-1] == "clause 17"
+    res = dm.ask("Which state's law governs the agreement between Ostrander Robotics Corp. and Pelliton Trading Ltd.?",
+                 all_docs=True, save=False)
+    assert any(c.section_path[-1:] == ["4. Governing Law"] and "Oregon" in c.quote for c in res.answer.citations)
