@@ -266,6 +266,35 @@ def test_chat_question_gives_cited_answer(app_uploaded):
     assert len(at.chat_message) == 2
 
 
+def test_chat_document_chooser_filters_by_file_name_and_offers_no_select_all(app_uploaded):
+    """Issue 35 item 4: in "documents I choose", typing part of a file name lists the files
+    that contain it ("contains" filtering) and there is no "select all matches" action,
+    so typing a name and pressing Enter cannot select every match; choosing one file asks
+    over that file alone."""
+    at = open_app("pages/chat.py")
+    at.radio(key="w_chat_scope").set_value("chosen")
+    run_app(at)
+    ms = at.multiselect(key="w_chat_docs")
+    assert not ms.proto.select_all  # no "Select all N matches" option
+    assert "FILTER_MODE_CONTAINS" in str(ms.proto)  # an exact substring of the file name, not a fuzzy match
+    assert ms.value == []  # nothing chosen until the user picks a file
+    doc_id = _doc_id_of(at, ms.options[0])
+    ms.set_value([doc_id])
+    run_app(at)
+    assert at.multiselect(key="w_chat_docs").value == [doc_id]
+    assert any("1 chosen document" in t for t in page_texts(at))
+
+
+def _doc_id_of(at, label: str) -> str:
+    """The document id whose file name the chooser shows as ``label``."""
+    from docmaster_core.store.workspace import Workspace
+
+    for d in Workspace(at.session_state["dm_workspace"]).documents():
+        if d.file_name == label:
+            return d.doc_id
+    raise AssertionError(label)
+
+
 def test_every_page_runs_without_exception(app_uploaded):
     at = open_app()
     for page in ("upload", "tree", "hyperedges", "clusters", "filter", "chat"):

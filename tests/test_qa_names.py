@@ -41,6 +41,29 @@ _SUPPLIERS = ["Arbelo", "Corvane", "Dunmore", "Elsworth", "Fenwick", "Garrow", "
 _STATES = ["Ohio", "Iowa", "Utah", "Idaho", "Maine", "Texas", "Kansas", "Alaska"]
 CONTRACTS += [_contract(f"dist-{n.lower()}.pdf", f"{n} Components Inc.", f"{n}wood Distribution Ltd.",
                         _STATES[i % len(_STATES)], 6 * (i % 5 + 1)) for i, n in enumerate(_SUPPLIERS)]
+# a contract whose law clause never says "govern" nor "jurisdiction" (cuad-039 and cuad-009 say it so)
+CONTRACTS.append(("dist-echo.pdf", "Marketing Agreement between Tolliver Data Systems and Network 1 Financial", [
+    (None, ["This Marketing Agreement is made on May 2, 2018 by and between Tolliver Data Systems, Inc., an Indiana "
+            "corporation (\"Licensee\"), and NETWORK 1 FINANCIAL, INC., a Virginia corporation (\"Programmer\")."]),
+    ("1. Services", ["Programmer shall provide the programming described in Schedule A to Licensee during the term."]),
+    ("2. Fees", ["Licensee shall pay Programmer a monthly fee of $4,000 within fifteen days of each invoice."]),
+    ("16. Construction", ["This Agreement will be construed in accordance with the laws of the State of Indiana "
+                          "without regard to principles of conflicts of laws."]),
+    ("17. Counterparts", ["This Agreement may be signed in counterparts, each of which is an original."]),
+]))
+
+
+# numbered paragraphs without headings under one title (cuad-119): clause 17 is no title node
+CONTRACTS.append(("dist-foxtrot.pdf", "Distributor Agreement between Foxglove Optics and Wrenford Trading", [
+    (None, ["Distributor Agreement made this 19th day of March, 2020 between Foxglove Optics Inc. (the Principal) "
+            "and Wrenford Trading Ltd. (the Distributor)."]),
+    ("DESCRIPTION OF DISTRIBUTOR", ["1. The Distributor is a wholesaler of optical instruments in the Territory.",
+                                    "16. Neither party may assign this Agreement without the other party's consent.",
+                                    "17. This Agreement shall be construed in accordance with and governed by the laws "
+                                    "of the State of Utah."]),
+]))
+
+
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
@@ -84,6 +107,39 @@ def test_ask_answers_from_the_named_contract_with_its_clause_not_its_preamble(dm
     assert plain.doc_source == "all"
 
 
+def test_a_law_clause_in_other_words_answers_a_named_place_question(dm):
+    """The clause says "construed in accordance with the laws of the State of Indiana": no
+    "governs", no "jurisdiction". A place question is answered by a sentence naming a place
+    (the class noun "jurisdiction" is what a place answers), and the party names, a digit
+    among them, are left out of the need."""
+    q = "Which jurisdiction's law governs the agreement between Tolliver Data Systems, Inc and NETWORK 1 FINANCIAL, INC?"
+    view = dm.retriever().view
+    r = route_by_names(q, view)
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-echo.pdf"]
+    assert r.need == "Which jurisdiction's law governs the agreement?"
+    res = dm.ask(q, all_docs=True, save=False)
+    assert res.answer.outcome != "not_found", res.answer.text
+    assert any("State of Indiana" in c.quote for c in res.answer.citations)
+    # the same clause does not answer what the contract never speaks of
+    res = dm.ask("What is the liability cap in the agreement between Tolliver Data Systems and NETWORK 1 FINANCIAL?",
+                 all_docs=True, save=False)
+    assert res.answer.outcome == "not_found"
+
+
+def test_place_questions_and_place_answers():
+    from docmaster_core.text.answer_units import names_place, profile_question
+
+    p = profile_question("Which jurisdiction's law governs the agreement?")
+    assert p.answer_type == "place" and p.class_terms == ["jurisdiction"]
+    assert profile_question("In which country was the study conducted?").answer_type == "place"
+    assert profile_question("What is the notice period for termination?").answer_type != "place"
+    assert names_place("construed in accordance with the laws of the State of Indiana without regard")
+    assert names_place("resolved by arbitration in McLean, Virginia, pursuant to the rules")
+    assert names_place("governed by Delaware law.")
+    assert not names_place("governed by the laws of such state")
+    assert not names_place("13. Governing Law. This Agreement shall be governed by applicable Law.")
+
+
 def test_cli_ask_says_which_document_was_named(dm, monkeypatch, capsys):
     from docmaster_core import cli
 
@@ -110,3 +166,83 @@ def test_answer_sentences_are_whole():
     assert not whole_sentences("It is Texas. [E1] and the term of this agreement is one year from the [E2]")
     assert whole_sentences("Location: White Plains, AL Aircraft: Fisher Aero Celebrity [E1]")  # a form, not prose
     assert is_toc_entry("16. Governing Law And Arbitration.................. 7") and not is_toc_entry("See p. 7.")
+
+
+def test_a_noun_and_its_verb_share_a_stem():
+    """"terminate" in a question finds "termination" in a clause (cuad-101 was declined
+    with "they never mention 'terminate'"), and the verdict says found."""
+    from docmaster_core.text.answer_units import Background, profile_question, terms_of, verdict
+
+    assert terms_of("termination renewal payment insurance") == terms_of("terminate renew pay insured")
+    p = profile_question("How much notice does the licensee need to terminate the license?")
+    assert "need" not in " ".join(p.terms)
+    clause = "4.1 Termination. This license may be terminated upon sixty (60) days written notice by the Licensee."
+    bg = Background(3, __import__("collections").Counter(set(terms_of(clause))))
+    assert verdict(p, bg, [clause]).found
+
+
+def test_the_need_leaves_out_the_documents_kind_and_other_names_but_not_a_clause(dm):
+    """"the distribution agreement" names the document's kind (its title says so): the need
+    keeps "the agreement"; a clause after the names ("if ...") stays in the need."""
+    view = dm.retriever().view
+    r = route_by_names("What is the term of the distribution agreement between Ostrander Robotics Corp. and "
+                       "Pelliton Trading Ltd.?", view)
+    assert r is not None and r.need == "What is the term of the agreement?"
+    r = route_by_names("Which state's law governs the agreement between Ostrander Robotics Corp. and Pelliton "
+                       "Trading Ltd. if the Territory changes?", view)
+    assert r is not None and "if" in r.need.split() and r.need.endswith("changes?"), r.need
+    res = dm.ask("What is the term of the distribution agreement between Ostrander Robotics Corp. and Pelliton "
+                 "Trading Ltd.?", all_docs=True, save=False)
+    assert any("36 months" in c.quote for c in res.answer.citations)
+
+
+def test_a_term_or_a_period_asks_for_a_length_of_time():
+    from docmaster_core.text.answer_units import profile_question, type_match
+
+    p = profile_question("What is the term of the agreement?")
+    assert p.answer_type == "number" and p.soft_units == ["duration"]
+    assert type_match(p, "The term of this Agreement shall be for one (1) year commencing on the Effective Date.") == 1.0
+    assert type_match(p, "During the Term and subject to the limitations set forth in Paragraph 4, Talent shall") < 1.0
+    assert profile_question("What is the notice period for termination?").soft_units == ["duration"]
+
+
+def test_a_paragraphs_last_sentence_without_its_stop_is_whole():
+    """cuad-157: "This Agreement is governed by ... the laws of Hong Kong" ends its paragraph
+    without a full stop (clause 16.2 starts the next); it is a whole sentence there, not a
+    cut one. A piece ending in a lower-case word, a heading run into the end, an address
+    block, or a piece that does not end its passage still count as cut."""
+    from docmaster_core.text.words import ends_its_paragraph
+
+    law = "This Agreement is governed by and shall be construed in accordance with the laws of Hong Kong"
+    passage = "16.1 The English language version shall prevail in the event of any discrepancy. " + law
+    assert ends_its_paragraph(law, passage)
+    assert whole_sentences(f"{law} [E3]", {"E3": passage})
+    assert not whole_sentences(f"{law} [E3]")  # without the passage nothing says it ends there
+    assert not ends_its_paragraph(law, passage + " and of no other place.")
+    cut = "This Agreement shall be governed by and construed in accordance with the laws"
+    assert not ends_its_paragraph(cut, "1. " + cut)
+    head = 'Use of this claim is OPTIONAL. 4.1.4. "exp" (Expiration Time) Claim'
+    assert not ends_its_paragraph(head, "x " + head)
+    addr = "With a Copy To: Craig E. Sherman Venture Law Group 4750 Carillon Point Kirkland, WA 98033"
+    assert not ends_its_paragraph(addr, addr)
+
+
+def test_a_citation_names_its_numbered_clause(dm):
+    """Issue 35 item 3: a citation of a numbered paragraph without a heading names its
+    clause ("clause 17"), not only the title above it; a clause with a heading title
+    ("4. Governing Law") is named by that title."""
+    from docmaster_core.qa.answering import clause_path
+
+    assert clause_path(["DESCRIPTION OF DISTRIBUTOR"], "17. This Agreement shall be construed") == [
+        "DESCRIPTION OF DISTRIBUTOR", "clause 17"]
+    assert clause_path(["ARTICLE VIII", "8.05 GOVERNING LAW"], "8.05 GOVERNING LAW. All disputes") == [
+        "ARTICLE VIII", "8.05 GOVERNING LAW"]
+    assert clause_path(["3 Results"], "3 Results We show") == ["3 Results"]  # a paper's section, no clause
+    assert clause_path([], "2. Miscellaneous. This Amendment shall be governed by") == ["2. Miscellaneous"]
+    res = dm.ask("Which state's law governs the agreement between Foxglove Optics Inc. and Wrenford Trading Ltd.?",
+                 all_docs=True, save=False)
+    utah = [c for c in res.answer.citations if "Utah" in c.quote]
+    assert utah and utah[0].section_path[-1] == "clause 17"
+    res = dm.ask("Which state's law governs the agreement between Ostrander Robotics Corp. and Pelliton Trading Ltd.?",
+                 all_docs=True, save=False)
+    assert any(c.section_path[-1:] == ["4. Governing Law"] and "Oregon" in c.quote for c in res.answer.citations)

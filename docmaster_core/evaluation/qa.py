@@ -117,15 +117,31 @@ def key_match(key: str, text: str) -> bool:
     return bool(k) and k in _squash(text)
 
 
-def whole_sentences(text: str) -> bool:
+def whole_sentences(text: str, passages: dict[str, str] | None = None) -> bool:
     """True when an answer's text neither starts nor ends inside a sentence: with its
     citation markers (``[E3]``) removed, no quoted unit between them is prose cut out of
     its sentence (:func:`~docmaster_core.text.words.is_cut_prose`; table rows, form fields
-    and formulas are not prose and are not counted)."""
-    from ..text.words import is_cut_prose
+    and formulas are not prose and are not counted).
 
-    parts = [p.strip() for p in re.split(r"\s*\[E\d+\]", text or "") if p.strip()]
-    return not any(is_cut_prose(p) for p in parts)
+    Args:
+        text: The answer's text.
+        passages: ``{evidence id: passage text}``; when given, a unit that ends the
+            passage its marker names, starts like a sentence and ends in a name or number
+            (a paragraph whose source omits the final stop,
+            :func:`~docmaster_core.text.words.ends_its_paragraph`) is not cut.
+    """
+    from ..text.words import ends_its_paragraph, is_cut_prose
+
+    pieces = re.split(r"\s*\[(E\d+)\]", text or "")
+    for k in range(0, len(pieces), 2):
+        p = pieces[k].strip()
+        if not p or not is_cut_prose(p):
+            continue
+        eid = pieces[k + 1] if k + 1 < len(pieces) else None
+        if passages and eid in passages and ends_its_paragraph(p, passages[eid]):
+            continue
+        return False
+    return True
 
 
 def score_case(case: QACase, result: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +172,8 @@ def score_case(case: QACase, result: dict[str, Any]) -> dict[str, Any]:
             on_page = True
         if key_match(case.key, c.get("quote", "")):
             in_quote = True
-    whole = whole_sentences(ans.get("text", "")) if not declined else True
+    whole = whole_sentences(ans.get("text", ""), {k: v.get("text", "") for k, v in ev.items()}) if not declined \
+        else True
     if not case.answerable:
         return {"declined": declined, "key_on_page": None, "key_in_quote": None, "right": None, "whole": whole,
                 "cited_pages": cited, "from_file": from_file}

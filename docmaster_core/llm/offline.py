@@ -50,7 +50,8 @@ import numpy as np
 from ..errors import EmbeddingError
 from ..model import Answer, Citation, Decision, Evidence
 from .base import UsageTracker
-from ..text.words import (answer_sentences, count_words, is_cut_prose, is_toc_entry, normalize_ws, split_sentences,
+from ..text.words import (answer_sentences, count_words, ends_its_paragraph, is_cut_prose, is_toc_entry, normalize_ws,
+                          split_sentences,
                           truncate_words)
 from .cache import LLMCache, make_key
 from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
@@ -516,8 +517,10 @@ class OfflineLLM:
             # v3 orders sentences by support (qa_answering.rank_answer_units), v4 quotes whole
             # sentences (long ones split at semicolons, a short heading kept with its sentence) in
             # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose, v8 4 sentences,
-            # v9 table-of-contents lines last
-            "answer_version": 9,
+            # v9 table-of-contents lines last, v10 place answers ("laws of the State of Indiana"),
+            # v11 derivational stems ("termination" / "terminate"), v12 more generic verbs ("end", "carry"),
+            # v13 a term or a period asks for a length of time, v15 a paragraph's last sentence without its stop
+            "answer_version": 16,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
@@ -558,7 +561,9 @@ class OfflineLLM:
         # prose is quoted in whole sentences: a piece of prose cut from its sentence (a paragraph split across
         # nodes) or a table-of-contents line only when nothing else answers; table rows, form fields and
         # formulas are no prose
-        whole = [i for i in ranked if not is_cut_prose(units[i]) and not is_toc_entry(units[i])]
+        # (a paragraph's last sentence whose source omits the stop, "... the laws of Hong Kong", is whole)
+        whole = [i for i in ranked if (not is_cut_prose(units[i]) or ends_its_paragraph(
+            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i])]
         for i in whole or ranked:
             if len(picked) >= self.answer_max_sentences:
                 break

@@ -33,7 +33,7 @@ from .candidates import combined_candidates, dedupe_candidates
 from ..text.answer_units import rank_answer_units
 
 __all__ = ["Selection", "select_passages", "rerank_evidence", "table_text", "not_found_answer", "best_quote",
-           "citation_of", "rank_answer_units"]
+           "citation_of", "clause_path", "rank_answer_units"]
 
 MAX_TABLE_ROWS = 6
 # "Figure 2. Residual ..." would split into "Figure 2." and the caption: label + colon
@@ -256,11 +256,47 @@ def best_quote(question: str, text: str, node_type: str = "TEXT", max_words: int
     return units[int(np.argmax(sc.coverage * (0.6 + 0.4 * sc.type_match)))]
 
 
+# "17. ", "17) ", "16.2 ", "Section 4.1 ": a clause number (a bare "3 Results" or "2021 was" is none)
+_CLAUSE_NO = re.compile(r"^\s*(?:(?:Section|SECTION|§)\s*(\d{1,3}(?:\.\d{1,3})*)\.?|(\d{1,3}(?:\.\d{1,3})+)\.?|"
+                        r"(\d{1,3})[.)])\s+(?=[A-Z(\"\u201c])")
+
+
+def clause_path(section_path: Sequence[str], text: str) -> list[str]:
+    """The section path of a passage, ending with its own numbered clause.
+
+    A numbered paragraph without a heading ("17. This Agreement shall be construed ...")
+    is no title node, so the passage's path names the title above it ("DESCRIPTION OF
+    DISTRIBUTOR"), not the clause that encloses the words. When the passage starts with a
+    clause number that no element of the path starts with, the clause is appended: with the
+    short heading run into it ("2. Miscellaneous", "5.1 Governing law"), else ``"clause 17"``.
+
+    Args:
+        section_path: The passage's section path (titles from the top).
+        text: The passage's text.
+
+    Returns:
+        A new list.
+    """
+    out = list(section_path)
+    m = _CLAUSE_NO.match(text or "")
+    if not m:
+        return out
+    num = m.group(1) or m.group(2) or m.group(3)
+    if any(re.match(rf"^\s*(?:(?:Section|SECTION|ARTICLE|Article|§)\s*)?{re.escape(num)}(?![\d])", t) for t in out):
+        return out
+    # a short heading run into the paragraph ("2. Miscellaneous. This Amendment ...", "5.1 Governing law: ...")
+    h = re.match(r"([A-Z][^.:;]{0,60}?)[.:](?=\s)", (text or "")[m.end():])
+    if h and len(h.group(1).split()) <= 6:
+        return out + [normalize_ws((text or "")[m.start():m.end()] + h.group(1))]
+    return out + [f"clause {num}"]
+
+
 def citation_of(e: Evidence, quote: str, file: str = "", supports: bool = True) -> Citation:
     """A :class:`Citation` of passage ``e`` with its page (that of the quoted words,
-    :meth:`~docmaster_core.model.Evidence.page_of`), section path, node id and box."""
+    :meth:`~docmaster_core.model.Evidence.page_of`), section path (ending with the
+    passage's own numbered clause, :func:`clause_path`), node id and box."""
     return Citation(evidence_id=e.evidence_id, doc_id=e.doc_id, node_id=e.node_id, page=e.page_of(quote),
-                    section_path=list(e.section_path), quote=quote, file=file,
+                    section_path=clause_path(e.section_path, e.text), quote=quote, file=file,
                     bbox=tuple(e.bbox) if e.bbox else None, supports=supports)
 
 

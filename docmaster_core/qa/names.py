@@ -154,7 +154,8 @@ class Route:
 def _looks_like_name(word: str) -> bool:
     """Written like a name: capitalised or all capitals."""
     core = word.strip(".'-/&?")
-    return bool(core) and core[:1].isupper()
+    # "2THEMART.COM", "3M", "7-Eleven": a name may start with a digit when it has capitals
+    return bool(core) and (core[:1].isupper() or (core[:1].isdigit() and any(c.isupper() for c in core)))
 
 
 def _candidates(question: str, nf: NameFields, rare_docs: int) -> list[tuple[str, str]]:
@@ -314,6 +315,11 @@ def _need(question: str, names: set[str], front: set[str]) -> str:
     uses (:data:`STOP`, e.g. "law", "agreement") stay: they are what is asked."""
     words = question.split()
     drop = [_strip(w) in names for w in words]
+    for i, w in enumerate(words):  # the named documents' other names ("Watchit Media", "XpresSpa"): written
+        t = _strip(w)               # like names and in their name fields, they say which document, not what
+        toks = name_tokens(t)
+        if i and toks and _looks_like_name(t) and t.lower() not in STOP and all(x in front for x in toks):
+            drop[i] = True
 
     def part(w: str, both: bool) -> bool:
         t = _strip(w)
@@ -331,5 +337,72 @@ def _need(question: str, names: set[str], front: set[str]) -> str:
             left, right = i > 0 and drop[i - 1], i + 1 < len(words) and drop[i + 1]
             if (left or right) and (part(w, left and right) or _strip(w).lower() in _JOINERS):
                 drop[i] = changed = True
+    _drop_name_spans(words, drop)
+    _drop_kind_words(words, drop, front)
     out = " ".join(w for w, d in zip(words, drop) if not d).strip(" ,")
     return out + ("?" if question.rstrip().endswith("?") and not out.endswith("?") else "")
+
+
+#: Words before a document noun that end the words naming its kind ("the co-branding agreement").
+_DETERMINERS = frozenset("the this that its their his her our your a an each any such".split())
+
+
+def _drop_kind_words(words: list[str], drop: list[bool], front: set[str]) -> None:
+    """Drop, in place, the words that name the kind of a named document, written just before
+    its noun and all in the named documents' name fields ("the *co-branding* agreement", "the
+    *services and hosting* agreement"): like the names, they say which document, and every
+    passage of a co-branding agreement is about co-branding, so they would pull up its title
+    and preamble rather than the clause asked about. The noun itself stays."""
+    for k, w in enumerate(words):
+        if drop[k] or _strip(w).lower() not in DOC_NOUNS:
+            continue
+        i = k - 1
+        while i >= 0 and not drop[i]:
+            t = _strip(words[i])
+            if not t or t.lower() in _DETERMINERS or words[i].endswith((",", ";", ":", "?")):
+                break
+            toks = name_tokens(t)
+            if not (t.lower() in ("and", "&") or (toks and all(x in front for x in toks))):
+                break
+            i -= 1
+        j = i + 1
+        while j < k and _strip(words[j]).lower() in ("and", "&"):  # never a leading "and"
+            j += 1
+        for m in range(j, k):
+            drop[m] = True
+
+
+#: Words that start a clause after the names ("... and B if the ISO application ..."): a names phrase ends there.
+_CLAUSE_OPENERS = frozenset("""if when unless for under after before during that which who whether to in on
+regarding about concerning until where while upon""".split())
+
+#: Words that introduce the parties of an agreement: "between A and B", "with A".
+_SPAN_OPENERS = frozenset("between with".split())
+
+
+def _drop_name_spans(words: list[str], drop: list[bool], max_gap: int = 4) -> None:
+    """Drop, in place, the rest of a names phrase opened by "between" or "with": from the
+    opener to the last dropped name word after it, with gaps of at most ``max_gap`` kept
+    words ("between Payment Data Systems, Inc and NETWORK 1 FINANCIAL, INC" leaves no
+    "1"; "between Web site owners (hereafter, ...) and Software Publishers" no "site
+    owners"). A phrase ends at the end of its sentence or at a word that opens a clause
+    ("... Payment Data Systems if the ISO application is not approved": "if" stays)."""
+    i = 0
+    while i < len(words):
+        if _strip(words[i]).lower() in _SPAN_OPENERS and any(drop[i + 1:i + 3]):
+            last, gap = i, 0
+            for j in range(i + 1, len(words)):
+                if drop[j]:
+                    last, gap = j, 0
+                else:
+                    gap += 1
+                    if gap > max_gap or _strip(words[j]).lower() in _CLAUSE_OPENERS:
+                        break
+                if words[j].rstrip("\"')").endswith(("?", "!")) or (words[j].endswith(".") and j + 1 < len(words)
+                                                                     and words[j + 1][:1].isupper() and not drop[j]):
+                    break
+            for j in range(i, last + 1):
+                drop[j] = True
+            i = last + 1
+            continue
+        i += 1

@@ -35,7 +35,7 @@ from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units"]
+           "rank_answer_units", "names_place"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -52,7 +52,8 @@ any some each every all both either neither other another more most less least f
 use used uses using give gives given giving obtain obtains obtained reach reaches reached achieve achieves
 achieved get gets got make makes made take takes taken took involve involved involves depict depicts
 depicted show shows shown showed describe described describes report reported reports according
-mention mentioned mentions say says said state stated states value number amount kind type paper
+mention mentioned mentions say says said state stated states value number amount kind type paper need needs needed
+ask asks asked carry carries carried apply applies applied begin begins began start starts started end ends ended
 document documents article work study authors author section figure table main specific exactly
 typically normally
 """.split())
@@ -62,10 +63,26 @@ _NUMBER_Q = re.compile(
     r"what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
     r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
-    r"learning rate|batch size|interval|range|timeout|budget|parameters?)\b)", re.I)
+    r"learning rate|batch size|interval|range|timeout|budget|parameters?|term|period)\b)", re.I)
+# a term or a period is asked as a length of time ("the initial term", "the notice period")
+_DURATION_Q = re.compile(r"^\s*(?:for )?how long\b|\b(?:term|period|duration)\b", re.I)
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
                         r"loss function|objective|recast)\b", re.I)
 _CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure|fig\.|table) \d+\b", re.I)
+# "which state's law", "in what country", "which courts": the answer is a place; the class noun
+# ("state", "jurisdiction") is what a place answers, so a unit naming a place covers it
+_PLACE_Q = re.compile(r"\b(?:which|what|whose)\s+(?:[a-z]+\s+)?(state|country|jurisdiction|city|courts?|place|location|"
+                      r"venue|county|province|nation|territory|forum)(?:'s|s'|\u2019s|s)?\b|"
+                      r"\b(?:which|what)\s+(laws?)\s+(?:govern|appl|control)", re.I)
+# a place named in a unit: "laws of the State of Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"
+_GENERIC_CAP = ("Agreement", "Party", "Parties", "This", "Such", "Any", "Each", "The", "Governing", "Applicable",
+                "Choice", "Company", "Section", "Article", "Schedule", "Exhibit")
+_PLACE_A = re.compile(
+    r"\b(?:[Ll]aws?|[Cc]ourts?|[Ss]tate|[Cc]ommonwealth|[Pp]rovince|[Rr]epublic|[Kk]ingdom|[Cc]ounty|[Cc]ity|"
+    r"[Cc]ountry|[Tt]erritory)\s+of\s+(?:the\s+)?(?:(?:State|Commonwealth|Province|Republic)\s+of\s+)?"
+    r"(?!(?:%s)\b)[A-Z][\w'\u2019.-]+|"
+    r"\b(?:in|at)\s+[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?,\s+(?:[A-Z][a-z]+|[A-Z]{2})\b|"
+    r"\b(?!(?:%s)\b)(?:[A-Z]{2,}|[A-Z][a-z]{2,})\s+[Ll]aws?\b" % ("|".join(_GENERIC_CAP), "|".join(_GENERIC_CAP)))
 
 # an asked unit: canonical name -> spellings that show a passage gives it
 UNITS: dict[str, tuple[str, ...]] = {
@@ -96,12 +113,22 @@ _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kw
                "monetary": "dollar", "price": "dollar"}
 
 
+# derivational endings that make a noun of a verb: "termination" / "terminate", "renewal" / "renew",
+# "payment" / "pay", "insurance" / "insured" share a stem
+_DERIV = (("ation", "at"), ("ment", ""), ("ance", ""), ("ence", ""), ("wal", "w"), ("val", "v"), ("sal", "s"))
+
+
 def _stem(w: str) -> str:
-    """A light English stemmer: plural and verb endings (``models`` -> ``model``)."""
+    """A light English stemmer: plural and verb endings (``models`` -> ``model``), then
+    a noun's derivational ending (``termination`` and ``terminate`` -> ``terminat``)."""
     if w[0].isdigit() or len(w) <= 3:
         return w
     for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
         if w.endswith(suf) and len(w) - len(suf) >= 3 and not w.endswith("ss") and not w.endswith("us"):
+            w = w[: len(w) - len(suf)] + rep
+            break
+    for suf, rep in _DERIV:
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
             w = w[: len(w) - len(suf)] + rep
             break
     if w.endswith("e") and len(w) > 3:
@@ -132,12 +159,16 @@ class QuestionProfile:
     Attributes:
         text: The question, whitespace-normalised.
         terms: Distinct stemmed content terms.
-        answer_type: ``"number"``, ``"formula"``, ``"caption"`` or ``"description"``.
+        answer_type: ``"number"``, ``"formula"``, ``"caption"``, ``"place"`` (which
+            state / country / jurisdiction / court, which law governs) or ``"description"``.
         units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
         numbers: Numbers written in the question (not an answer when found again).
         words: ``{term: the question's word}`` (for messages).
         soft_units: Units implied but not named ("how long" -> ``duration``): they raise
             the type match of a unit that gives one, but never decide "not found".
+        class_terms: The terms that name the kind of answer of a ``"place"`` question
+            ("jurisdiction" in "which jurisdiction's law"): a unit that names a place
+            covers them (the document says "Indiana", not "jurisdiction").
     """
 
     text: str
@@ -147,6 +178,7 @@ class QuestionProfile:
     numbers: set[str] = field(default_factory=set)
     words: dict[str, str] = field(default_factory=dict)
     soft_units: list[str] = field(default_factory=list)
+    class_terms: list[str] = field(default_factory=list)
 
 
 def profile_question(question: str) -> QuestionProfile:
@@ -154,7 +186,8 @@ def profile_question(question: str) -> QuestionProfile:
     q = normalize_ws(question)
     # "how long / how many ..." ask for a quantity: "long", "many" are no topic terms
     terms = list(dict.fromkeys(terms_of(re.sub(
-        r"\bhow (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b", " ", q, flags=re.I))))
+        r"\bhow (?:many|much|long|fast|large|big|old|often|far(?: in advance)?|high|low|deep|wide)\b", " ", q,
+        flags=re.I))))
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
             r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
@@ -163,8 +196,14 @@ def profile_question(question: str) -> QuestionProfile:
         atype = "formula"
     elif _NUMBER_Q.search(q):
         atype = "number"
+    elif _PLACE_Q.search(q):
+        atype = "place"
     else:
         atype = "description"
+    classes = []
+    if atype == "place":
+        m = _PLACE_Q.search(q)
+        classes = [t for t in terms_of(m.group(1) or m.group(2) or "") if t in terms]
     units = []
     for m in _UNIT_Q.finditer(q):
         u = (m.group(1) or m.group(2) or m.group(3) or "").lower().replace(" ", "-")
@@ -176,12 +215,18 @@ def profile_question(question: str) -> QuestionProfile:
             units.append(u)
     if units and atype == "description":
         atype = "number"
-    soft = ["duration"] if re.match(r"^\s*(?:for )?how long\b", q, re.I) else []
+    soft = ["duration"] if atype == "number" and _DURATION_Q.search(q) else []
     words: dict[str, str] = {}
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
             words.setdefault(t, tok)
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft)
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes)
+
+
+def names_place(text: str) -> bool:
+    """True when ``text`` names a place the way a clause does: "laws of the State of
+    Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"."""
+    return bool(_PLACE_A.search(text or ""))
 
 
 @dataclass
@@ -312,6 +357,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         return 0.3
     if profile.answer_type == "caption":
         return 1.0 if re.match(r"^\s*(?:figure|fig\.|table)\s*\d+", low) else 0.2
+    if profile.answer_type == "place":
+        return 1.0 if names_place(unit) else 0.3
     return 0.5
 
 
@@ -336,9 +383,11 @@ def score_units(profile: QuestionProfile, units: Sequence[str], node_types: Sequ
     tm = np.zeros(n)
     for i, u in enumerate(units):
         present = set(terms_of(u))
+        tm[i] = type_match(profile, u, node_types[i] if i < len(node_types) else "TEXT")
+        if profile.class_terms and tm[i] >= 1.0:  # "Indiana" answers "which jurisdiction"
+            present.update(profile.class_terms)
         if profile.terms:
             cov[i] = float(sum(wt for t, wt in zip(profile.terms, w) if t in present)) / total
-        tm[i] = type_match(profile, u, node_types[i] if i < len(node_types) else "TEXT")
     cos = np.zeros(n) if cosine is None else np.asarray(cosine, dtype=np.float64)
     return UnitScores(cov, tm, cos, 0.45 * cos + 0.35 * cov + 0.2 * tm)
 
@@ -397,11 +446,14 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     w = np.array([bg.weight(t) for t in terms])
     total = float(w.sum()) or 1.0
-    missing = [t for t in terms if not bg.has(t)]
-    doc_cov = float(sum(wt for t, wt in zip(terms, w) if bg.has(t))) / total
+    # a passage that names a place answers the class noun of a place question ("which jurisdiction")
+    placed = [bool(profile.class_terms) and names_place(p) for p in passage_texts]
+    used = {t for t in terms if bg.has(t)} | (set(profile.class_terms) if any(placed) else set())
+    missing = [t for t in terms if t not in used]
+    doc_cov = float(sum(wt for t, wt in zip(terms, w) if t in used)) / total
     best = 0.0
-    for p in passage_texts:
-        present = set(terms_of(p))
+    for p, pl in zip(passage_texts, placed):
+        present = set(terms_of(p)) | (set(profile.class_terms) if pl else set())
         best = max(best, float(sum(wt for t, wt in zip(terms, w) if t in present)) / total)
     unit_found = True
     if profile.units:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences", "is_prose", "is_cut_prose", "is_toc_entry", "shingles", "SHINGLE"]
+__all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences",
+           "is_prose", "is_cut_prose", "is_toc_entry", "ends_its_paragraph", "shingles", "SHINGLE"]
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[a-z0-9]+")
@@ -166,3 +167,30 @@ def shingles(text: str | None, n: int = SHINGLE) -> set[tuple[str, ...]]:
     if len(w) < n:
         return {tuple(w)}
     return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def ends_its_paragraph(unit: str | None, passage: str | None) -> bool:
+    """True for a sentence whose source omits the full stop at the end of its paragraph:
+    ``unit`` is the end of ``passage`` (whitespace normalised), starts like a sentence and
+    ends in a name or a number ("... construed in accordance with the laws of Hong Kong",
+    where clause 16.2 starts the next paragraph), with at least 8 words and a verb such as
+    "is" or "shall" (an address block or a heading is no sentence). A piece that ends in a lower-case word
+    ("... governed by the laws") may be a sentence the parser cut at a page or node break
+    and does not count."""
+    u, p = normalize_ws(unit), normalize_ws(passage)
+    if not u or not p.endswith(u) or (len(p) > len(u) and not p[-len(u) - 1].isspace()):
+        return False
+    head = _ENUM.sub("", u).lstrip("\"'\u201c\u2018([")
+    if not (head[:1].isupper() or head[:1].isdigit()):
+        return False
+    words = u.split()
+    # a sentence says something: an address block or a heading ("4.1.4. Expiration Time Claim") does not
+    if len(words) < 8 or not any(w.lower().strip(",;:()") in _FINITE for w in words):
+        return False
+    if re.search(r"[.!?:]\s+\(?\d+(?:\.\d+)*\.?\)?\s", u):  # a numbered heading run into its end
+        return False
+    last = words[-1].rstrip("\"'\u201d\u2019)]")
+    return bool(last) and (last[:1].isupper() or last[:1].isdigit()) and last[-1:].isalnum()
+
+
+_FINITE = frozenset("is are was were shall will may must can could should would has have had be been does do did".split())
