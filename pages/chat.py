@@ -51,6 +51,9 @@ with c2:
                                 placeholder="Choose one or more documents", filter_mode="contains",
                                 select_all=False)
         state.put(state.CHAT_DOCS, chosen)
+        if chosen:  # the chips cut long file names: the full names once, below
+            st.caption(md_escape("Chosen: " + "; ".join(by_id[d].file_name for d in chosen[:8])
+                                 + (f" and {len(chosen) - 8} more" if len(chosen) > 8 else "")))
     elif scope == "filter" and last[0] is not None:
         kept = [d for d in last[1] if d in by_id]
         st.caption(md_escape(f"Filter run #{last[0]}, condition \"{shorten(last[2], 80)}\": "

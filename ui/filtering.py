@@ -159,11 +159,11 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
     strategies = st.multiselect(
         "Ways of finding the evidence",
         STRATEGIES,
-        format_func=lambda s: STRATEGY_LABELS.get(s, s),
+        format_func=lambda s: STRATEGY_WORDS.get(s, s),
         key=_wkey(prefix, "strategies"),
-        help="The paper's retrieval strategies: tree traversal, semantic search (FAISS), hyper-edge matching; "
-        "combined = every strategy's best passages in turn within a character budget; flat = fixed-size chunks "
-        "(the baseline). Each chosen way gets its own decision.",
+        help="; ".join(STRATEGY_LABELS.values()) + ". The paper's names: tree traversal, semantic search (FAISS), "
+        "hyper-edge matching; all = combined, every strategy's best passages in turn within a character budget; "
+        "chunks = flat, fixed-size chunks (the baseline). Each chosen way gets its own decision.",
     )
     choices = [x for x in STRATEGIES if x in strategies] or ["combined"]
     if st.session_state.get(_wkey(prefix, "decide_by")) not in choices:
