@@ -27,8 +27,10 @@ def _decisions(ws, embedder):
     for c in CONDITIONS:
         run = run_filter(ws, embedder, None, r.settings, c, decider="calibrated", save=False, retriever=r)
         for s in STRATS:
+            # the passages as a set: fp16 rounding may swap two near-tied passages of the combined
+            # evidence's score-normalised (CombSUM) list; the decisions and ranks must not change
             out[(c, s)] = [(d.doc_id, d.decision(s), d.decisions[s].rank,
-                            [(e.node_id, e.text, e.page, e.bbox, e.section_path) for e in d.evidence[s]])
+                            sorted((e.node_id, e.text, e.page, e.bbox, e.section_path) for e in d.evidence[s]))
                            for d in run.documents]
             scores[(c, s)] = [d.decisions[s].evidence_score for d in run.documents]
     return out, scores

@@ -87,8 +87,8 @@ def _ranks(z: np.ndarray, eligible: np.ndarray) -> np.ndarray:
 
 def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
                                   calib: OfflineCalibration, stats, extra_z: np.ndarray | None = None,
-                                  role_aware: bool = False, term_share: np.ndarray | None = None
-                                  ) -> tuple[list[Decision], Cut]:
+                                  role_aware: bool = False, term_share: np.ndarray | None = None,
+                                  topic_cos: np.ndarray | None = None) -> tuple[list[Decision], Cut]:
     """Offline decisions of one strategy for a collection (:mod:`.decider`).
 
     Args:
@@ -110,6 +110,10 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             (:func:`~docmaster_core.filtering.decider.on_topic`): a kept document that is
             not on topic is uncertain, and when no document is on topic none is kept
             (``Cut.none_meets``).
+        topic_cos: Optional float (D,) best cosine of each document's evidence over every
+            strategy of the run, for absolute relevance (whether a document is about the
+            condition does not depend on the strategy deciding it: flat chunks mix topics
+            and are rarely as close as a node); default: this strategy's own best cosine.
 
     Returns:
         ``(decisions, cut)``: one :class:`Decision` per document (0 tokens, backend
@@ -144,6 +148,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     none_meets = False
     if term_share is not None:
         best_cos = np.array([float(np.max(c)) if len(c) else 0.0 for c in cos_by_doc])
+        if topic_cos is not None:
+            best_cos = np.maximum(best_cos, np.asarray(topic_cos, dtype=np.float64))
         topical = on_topic(best_cos, term_share, calib) & present
         if not topical.any():  # nothing in the collection is about the condition: keep nothing
             none_meets = True
@@ -306,10 +312,13 @@ def offline_decisions(retr, view, condition: str, docs: list,
                                doc_mask=mask, pool=calib.pool)
         extra = (sig.dense_z + calib.lam * sig.lexical_z)[np.flatnonzero(mask)]
     out, cuts = {}, {}
+    topic_cos = np.array([max((float(np.max(cos_by[s][i])) for s in strategies if len(cos_by[s][i])), default=0.0)
+                          for i in range(len(docs))])
     for s in strategies:
         n = score_passages if (s == "combined" and score_passages) else None
         out[s], cuts[s] = calibrated_document_decisions(condition, [r.evidence[s][:n] for r in docs],
                                                         [c[:n] for c in cos_by[s]], calib,
                                                         stats, extra_z=extra if s == "combined" else None,
-                                                        role_aware=s == "combined", term_share=share)
+                                                        role_aware=s == "combined", term_share=share,
+                                                        topic_cos=topic_cos)
     return out, cuts
