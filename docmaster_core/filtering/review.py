@@ -45,7 +45,10 @@ and answers given out of order are used when the rule reaches them.
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -291,6 +294,12 @@ class ReviewState:
                 "promise": self.promise()}
 
 
+#: Scores of fitted feedback models, least recently used first (:meth:`Feedback.scores`).
+_FITS: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+_MAX_FITS = 512
+_FIT_LOCK = threading.Lock()
+
+
 @dataclass
 class Feedback:
     """Relevance feedback for the screening order: active learning on the oracle's answers.
@@ -323,14 +332,15 @@ class Feedback:
     features: np.ndarray
     prior_weight: float = 3.0
     C: float = 10.0
-    _cache: dict = field(default_factory=dict, repr=False)
+    _digest: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         x = np.asarray(self.features, dtype=np.float32)
         if x.ndim != 2:
             raise ValueError(f"feedback features must be a 2-D array (documents x dimensions), got shape {x.shape}")
         norm = np.linalg.norm(x, axis=1, keepdims=True)
-        self.features = x / np.where(norm > 0, norm, 1.0)
+        self.features = np.ascontiguousarray(x / np.where(norm > 0, norm, 1.0))
+        self._digest = hashlib.blake2b(self.features.tobytes(), digest_size=16).hexdigest()
 
     def scores(self, order: np.ndarray, reviewed: np.ndarray, labels: np.ndarray, todo: np.ndarray
                ) -> np.ndarray | None:
@@ -345,12 +355,16 @@ class Feedback:
         labels = np.asarray(labels)
         if reviewed.size == 0 or labels.min() == labels.max():
             return None
-        # replay() re-runs the rule from the start after every answer: the same prefix of
-        # reviewed documents gives the same model, so it is fit once
-        key = (np.asarray(reviewed, np.int64).tobytes(), labels.astype(np.int8).tobytes(),
+        # replay() re-runs the rule from the start after every answer (and the app after every
+        # click): the same features and prefix of reviewed documents give the same model, so
+        # it is fit once per process
+        key = (self._digest, self.prior_weight, self.C, np.asarray(order, np.int64).tobytes(),
+               np.asarray(reviewed, np.int64).tobytes(), labels.astype(np.int8).tobytes(),
                np.asarray(todo, np.int64).tobytes())
-        if key in self._cache:
-            return self._cache[key]
+        with _FIT_LOCK:
+            if key in _FITS:
+                _FITS.move_to_end(key)
+                return _FITS[key]
         from sklearn.linear_model import LogisticRegression
 
         n = order.size
@@ -360,9 +374,10 @@ class Feedback:
         model = LogisticRegression(C=self.C, class_weight="balanced", max_iter=200)
         model.fit(x[reviewed], labels)
         out = model.decision_function(x[todo])
-        if len(self._cache) > 256:
-            self._cache.clear()
-        self._cache[key] = out
+        with _FIT_LOCK:
+            _FITS[key] = out
+            while len(_FITS) > _MAX_FITS:
+                _FITS.popitem(last=False)
         return out
 
 
