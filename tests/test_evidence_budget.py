@@ -62,8 +62,7 @@ def test_a_passage_that_repeats_the_evidence_is_skipped():
     lists = {"semantic": (np.array([5, 6, 7]), np.ones(3, np.float32))}
     texts = {5: para, 6: summary, 7: "This Agreement is governed by the laws of Ontario."}
     chars = {n: len(t) for n, t in texts.items()}
-    sh = {n: word_shingles(t) for n, t in texts.items()}
-    ids, _, _ = fuse_within_budget(lists, chars, 10_000, shingles=sh, max_overlap=0.6)
+    ids, _, _ = fuse_within_budget(lists, chars, 10_000, shingles=lambda n: word_shingles(texts[n]), max_overlap=0.6)
     assert ids.tolist() == [5, 7]
     ids, _, _ = fuse_within_budget(lists, chars, 10_000)  # no shingles given: no check
     assert ids.tolist() == [5, 6, 7]

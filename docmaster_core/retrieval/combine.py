@@ -18,7 +18,7 @@ character budget per document, so every strategy's best passages are in it (issu
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -157,7 +157,7 @@ def combsum(lists: dict[str, tuple[np.ndarray, np.ndarray]], names: Sequence[str
 def fuse_within_budget(lists: dict[str, tuple[np.ndarray, np.ndarray]], chars: dict[int, int], budget: int,
                        order: Sequence[str] = EVIDENCE_ROTATION, first: str | None = None, *,
                        shares: dict[str, float] | None = None,
-                       shingles: dict[int, set] | None = None, max_overlap: float = 1.0
+                       shingles: Callable[[int], set] | None = None, max_overlap: float = 1.0
                        ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """A document's combined *filter evidence*: each strategy's best passages in turn,
     within a character budget (issue 32).
@@ -185,8 +185,9 @@ def fuse_within_budget(lists: dict[str, tuple[np.ndarray, np.ndarray]], chars: d
         first: Name of a list taken whole before the rotation (``"reference"``: the
             elements a question names explicitly), within the budget.
         shares: ``{strategy: passages per round}`` in (0, 1] (default 1 each).
-        shingles: ``{node_id: word 4-gram set}`` (:func:`~docmaster_core.text.words.shingles`)
-            for the redundancy check; ``None``: no check.
+        shingles: ``node_id -> word 4-gram set`` (:func:`~docmaster_core.text.words.shingles`
+            of its evidence text) for the redundancy check, called only for passages that
+            fit the budget; ``None``: no check.
         max_overlap: Share of a passage's shingles already in the evidence at which it is
             skipped (1.0: only exact repeats).
 
@@ -216,7 +217,7 @@ def fuse_within_budget(lists: dict[str, tuple[np.ndarray, np.ndarray]], chars: d
         if taken and used + c > budget:
             return False
         seen.add(nid)
-        sh = shingles.get(nid, set()) if shingles is not None else set()
+        sh = shingles(nid) if shingles is not None else set()
         if sh and taken and len(sh & held) >= max_overlap * len(sh):
             return False
         taken.append(nid)

@@ -188,15 +188,15 @@ class Retriever:
         q = self.encode(query) if isinstance(query, str) else np.asarray(query, dtype=np.float32)
         mask = view.doc_mask(doc_ids)
         need = set(strategies)
-        if "combined" in need:
+        if "combined" in need and not budget:  # the budgeted evidence searches its own pools
             need |= set(STRUCTURED)
-        cos = node_cosines(view, q) if need & set(STRUCTURED) else np.zeros(view.emb.shape[0], np.float32)
+        cos = node_cosines(view, q) if need & {*STRUCTURED, "combined"} else np.zeros(view.emb.shape[0], np.float32)
         ranked: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         if "semantic" in need:
             ranked["semantic"] = semantic_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
         if "tree" in need:
             ranked["tree"] = tree_search(view, q, self.settings, top_k=k, doc_mask=mask, cos=cos)
-        if "keyword" in need or ("combined" in need and self.keyword and isinstance(query, str)):
+        if "keyword" in need or ("combined" in need and not budget and self.keyword and isinstance(query, str)):
             ranked["keyword"] = _keyword_lists(view, query, k, mask)
         if "hyperedge" in need:
             ranked["hyperedge"] = hyperedge_search(view, self.hyperedges(view), q, self.settings, top_k=k,
@@ -255,7 +255,7 @@ class Retriever:
             texts = {n: node_text(view.node(di, n), dv.tree.title if n == 0 else "") for n in nids}
             chars = {n: len(t) for n, t in texts.items()}
             ids, sc, w = fuse_within_budget(per, chars, budget, EVIDENCE_ROTATION, first="reference",
-                                            shares=EVIDENCE_SHARES, shingles={n: shingles(t) for n, t in texts.items()},
+                                            shares=EVIDENCE_SHARES, shingles=lambda n: shingles(texts[n]),
                                             max_overlap=float(self.settings.evidence_overlap))
             out[di] = (ids, sc)
             # the hybrid list is made of semantic and BM25: name the strategies themselves
