@@ -92,6 +92,17 @@ def test_the_names_pick_the_document_and_the_need_is_left(dm):
     assert route_by_names("What is the governing law?", view) is None
 
 
+def test_two_parties_named_without_the_word_agreement_route_to_their_contract(dm):
+    view = dm.retriever().view
+    r = route_by_names("How many days of notice must Quillfeather give Marrowgate before it terminates?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-alpha.pdf"]
+    assert {"Quillfeather", "Marrowgate"} <= set(r.names)
+    # one name alone, not referring to a document, still routes nowhere (it could be a product or a method)
+    assert route_by_names("How many days of notice must Quillfeather give before it terminates?", view) is None
+    # two names that no one document holds together route nowhere
+    assert route_by_names("Does Quillfeather compete with Pelliton in the Territory?", view) is None
+
+
 def test_ask_answers_from_the_named_contract_with_its_clause_not_its_preamble(dm):
     res = dm.ask("Which state's law governs the agreement between Quillfeather Instruments Inc. and Marrowgate "
                  "Supply Ltd.?", all_docs=True, save=False)

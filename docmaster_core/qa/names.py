@@ -220,6 +220,22 @@ def _refers_to_document(question: str, word: str, nf: NameFields, window: int = 
     return False
 
 
+def _named_together(cands: list[tuple[str, str]], nf: NameFields) -> list[tuple[str, str]]:
+    """The candidates of the one document whose name field holds two or more distinct question
+    words of ``cands`` when no other document's name field holds two of them (else ``[]``)."""
+    words = {w for w, _ in cands}
+    if len(words) < 2:
+        return []
+    holders = []
+    for di, toks in enumerate(nf.tokens):
+        held = {w for w, t in cands if t in toks}
+        if len(held) >= 2:
+            holders.append(held)
+    if len(holders) != 1:
+        return []
+    return [(w, t) for w, t in cands if w in holders[0]]
+
+
 def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *, max_share: float = 0.1,
                    max_docs: int = 5, rare_docs: int = 2, keep_ratio: float = 0.6, max_named: int = 3
                    ) -> Route | None:
@@ -238,7 +254,9 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
 
     A candidate counts only where the question refers to a document by it (a file name,
     after "between", or near a noun such as "agreement" or "paper"; :data:`DOC_NOUNS`), so
-    "ranking by PageRank" or "error on ImageNet" route nowhere. The best document must hold
+    "ranking by PageRank" or "error on ImageNet" route nowhere, or, when none does, where two
+    distinct names are held together by exactly one document's name field (a pair of parties:
+    "must Audible give Amazon.com Commerce Services ..."). The best document must hold
     one name no other document's name field holds, or two names; else nothing is routed.
 
     Returns:
@@ -249,8 +267,13 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
         return None
     allowed = set(doc_ids) if doc_ids is not None else None
     cap = max(1, min(max_docs, int(max_share * nf.n_docs)))
-    cands = [(w, t) for w, t in _candidates(question, nf, rare_docs) if 0 < nf.df.get(t, 0) <= cap]
-    cands = [(w, t) for w, t in cands if _refers_to_document(question, w, nf)]
+    rare = [(w, t) for w, t in _candidates(question, nf, rare_docs) if 0 < nf.df.get(t, 0) <= cap]
+    cands = [(w, t) for w, t in rare if _refers_to_document(question, w, nf)]
+    if not cands:
+        # no word refers to a document by its place in the question ("must Audible give Amazon.com
+        # Commerce Services ..."): names still route when two of them are held together by one
+        # document's name field and by no other (a pair of parties names their contract)
+        cands = _named_together(rare, nf)
     if not cands:
         return None
     idf = {t: math.log(nf.n_docs / nf.df[t]) for _, t in cands}
