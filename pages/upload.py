@@ -50,6 +50,9 @@ def _open_workspace() -> None:
 def _ingest_with_progress(dm, todo: list[Path]) -> list[dict]:
     """Ingest ``todo`` with one progress bar per document; the results become "Last upload"."""
     with st.status(f"Ingesting {plural(len(todo), 'file')} ...", expanded=True) as status:
+        # the ingest runs with this page's script: a closed tab or another page stops it
+        st.caption("Keep this page open until every file is done: leaving it or closing the tab stops the ingest "
+                   "(the documents done so far stay; ingest the rest again).")
         board = ProgressBoard(todo)
         try:
             results = ingest_files(dm, todo, on_progress=board)
