@@ -232,7 +232,9 @@ class Retriever:
 
     def _budgeted(self, view: CorpusView, query, q: np.ndarray, cos: np.ndarray, mask: np.ndarray, budget: int
                   ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[str]]]:
-        """The combined filter evidence of every masked document (:func:`~.combine.fuse_within_budget`)."""
+        """The combined filter evidence of every masked document (:func:`~.combine.fuse_within_budget`):
+        ``{doc_index: (node_ids int64 (m,) in the order taken, cosines float32 (m,) with the query)}``
+        and the strategies holding each passage."""
         pool = int(getattr(self.settings, "evidence_pool", 40))
         lists = {"semantic": semantic_search(view, q, self.settings, top_k=pool, doc_mask=mask, cos=cos),
                  "tree": tree_search(view, q, self.settings, top_k=pool, doc_mask=mask, cos=cos),
@@ -254,10 +256,12 @@ class Retriever:
             view.prefetch((di, n) for n in nids)
             texts = {n: node_text(view.node(di, n), dv.tree.title if n == 0 else "") for n in nids}
             chars = {n: len(t) for n, t in texts.items()}
-            ids, sc, w = fuse_within_budget(per, chars, budget, EVIDENCE_ROTATION, first="reference",
+            ids, _, w = fuse_within_budget(per, chars, budget, EVIDENCE_ROTATION, first="reference",
                                             shares=EVIDENCE_SHARES, shingles=lambda n: shingles(texts[n]),
                                             max_overlap=float(self.settings.evidence_overlap))
-            out[di] = (ids, sc)
+            # the order is the turns'; the score shown with a passage is its cosine with the query
+            # (1 / turn would read "1.000" for every strategy's best passage)
+            out[di] = (ids, np.asarray(cos[dv.start + ids], dtype=np.float32))
             # the hybrid list is made of semantic and BM25: name the strategies themselves
             who[di] = ["+".join(x for x in names.split("+") if x != "hybrid") for names in w]
         return out, who
