@@ -321,9 +321,10 @@ class Feedback:
         C: Inverse regularisation strength of the logistic regression.
 
     The defaults (3, 10) were chosen on the P conditions over 5,000 copies of the
-    corpus (docs/results/review.md: documents asked 36.8 % -> 26.5 %; 25-27 % for
-    weights 2-5 and C 10-100) and checked on Q (36.8 % -> 30.2 %) and on the 59 and 88
-    document collections (cost within a point or two, guarantee kept).
+    corpus (a plateau of 25-27 % of documents asked for weights 2-5 and C 10-100, 2
+    seeds) and checked unchanged on Q and on the 59 and 88 document collections
+    (docs/results/review.md, 10-20 seeds: P 36.8 % -> 26.1 %, Q 36.8 % -> 29.9 % at
+    5,000; the small collections within a point, the guarantee kept everywhere).
 
     Raises:
         ValueError: ``features`` is not a 2-D array.
