@@ -144,7 +144,7 @@ runs_token = tuple((n, r.get("run_id"), r.get("condition"), (r.get("timings") or
                    for n, r in runs.items())
 if st.session_state.get(W_SHOWN_RUNS) != runs_token:
     st.session_state[W_SHOWN_RUNS] = runs_token
-    for k in (W_DOC, W_WHICH, W_PAGE, W_BOXES, "dm_filter_picked"):
+    for k in (W_DOC, W_WHICH, W_PAGE, W_BOXES, "dm_filter_picked", "w_filter_page_for"):
         st.session_state.pop(k, None)
     state.put(state.FILTER_DOC, None)
 
@@ -306,8 +306,13 @@ with right:
     ev_shown = groups[shown]
     pages = sorted({int(e["page"]) for e in ev_shown if e.get("page")})
     if pages:
-        if st.session_state.get(W_PAGE) not in pages:
-            st.session_state[W_PAGE] = pages[0]
+        # a newly chosen document (or configuration, or way) opens on its best passage's page,
+        # not on the page number the previous one was left at
+        shown_for = (doc_id, which, shown)
+        if st.session_state.get("w_filter_page_for") != shown_for or st.session_state.get(W_PAGE) not in pages:
+            first = next((int(e["page"]) for e in ev_shown if e.get("page")), pages[0])
+            st.session_state[W_PAGE] = first
+            st.session_state["w_filter_page_for"] = shown_for
         page = st.selectbox("Page", pages, key=W_PAGE,
                             format_func=lambda p: f"page {p} ({sum(int(e.get('page') or 0) == p for e in ev_shown)} passages)")
         on_page = [e for e in ev_shown if int(e.get("page") or 0) == page and e.get("bbox")]
