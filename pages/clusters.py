@@ -276,7 +276,7 @@ with st.expander("Cluster sizes and sample passages"):
                      "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
-st.subheader("Passage pairs the LLM checked (anchor pairs)")
+st.subheader("Passage pairs marked together or apart (anchor pairs)")
 if mode == "document":
     rows = anchor_rows(idx, tree)
 else:
@@ -285,8 +285,10 @@ else:
         for r in anchor_rows(coll["documents"][d], trees[d]):
             rows.append({"file": shorten(by_id[d].file_name, 40), **r})
 if rows:
-    st.caption("The k pairs of passages that score highest on meaning and closeness in the tree (SEC, Eq. 1), each "
-               "marked by the LLM as belonging together (must-link) or apart (cannot-link); the grouping pays w for "
+    who = ("the offline backend (no model: together when their cosine is high enough)" if backend == "offline"
+           else "the LLM")
+    st.caption(f"The k pairs of passages that score highest on meaning and closeness in the tree (SEC, Eq. 1), each "
+               f"marked by {who} as belonging together (must-link) or apart (cannot-link); the grouping pays w for "
                "each mark it breaks (PC-KMeans, Eq. 2).")
     df = pd.DataFrame(rows)
     st.dataframe(
