@@ -253,18 +253,22 @@ class CorpusView:
     def doc_vectors(self, doc_ids: Sequence[str]) -> np.ndarray:
         """float32 (n, d): the mean of each document's node embeddings, L2-normalised (a
         zero row for a document without nodes), in the order of ``doc_ids``: the document
-        features of the review's relevance feedback.
+        features of the review's relevance feedback. Computed once per view for every
+        document (:meth:`aux`), so the app's reruns only index it.
 
         Raises:
             RetrievalError: an id is not in the view.
         """
-        out = np.zeros((len(doc_ids), int(self.emb.shape[1])), dtype=np.float32)
-        for i, d in enumerate(doc_ids):
-            dv = self.doc(d)
-            if dv.n_nodes:
-                v = np.asarray(self.emb[dv.start:dv.start + dv.n_nodes], dtype=np.float32).mean(0)
-                out[i] = v / (float(np.linalg.norm(v)) or 1.0)
-        return out
+        def build() -> np.ndarray:
+            out = np.zeros((len(self.docs), int(self.emb.shape[1])), dtype=np.float32)
+            for dv in self.docs:
+                if dv.n_nodes:
+                    v = np.asarray(self.emb[dv.start:dv.start + dv.n_nodes], dtype=np.float32).mean(0)
+                    out[dv.index] = v / (float(np.linalg.norm(v)) or 1.0)
+            return out
+
+        all_docs = self.aux("doc_vectors", build)
+        return all_docs[[self.doc(d).index for d in doc_ids]]
 
     def node(self, doc_index: int, node_id: int) -> Node:
         """Node ``node_id`` of document ``doc_index``: from the node cache filled by
