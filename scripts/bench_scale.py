@@ -81,6 +81,29 @@ def _new_id(old: str, k: int) -> str:
     return hashlib.sha256(f"{old}:{k}".encode()).hexdigest()[:16]
 
 
+def _index_template(con: sqlite3.Connection) -> None:
+    """TEMP table ``tmpl``: the source's stored indexes in the storage format of the code
+    under test (float arrays in binary since issue 37; a source written before keeps them
+    as JSON text, which is converted here once per original, not once per copy)."""
+    from docmaster_core.store import upkeep
+
+    cols = {r[1] for r in con.execute("PRAGMA src.table_info(indexes)")}
+    con.execute("CREATE TEMP TABLE tmpl(doc_id TEXT, params_key TEXT, params_json TEXT, data_json TEXT, "
+                "created_at REAL, arrays BLOB)")
+    sel = "arrays" if "arrays" in cols else "NULL"
+    rows = con.execute(f"SELECT doc_id, params_key, params_json, data_json, created_at, {sel} FROM src.indexes").fetchall()
+    out = []
+    for doc_id, key, params, text, at, blob in rows:
+        if blob is None:
+            data = upkeep._decode_index(text, None)
+            lean = upkeep._arrays_from_lists(data)
+            if lean is not None:
+                body, arrays = upkeep.split_arrays(lean)
+                text, blob = json.dumps(body), upkeep.pack_arrays(arrays)
+        out.append((doc_id, key, params, text, at, blob))
+    con.executemany("INSERT INTO tmpl VALUES(?,?,?,?,?,?)", out)
+
+
 def build(source: Path, out: Path, n_docs: int, seed: int = 0, sigma: float = SIGMA) -> Path:
     """Build the synthetic workspace ``out/ws_<n_docs>`` from ``source`` (see module doc).
 
@@ -109,6 +132,7 @@ def build(source: Path, out: Path, n_docs: int, seed: int = 0, sigma: float = SI
                 "embedding_model, timings_json")
     cols_node = ("type, depth, parent, level, ord, page_start, page_end, bboxes_json, section_path_json, content, "
                  "summary, extra_json")
+    _index_template(con)
     con.execute("BEGIN")
     con.execute(f"INSERT INTO documents(doc_id, sha256, {cols_doc}, added_at) SELECT m.new, m.sha, "
                 "'c' || m.k || '_' || d.file_name, d.source_path, d.title, d.n_pages, d.parser, d.n_nodes, d.counts_json,"
@@ -119,8 +143,8 @@ def build(source: Path, out: Path, n_docs: int, seed: int = 0, sigma: float = SI
                 + " FROM map m JOIN src.nodes n ON n.doc_id = m.old")
     con.execute("INSERT INTO edges(doc_id, src, dst, kind) SELECT m.new, e.src, e.dst, e.kind"
                 " FROM map m JOIN src.edges e ON e.doc_id = m.old")
-    con.execute("INSERT INTO indexes(doc_id, params_key, params_json, data_json, created_at) SELECT m.new, "
-                "i.params_key, i.params_json, i.data_json, i.created_at FROM map m JOIN src.indexes i ON i.doc_id = m.old")
+    con.execute("INSERT INTO indexes(doc_id, params_key, params_json, data_json, created_at, arrays) SELECT m.new, "
+                "i.params_key, i.params_json, i.data_json, i.created_at, i.arrays FROM map m JOIN tmpl i ON i.doc_id = m.old")
     con.execute("COMMIT")
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()

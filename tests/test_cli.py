@@ -325,6 +325,30 @@ def test_missing_vector_file_skips_one_document_and_repair_rebuilds_it(ws, capsy
     assert len(run.documents) == 3 and run.warnings == []
 
 
+def test_check_repair_rewrites_indexes_stored_as_json_text(ws, capsys):
+    """Issue 37: stored indexes written before schema 2 (float arrays as JSON lists) are
+    rewritten in binary by ``check --repair``, which says so; the filter is unchanged."""
+    import sqlite3
+
+    before = [d.decisions["combined"].evidence_score for d in _dm(ws).filter("revenue", save=False).documents]
+    dm = _dm(ws)
+    rows = [(d.doc_id, dm.ws.load_index(d.doc_id)) for d in dm.ws.documents()]
+    assert all(isinstance(idx["hyperedge_embeddings"], np.ndarray) for _, idx in rows)
+    con = sqlite3.connect(ws / "workspace.sqlite", isolation_level=None)
+    for doc_id, idx in rows:  # as an older DocMaster wrote them
+        old = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in idx.items()}
+        con.execute("UPDATE indexes SET data_json=?, arrays=NULL WHERE doc_id=?", (json.dumps(old), doc_id))
+    con.close()
+    clear_corpus_cache()
+    assert cli.main(["check", "-w", str(ws), "--repair"]) == 0
+    assert "rewrote 3 stored indexes with their arrays in binary" in capsys.readouterr().out
+    assert cli.main(["check", "-w", str(ws), "--repair"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+    clear_corpus_cache()
+    after = [d.decisions["combined"].evidence_score for d in _dm(ws).filter("revenue", save=False).documents]
+    assert after == before
+
+
 def test_reingest_rebuilds_a_missing_vector_file(ws, pdfs):
     dm = _dm(ws)
     rec = dm.ws.document("kettle_manual.pdf")

@@ -299,3 +299,64 @@ def test_importing_the_index_package_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "[]"
+
+
+def test_index_arrays_stored_in_binary_and_old_json_rows_still_read(tmp_path):
+    """Issue 37: a stored index keeps its float arrays in binary (same values, same
+    dtypes), far smaller than JSON text; a row written the old way (arrays as JSON
+    lists) reads back equal and ``compact_indexes`` rewrites it in binary."""
+    import sqlite3
+
+    from docmaster_core.store.workspace import Workspace
+
+    tree = make_tree("paper", PAPER)
+    idx = build_document_index(tree, embed(tree), StubLLM(), HashingEmbedder(), IndexSettings(k=5, K=3))
+    assert idx.hyperedge_embeddings.size and idx.centers.size
+    ws = Workspace(tmp_path / "ws")
+    ws.save_index("lean", {"k": 5}, idx.to_json_dict(arrays=True))
+    ws.save_index("old", {"k": 5}, idx.to_json_dict())  # lists: as written before issue 37
+    con = sqlite3.connect(ws.db_path, isolation_level=None)
+    con.execute("UPDATE indexes SET arrays=NULL WHERE doc_id='old'")  # as a schema-1 row has it
+    (lean_json, lean_blob), = con.execute("SELECT data_json, arrays FROM indexes WHERE doc_id='lean'")
+    (old_json, old_blob), = con.execute("SELECT data_json, arrays FROM indexes WHERE doc_id='old'")
+    assert old_blob is None and lean_blob
+    n_floats = idx.centers.size + idx.hyperedge_embeddings.size
+    assert len(lean_blob) < 4 * n_floats + 1024  # float32 bytes and the .npz headers
+    assert len(lean_json) < len(old_json) - 2 * n_floats  # no float left as text
+    for doc in ("lean", "old"):
+        back = DocumentIndex.from_json_dict(ws.load_index(doc, {"k": 5}))
+        for name in ("centers", "hyperedge_embeddings", "labels", "anchor_scores", "hyperedge_links"):
+            a, b = getattr(idx, name), getattr(back, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), (doc, name)
+    assert ws.compact_indexes() == 1 and ws.compact_indexes() == 0
+    (blob,), = con.execute("SELECT arrays FROM indexes WHERE doc_id='old'")
+    assert blob is not None
+    back = DocumentIndex.from_json_dict(ws.load_index("old", {"k": 5}))
+    assert np.array_equal(back.hyperedge_embeddings, idx.hyperedge_embeddings)
+
+
+def test_schema_1_workspace_gets_the_arrays_column(tmp_path):
+    """A workspace written before issue 37 (schema 1, no ``indexes.arrays``) opens,
+    keeps its stored index readable and is migrated to schema 2."""
+    import sqlite3
+
+    from docmaster_core.store.workspace import SCHEMA_VERSION, Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_index("d1", {"k": 5}, {"labels": [0, 1], "centers": [[0.5, 0.25]]})
+    ws.close()
+    con = sqlite3.connect(tmp_path / "ws" / "workspace.sqlite")
+    with con:  # rebuild the table as schema 1 had it
+        con.execute("CREATE TABLE old AS SELECT doc_id, params_key, params_json, data_json, created_at FROM indexes")
+        con.execute("DROP TABLE indexes")
+        con.execute("ALTER TABLE old RENAME TO indexes")
+        con.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    con.close()
+    ws = Workspace(tmp_path / "ws")
+    assert ws.load_index("d1", {"k": 5}) == {"labels": [0, 1], "centers": [[0.5, 0.25]]}
+    con = sqlite3.connect(ws.db_path)
+    assert "arrays" in {r[1] for r in con.execute("PRAGMA table_info(indexes)")}
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert ws.compact_indexes() == 1
+    got = ws.load_index("d1", {"k": 5})
+    assert got["centers"].dtype == np.float32 and got["centers"].tolist() == [[0.5, 0.25]]

@@ -183,23 +183,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     ws = dm.ws
     removed: list[str] = []
     rebuilt: list[str] = []
+    compacted = 0
     if args.repair:
         with ws.writing(what="check --repair"):
             removed = ws.repair()
             rebuilt = dm.repair_vectors()
+            compacted = ws.compact_indexes()
         if not args.json:
             for r in removed:
                 print(f"removed {r}")
             for r in rebuilt:
                 print(f"repaired: {clean_line(r)}")
-            if not removed and not rebuilt:
+            if compacted:
+                print(f"rewrote {compacted} stored indexes with their arrays in binary "
+                      "(VACUUM workspace.sqlite to return the space)")
+            if not removed and not rebuilt and not compacted:
                 print("nothing to repair")
     problems = ws.check(leftovers=False)
     leftovers = ws.leftovers()
     docs = ws.documents()
     if args.json:
         print_json({"ok": not problems, "documents": len(docs), "problems": problems, "leftovers": leftovers,
-                     "removed": removed, "repaired": rebuilt})
+                     "removed": removed, "repaired": rebuilt, "indexes_rewritten": compacted})
     else:
         for p in problems:
             hint = ""

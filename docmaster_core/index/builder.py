@@ -115,9 +115,11 @@ class DocumentIndex:
         """Mapping TEXT node id -> cluster."""
         return dict(zip(self.text_node_ids.tolist(), self.labels.tolist()))
 
-    def to_json_dict(self, include_vectors: bool = True) -> dict[str, Any]:
+    def to_json_dict(self, include_vectors: bool = True, arrays: bool = False) -> dict[str, Any]:
         """JSON-ready dict (lists, no pickle). ``include_vectors=False`` drops the
-        centres and hyper-edge embeddings (e.g. when a vector file stores them)."""
+        centres and hyper-edge embeddings (e.g. when a vector file stores them);
+        ``arrays=True`` keeps them as (K', d) / (h, d) float32 ``np.ndarray`` for a store
+        that writes arrays in binary (:meth:`~docmaster_core.store.upkeep.IndexRunStore.save_index`)."""
         d = {
             "schema": SCHEMA_VERSION,
             "doc_id": self.doc_id,
@@ -135,8 +137,8 @@ class DocumentIndex:
             "hyperedge_dim": int(self.hyperedge_embeddings.shape[1]) if self.hyperedge_embeddings.ndim == 2 else 0,
         }
         if include_vectors:
-            d["centers"] = self.centers.tolist()
-            d["hyperedge_embeddings"] = self.hyperedge_embeddings.tolist()
+            d["centers"] = self.centers if arrays else self.centers.tolist()
+            d["hyperedge_embeddings"] = self.hyperedge_embeddings if arrays else self.hyperedge_embeddings.tolist()
         return d
 
     @classmethod
@@ -396,12 +398,13 @@ class CollectionIndex:
     params: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
 
-    def to_json_dict(self, include_vectors: bool = True) -> dict[str, Any]:
-        """JSON-ready dict (lists, no pickle), documents included."""
+    def to_json_dict(self, include_vectors: bool = True, arrays: bool = False) -> dict[str, Any]:
+        """JSON-ready dict (lists, no pickle), documents included; ``arrays`` as in
+        :meth:`DocumentIndex.to_json_dict`."""
         d = {
             "schema": SCHEMA_VERSION,
             "doc_ids": list(self.doc_ids),
-            "documents": {k: v.to_json_dict(include_vectors) for k, v in self.documents.items()},
+            "documents": {k: v.to_json_dict(include_vectors, arrays) for k, v in self.documents.items()},
             "node_doc": self.node_doc.tolist(),
             "node_ids": self.node_ids.tolist(),
             "labels": self.labels.tolist(),
@@ -416,7 +419,7 @@ class CollectionIndex:
             "dim": int(self.centers.shape[1]),
         }
         if include_vectors:
-            d["centers"] = self.centers.tolist()
+            d["centers"] = self.centers if arrays else self.centers.tolist()
         return d
 
     @classmethod

@@ -111,7 +111,7 @@ class IndexStage:
         if background_save:
             self._save_in_background(doc_id, p, idx)
         else:
-            self._save_index(doc_id, p, idx.to_json_dict())
+            self._save_index(doc_id, p, idx.to_json_dict(arrays=True))
         return idx
 
     def index_document(self, doc_id: str, *, tree: DocumentTree | None = None, embeddings: np.ndarray | None = None,
@@ -158,7 +158,7 @@ class IndexStage:
 
         def _run() -> None:
             try:
-                self._save_index(doc_id, params, idx.to_json_dict())
+                self._save_index(doc_id, params, idx.to_json_dict(arrays=True))
             except (DocMasterError, OSError):
                 pass
 
@@ -314,7 +314,7 @@ class IndexStage:
                 embs[d.doc_id] = np.asarray(self.ws.load_embeddings(d.doc_id, mmap=False))
             coll = build_collection_index(trees, embs, self.llm, self.embedder, p.settings(), doc_indexes=idxs,
                                           n_clusters=n_clusters, link_threshold=link_threshold)
-            self._save_index(COLLECTION_KEY, cparams, coll.to_json_dict())
+            self._save_index(COLLECTION_KEY, cparams, coll.to_json_dict(arrays=True))
         return coll.stats
 
     def load_collection_index(self, *, n_clusters: int | None = None, link_threshold: float = 0.5,

@@ -5,15 +5,103 @@ connection (``_con``, ``transaction``), ``documents``, ``load_embeddings``,
 """
 from __future__ import annotations
 
+import io
 import json
 import time
-
-import orjson
 from typing import Any
+
+import numpy as np
+import orjson
 
 from ..errors import WorkspaceError
 
-__all__ = ["IndexRunStore", "IntegrityChecks"]
+__all__ = ["IndexRunStore", "IntegrityChecks", "split_arrays", "pack_arrays", "unpack_arrays"]
+
+#: Keys of a stored index whose values are float matrices (written as JSON lists before issue 37).
+_VECTOR_KEYS = ("centers", "hyperedge_embeddings")
+
+
+def split_arrays(data: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    """``data`` with every ``np.ndarray`` of a float dtype replaced by ``{"__array__": name}``,
+    and ``{name: array}``. Names are ``a0``, ``a1``, ... in depth-first order."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def walk(x):
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            name = f"a{len(arrays)}"
+            arrays[name] = x
+            return {"__array__": name}
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [walk(v) for v in x]
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+        return x
+
+    return walk(data), arrays
+
+
+def pack_arrays(arrays: dict[str, np.ndarray]) -> bytes | None:
+    """The arrays as the bytes of an uncompressed ``.npz`` (None when there are none)."""
+    if not arrays:
+        return None
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
+
+
+def unpack_arrays(blob: bytes | None) -> dict[str, np.ndarray]:
+    """Inverse of :func:`pack_arrays` (no pickled objects are read)."""
+    if not blob:
+        return {}
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _decode_index(text: str, blob: bytes | None) -> dict[str, Any]:
+    # orjson: the same values as json.loads (correctly rounded floats), ~5x faster
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
+        data = json.loads(text)
+    if not blob:
+        return data
+    arrays = unpack_arrays(blob)
+
+    def walk(x):
+        if isinstance(x, dict):
+            if len(x) == 1 and "__array__" in x:
+                return arrays[x["__array__"]]
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(data)
+
+
+def _arrays_from_lists(data: Any) -> Any | None:
+    """``data`` (a decoded pre-issue-37 index, or a collection index holding such
+    documents) with the float matrices under :data:`_VECTOR_KEYS` as float32 arrays;
+    None when there is none to convert."""
+    found = False
+
+    def walk(x):
+        nonlocal found
+        if isinstance(x, dict):
+            out = {}
+            for k, v in x.items():
+                if k in _VECTOR_KEYS and isinstance(v, list) and v:
+                    out[k] = np.asarray(v, dtype=np.float32)
+                    found = True
+                else:
+                    out[k] = walk(v)
+            return out
+        return x
+
+    out = walk(data)
+    return out if found else None
 
 
 class IndexRunStore:
@@ -21,32 +109,63 @@ class IndexRunStore:
     (filter, ask, eval), as JSON rows; times are Unix seconds."""
 
     def save_index(self, doc_id: str, params: dict[str, Any], data: dict[str, Any]) -> None:
-        """Persist a document's semantic index built with ``params`` (JSON, no pickle)."""
+        """Persist a document's semantic index built with ``params``.
+
+        Float arrays in ``data`` (``np.ndarray`` values at any depth, e.g. the (K', d)
+        float32 centres and (h, d) float32 hyper-edge embeddings of a
+        :class:`~docmaster_core.index.builder.DocumentIndex`) are stored in binary, in
+        the row's ``arrays`` column (an uncompressed ``.npz``, no pickle), with their
+        dtype kept (issue 37: as JSON text they were ~75 % of the database); the rest is
+        JSON. :meth:`load_index` gives them back as arrays.
+        """
+        body, arrays = split_arrays(data)
         with self.transaction() as con:
             con.execute(
-                "INSERT OR REPLACE INTO indexes(doc_id, params_key, params_json, data_json, created_at) VALUES(?,?,?,?,?)",
-                (doc_id, self.params_key(params), json.dumps(dict(params), sort_keys=True), json.dumps(data), time.time()),
+                "INSERT OR REPLACE INTO indexes(doc_id, params_key, params_json, data_json, created_at, arrays) "
+                "VALUES(?,?,?,?,?,?)",
+                (doc_id, self.params_key(params), json.dumps(dict(params), sort_keys=True), json.dumps(body),
+                 time.time(), pack_arrays(arrays) or b""),  # b"": none (NULL: written before issue 37)
             )
 
     def load_index(self, doc_id: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """A stored index for ``params`` (or the newest one when ``params`` is None), else None."""
+        """A stored index for ``params`` (or the newest one when ``params`` is None), else None.
+
+        Arrays stored in binary come back as ``np.ndarray`` (their stored dtype); indexes
+        written before issue 37 hold them as JSON lists, which come back as lists.
+        """
         con = self._con()
         if params is None:
             r = con.execute(
-                "SELECT data_json FROM indexes WHERE doc_id=? ORDER BY created_at DESC LIMIT 1", (doc_id,)
+                "SELECT data_json, arrays FROM indexes WHERE doc_id=? ORDER BY created_at DESC LIMIT 1", (doc_id,)
             ).fetchone()
         else:
             r = con.execute(
-                "SELECT data_json FROM indexes WHERE doc_id=? AND params_key=?", (doc_id, self.params_key(params))
+                "SELECT data_json, arrays FROM indexes WHERE doc_id=? AND params_key=?", (doc_id, self.params_key(params))
             ).fetchone()
-        # orjson: the same values as json.loads (correctly rounded floats), ~5x faster on
-        # the float arrays a stored index holds (issue 25: the filter reads one per candidate)
         if r is None:
             return None
-        try:
-            return orjson.loads(r[0])
-        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
-            return json.loads(r[0])
+        return _decode_index(r[0], r[1])
+
+    def compact_indexes(self) -> int:
+        """Rewrite stored indexes whose float arrays are JSON text (written before issue
+        37) with the arrays in binary; returns how many rows were rewritten. Values are
+        unchanged (float32 arrays round-trip exactly through JSON). Run by
+        ``docmaster check --repair``; the file shrinks at the next ``VACUUM``."""
+        rows = self._con().execute(
+            "SELECT doc_id, params_key, data_json FROM indexes WHERE arrays IS NULL").fetchall()
+        n = 0
+        for doc_id, key, text in rows:
+            data = _decode_index(text, None)
+            lean = _arrays_from_lists(data)
+            with self.transaction() as con:
+                if lean is None:  # nothing to convert: marked as checked
+                    con.execute("UPDATE indexes SET arrays=? WHERE doc_id=? AND params_key=?", (b"", doc_id, key))
+                    continue
+                body, arrays = split_arrays(lean)
+                con.execute("UPDATE indexes SET data_json=?, arrays=? WHERE doc_id=? AND params_key=?",
+                            (json.dumps(body), pack_arrays(arrays) or b"", doc_id, key))
+            n += 1
+        return n
 
     def index_versions(self) -> list[tuple[str, str, float]]:
         """Every stored semantic index as ``(doc_id, params_key, created_at)``, sorted.

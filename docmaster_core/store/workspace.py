@@ -88,7 +88,8 @@ def _path_lock(path: Path) -> _PathLock:
     with _PATH_LOCKS_GUARD:
         return _PATH_LOCKS.setdefault(str(path), _PathLock())
 
-SCHEMA_VERSION = 1
+#: 2 (issue 37): ``indexes.arrays``, the stored indexes' float arrays in binary.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -143,8 +144,10 @@ CREATE TABLE IF NOT EXISTS indexes (
     params_json TEXT NOT NULL,
     data_json TEXT NOT NULL,
     created_at REAL NOT NULL,
+    arrays BLOB,
     PRIMARY KEY (doc_id, params_key)
 );
+CREATE INDEX IF NOT EXISTS indexes_versions ON indexes(doc_id, params_key, created_at);
 CREATE TABLE IF NOT EXISTS judgements (
     condition TEXT NOT NULL,
     doc_id TEXT NOT NULL,
@@ -284,6 +287,16 @@ def _row_to_node(r: sqlite3.Row) -> Node:
     )
 
 
+def _migrate(con: sqlite3.Connection) -> None:
+    """Bring an older workspace database to :data:`SCHEMA_VERSION` in place (inside the
+    caller's transaction). 1 -> 2 adds ``indexes.arrays``; rows written before keep their
+    arrays as JSON text, readable as they are (``docmaster check --repair`` rewrites them)."""
+    cols = {r[1] for r in con.execute("PRAGMA table_info(indexes)")}
+    if "arrays" not in cols:
+        con.execute("ALTER TABLE indexes ADD COLUMN arrays BLOB")
+    con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+
 class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
     """A DocMaster workspace directory.
 
@@ -327,6 +340,8 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
                     raise WorkspaceError(
                         f"workspace schema version {row[0]} is newer than this DocMaster ({SCHEMA_VERSION})"
                     )
+                elif int(row[0]) < SCHEMA_VERSION:
+                    _migrate(con)
         except sqlite3.DatabaseError as e:
             raise WorkspaceError(f"workspace database {self.db_path} is unreadable: {e}") from e
 
@@ -433,6 +448,13 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         """All ingested documents, in the order they were added."""
         rows = self._con().execute("SELECT * FROM documents ORDER BY added_at, doc_id").fetchall()
         return [_row_to_record(r) for r in rows]
+
+    def document_versions(self) -> list[tuple[str, int, float]]:
+        """``(doc_id, n_nodes, added_at)`` of every document, in :meth:`documents` order
+        (``added_at`` in Unix seconds): what a cache of derived data checks, without
+        decoding whole records (issue 37)."""
+        rows = self._con().execute("SELECT doc_id, n_nodes, added_at FROM documents ORDER BY added_at, doc_id")
+        return [(str(d), int(n), float(t)) for d, n, t in rows]
 
     def document(self, ref: str) -> DocumentRecord:
         """A document by doc_id, doc_id prefix, file name or path.
