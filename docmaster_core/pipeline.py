@@ -247,7 +247,8 @@ class DocMaster(IngestStage, IndexStage):
 
         Also writes the per-document arrays stage 2 reads
         (:mod:`~docmaster_core.store.docinfo`: section roles, tree parents, hyper-edges of
-        the default index parameters) for every document that lacks them.
+        the default index parameters, node term counts, name tokens) for every document
+        that lacks them.
 
         Returns:
             ``{"rows", "dense_s", "lexical_s", "docinfo_s", "index"}`` (seconds; ``index``
@@ -275,6 +276,8 @@ class DocMaster(IngestStage, IndexStage):
         # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges), in
         # batches of documents so that memory stays bounded; a no-op when they are on disk
         from .retrieval.corpus import sub_view
+        from .qa.names import doc_name_tokens
+        from .retrieval.keyword import doc_term_counts
         from .retrieval.tree_traversal import section_index
         from .tree.roles import view_roles
 
@@ -284,6 +287,9 @@ class DocMaster(IngestStage, IndexStage):
             view_roles(sub)
             section_index(sub)
             r.hyperedges(sub)
+            for dv in sub.docs:
+                doc_term_counts(sub, dv)
+                doc_name_tokens(sub, dv)
         t3 = _time.perf_counter()
         return {"rows": view.collection.rows, "dense_s": t1 - t0, "lexical_s": t2 - t1, "docinfo_s": t3 - t2,
                 "index": index_kind(view.collection.rows, cs.dense_exact_max_rows)}

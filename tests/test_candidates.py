@@ -189,3 +189,77 @@ def test_filter_page_lists_only_the_scored_documents_and_counts_the_others(gener
     assert line.startswith(f"{run.not_candidates()} of {len(run.documents)} documents were not candidates")
     assert candidates_line(_dm(generated, embedder).filter(CONDITIONS[2], decider="calibrated",
                                                            save=False).to_dict()) is None
+
+
+def test_keyword_index_from_stored_term_counts_equals_tokenising_the_trees(tmp_path, generated, embedder):
+    """Issue 37: the BM25 node index of a view reads each document's term counts from
+    ``collection/docinfo/terms`` (written on first use); its scores equal those of
+    tokenising every tree, for the whole collection and for a candidate sub-view."""
+    import shutil
+
+    from docmaster_core.retrieval import keyword
+    from docmaster_core.text.terms import condition_terms, tokens
+
+    ws_path = tmp_path / "ws"
+    shutil.copytree(generated, ws_path)
+    corpus.clear_corpus_cache()
+    view = corpus.load_corpus(_dm(ws_path, embedder).ws)
+
+    def by_tokenising(v, query):  # the BM25 of the module's docstring, computed directly
+        terms = [t for t in condition_terms(query)]
+        rows = [tokens(n.content) if n.id else [] for dv in v.docs for n in dv.tree.nodes]
+        lengths = np.array([len(r) for r in rows], dtype=np.float64)
+        avg = lengths[lengths > 0].mean()
+        out = np.zeros(len(rows))
+        for t in dict.fromkeys(terms):
+            tf = np.array([r.count(t) for r in rows], dtype=np.float64)
+            df = (tf > 0).sum()
+            if not df:
+                continue
+            idf = np.log((len(rows) - df + 0.5) / (df + 0.5) + 1.0)
+            out += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * lengths / avg))
+        return out
+
+    for sub in (view, corpus.sub_view(view, range(3, 29))):
+        for q in CONDITIONS:
+            got = keyword.keyword_scores(sub, q)
+            assert np.allclose(got, by_tokenising(sub, q), rtol=1e-5, atol=1e-6), q
+    stored = sorted(p.stem for p in (ws_path / "collection" / "docinfo" / "terms").glob("*.npz"))
+    assert stored == sorted(dv.doc_id for dv in view.docs)
+    # a fresh process's view: the counts come from disk, the scores are the same bits
+    first = [keyword.keyword_scores(view, q) for q in CONDITIONS]
+    corpus.clear_corpus_cache()
+    again = corpus.load_corpus(_dm(ws_path, embedder).ws)
+    def no_tree(doc_id):
+        raise AssertionError(f"tree of {doc_id} read")
+
+    for dv in again.docs:  # no tree is needed to build the index
+        dv._tree, dv._loader = None, no_tree
+    assert all(np.array_equal(a, keyword.keyword_scores(again, q)) for a, q in zip(first, CONDITIONS))
+
+
+def test_name_fields_come_back_from_disk_without_reading_a_tree(tmp_path, generated, embedder):
+    """Issue 37: routing a question by names keeps each document's name tokens in
+    ``collection/docinfo/names``; a later process gets the same fields without trees."""
+    import shutil
+
+    from docmaster_core.qa.names import name_fields
+
+    ws_path = tmp_path / "ws"
+    shutil.copytree(generated, ws_path)
+    corpus.clear_corpus_cache()
+    first = name_fields(corpus.load_corpus(_dm(ws_path, embedder).ws))
+    corpus.clear_corpus_cache()
+    again = corpus.load_corpus(_dm(ws_path, embedder).ws)
+
+    def no_tree(doc_id):
+        raise AssertionError(f"tree of {doc_id} read")
+
+    for dv in again.docs:
+        dv._tree, dv._loader = None, no_tree
+    nf = name_fields(again)
+    assert nf.tokens == first.tokens and nf.squashed == first.squashed
+    assert nf.df == first.df and nf.file_df == first.file_df and nf.n_docs == first.n_docs == 40
+    assert dict(nf.text_df) == dict(first.text_df) and len(nf.text_df) > 50
+    t = max(first.text_df, key=first.text_df.get)
+    assert nf.text_df.get(t) == first.text_df[t] > 1 and nf.text_df.get("no-such-token", 0) == 0

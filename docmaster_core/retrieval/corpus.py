@@ -192,6 +192,10 @@ class CorpusView:
             (``docmaster check --repair`` rebuilds it).
         doc_cache: :class:`ByteLRU` of per-document derived structures (keyed by doc id),
             shared with the candidate views made from this view (:func:`sub_view`).
+        term_ids: ``{term: id}`` for the BM25 node index
+            (:func:`~docmaster_core.retrieval.keyword.keyword_index`), grown as documents
+            are indexed and shared with the candidate views, so that each document's terms
+            are looked up once per process, not once per condition.
     """
 
     docs: list[DocView]
@@ -209,6 +213,7 @@ class CorpusView:
     collection: object = None
     node_loader: Callable[[str, list[int]], dict] | None = field(default=None, repr=False)
     doc_cache: ByteLRU = field(default_factory=ByteLRU, repr=False)
+    term_ids: dict = field(default_factory=dict, repr=False)
     _nodes: dict = field(default_factory=dict, repr=False)
     _by_id: dict[str, int] = field(default_factory=dict, repr=False)
     _aux: dict = field(default_factory=dict, repr=False)
@@ -445,13 +450,15 @@ _CACHE_LOCK = threading.Lock()
 
 def _signature(ws) -> tuple:
     sig = []
-    for d in ws.documents():
-        p = Path(ws.vectors_dir) / f"{d.doc_id}.npy"
+    vdir = str(ws.vectors_dir)
+    versions = getattr(ws, "document_versions", None)
+    rows = versions() if versions else [(d.doc_id, int(d.n_nodes), float(d.added_at)) for d in ws.documents()]
+    for doc_id, n_nodes, added_at in rows:
         try:
-            mt = p.stat().st_mtime_ns
+            mt = os.stat(f"{vdir}/{doc_id}.npy").st_mtime_ns
         except OSError:
             mt = -1
-        sig.append((d.doc_id, d.n_nodes, d.added_at, mt))
+        sig.append((doc_id, n_nodes, added_at, mt))
     return tuple(sig)
 
 
@@ -620,7 +627,7 @@ def sub_view(view: CorpusView, doc_indices) -> CorpusView:
         docs=docs, emb=emb, doc_of=np.repeat(np.arange(len(docs), dtype=np.int32), n), node_of=view.node_of[rows],
         type_code=view.type_code[rows], depth=view.depth[rows], back_matter=view.back_matter[rows],
         page=view.page[rows], offsets=offsets, signature=("sub", len(view.docs), tuple(d.doc_id for d in docs)),
-        ws_path=view.ws_path, node_loader=view.node_loader, doc_cache=view.doc_cache,
+        ws_path=view.ws_path, node_loader=view.node_loader, doc_cache=view.doc_cache, term_ids=view.term_ids,
     )
 
 

@@ -121,7 +121,7 @@ def _to_arrays(got) -> dict[str, np.ndarray]:
 
 
 def _from_arrays(a: dict[str, np.ndarray]):
-    mo, lo = a["mem_off"], a["link_off"]
+    mo, lo = a["mem_off"].tolist(), a["link_off"].tolist()
     mem, link = a["mem"].tolist(), a["link"].tolist()
     m = [mem[mo[i]:mo[i + 1]] for i in range(len(mo) - 1)]
     lk = [link[lo[i]:lo[i + 1]] for i in range(len(lo) - 1)]

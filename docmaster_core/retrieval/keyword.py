@@ -20,6 +20,7 @@ baseline is always plain cosine.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from .corpus import CorpusView
 from ..text.terms import condition_terms, tokens
 
-__all__ = ["KeywordIndex", "keyword_index", "keyword_scores"]
+__all__ = ["KeywordIndex", "keyword_index", "keyword_scores", "doc_term_counts"]
 
 
 @dataclass
@@ -41,37 +42,111 @@ class KeywordIndex:
         idf: float32 (V,) idf per column.
     """
 
-    vocab: dict[str, int]
+    vocab: "Mapping[str, int]"
     weights: object
     idf: np.ndarray
 
 
+class _Columns(Mapping):
+    """Term -> column of a :class:`KeywordIndex`: the view's shared term ids
+    (:attr:`CorpusView.term_ids`) restricted to the ids that occur in the view, column j
+    being the j-th smallest such id (no per-view dictionary of every term is built)."""
+
+    def __init__(self, term_ids: dict[str, int], ids: np.ndarray):
+        self._term_ids, self._ids = term_ids, ids
+
+    def __getitem__(self, term: str) -> int:
+        g = self._term_ids[term]
+        j = int(np.searchsorted(self._ids, g))
+        if j >= self._ids.size or self._ids[j] != g:
+            raise KeyError(term)
+        return j
+
+    def __iter__(self):
+        by_id = {g: t for t, g in self._term_ids.items()}
+        return (by_id[int(g)] for g in self._ids)
+
+    def __len__(self) -> int:
+        return int(self._ids.size)
+
+
+def doc_term_counts(view: CorpusView, dv) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The term counts of one document's nodes, as :func:`keyword_index` needs them.
+
+    Tokens are :func:`~docmaster_core.text.terms.tokens` of each node's content (the
+    ROOT row is empty). Kept per document across runs: in the view's byte-bounded
+    :attr:`CorpusView.doc_cache` and on disk (``collection/docinfo/terms``, tagged with
+    the node count), so a filter at scale tokenises a candidate once, not once per
+    condition (issue 37: re-tokenising the candidates' trees was ~60 % of a warm 5k
+    filter).
+
+    Returns:
+        ``(terms, rows, cols, counts, lengths, term_ids)``: the document's distinct terms
+        in order of first occurrence; int32 (e,) node rows (0-based within the document)
+        and int32 (e,) indices into ``terms`` of its non-zero counts, float32 (e,) counts
+        (entries in node order, terms in first-occurrence order within a node); float32
+        (n_nodes,) token count per node; int64 (len(terms),) each term's id in the
+        view's shared :attr:`CorpusView.term_ids`.
+    """
+    from ..store.docinfo import load_arrays, save_arrays
+
+    cache = view.doc_cache
+    key = ("terms", dv.doc_id, dv.n_nodes)
+    got = cache.get(key)
+    if got is not None:
+        return got
+    tag = str(dv.n_nodes)
+    z = load_arrays(view.ws_path, "terms", dv.doc_id, tag)
+    if z is not None and z["lengths"].shape == (dv.n_nodes,):
+        raw = z["terms"].tobytes().decode("utf-8")
+        got = (raw.split("\n") if raw else [], z["rows"], z["cols"], z["counts"], z["lengths"])
+    else:
+        vocab: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[int] = []
+        lengths = np.zeros(dv.n_nodes, dtype=np.float32)
+        for r, n in enumerate(dv.tree.nodes):
+            toks = tokens(n.content) if n.id else []
+            lengths[r] = len(toks)
+            tf: dict[int, int] = {}
+            for t in toks:
+                j = vocab.setdefault(t, len(vocab))
+                tf[j] = tf.get(j, 0) + 1
+            rows.extend([r] * len(tf))
+            cols.extend(tf.keys())
+            vals.extend(tf.values())
+        terms = list(vocab)
+        got = (terms, np.asarray(rows, np.int32), np.asarray(cols, np.int32), np.asarray(vals, np.float32), lengths)
+        save_arrays(view.ws_path, "terms", dv.doc_id, tag,
+                    terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
+                    rows=got[1], cols=got[2], counts=got[3], lengths=lengths)
+    ids = view.term_ids
+    got = (*got, np.fromiter((ids.setdefault(t, len(ids)) for t in got[0]), dtype=np.int64, count=len(got[0])))
+    cache.put(key, got, sum(len(t) + 56 for t in got[0]) + sum(a.nbytes for a in got[1:]) + 100)
+    return got
+
+
 def keyword_index(view: CorpusView, k1: float = 1.2, b: float = 0.75) -> KeywordIndex:
-    """The (cached) :class:`KeywordIndex` of a view."""
+    """The (cached) :class:`KeywordIndex` of a view (BM25, Robertson and Zaragoza 2009;
+    the statistics N, avg|v| and n_t are the view's)."""
 
     def build() -> KeywordIndex:
         from scipy import sparse
 
-        vocab: dict[str, int] = {}
         rows, cols, vals = [], [], []
         lengths = np.zeros(view.emb.shape[0], dtype=np.float32)
-        r = 0
         for dv in view.docs:
-            for n in dv.tree.nodes:
-                toks = tokens(n.content) if n.id else []
-                lengths[r] = len(toks)
-                if toks:
-                    tf: dict[int, int] = {}
-                    for t in toks:
-                        j = vocab.setdefault(t, len(vocab))
-                        tf[j] = tf.get(j, 0) + 1
-                    rows.extend([r] * len(tf))
-                    cols.extend(tf.keys())
-                    vals.extend(tf.values())
-                r += 1
+            _, r, c, v, ln, gid = doc_term_counts(view, dv)
+            lengths[dv.rows] = ln
+            rows.append(r.astype(np.int64) + dv.start)
+            cols.append(gid[c])
+            vals.append(v)
         n_rows = view.emb.shape[0]
-        tf = sparse.csr_matrix((np.asarray(vals, np.float32), (np.asarray(rows), np.asarray(cols))),
-                               shape=(n_rows, max(1, len(vocab))), dtype=np.float32)
+        cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt))  # noqa: E731
+        ids, local = np.unique(cat(cols, np.int64), return_inverse=True)
+        tf = sparse.csr_matrix((cat(vals, np.float32), (cat(rows, np.int64), local.ravel())),
+                               shape=(n_rows, max(1, ids.size)), dtype=np.float32)
         avg = float(lengths[lengths > 0].mean()) if (lengths > 0).any() else 1.0
         norm = (k1 * (1 - b + b * lengths / avg)).astype(np.float32)
         tf = tf.tocoo()
@@ -79,7 +154,7 @@ def keyword_index(view: CorpusView, k1: float = 1.2, b: float = 0.75) -> Keyword
         weights = sparse.csc_matrix((w.astype(np.float32), (tf.row, tf.col)), shape=tf.shape)
         df = np.bincount(tf.col, minlength=tf.shape[1]).astype(np.float64)
         idf = np.log((n_rows - df + 0.5) / (df + 0.5) + 1.0).astype(np.float32)
-        return KeywordIndex(vocab, weights, idf)
+        return KeywordIndex(_Columns(view.term_ids, ids), weights, idf)
 
     return view.aux(("keyword_index", k1, b), build)
 
