@@ -33,8 +33,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Sequence
+
+import numpy as np
 
 __all__ = ["NameFields", "Route", "name_fields", "route_by_names", "name_tokens"]
 
@@ -78,7 +81,8 @@ class NameFields:
         tokens: One set of name tokens per document (view order): of the words of the name
             field written like names (capitalised or all capitals) and of the file name.
         df: Name-field document frequency of each token.
-        text_df: Document frequency of each token over the documents' whole text.
+        text_df: Document frequency of each token over the documents' whole text (a
+            read-only mapping).
         n_docs: Documents.
         file_df: Document frequency of each token of the file names.
         squashed: Per document, its file name and name-field words lower-cased with
@@ -88,7 +92,7 @@ class NameFields:
 
     tokens: list[set[str]]
     df: Counter
-    text_df: Counter
+    text_df: Mapping[str, int]
     n_docs: int
     file_df: Counter = field(default_factory=Counter)
     squashed: list[str] = field(default_factory=list)
@@ -106,30 +110,98 @@ def _front_text(tree, front_chars: int) -> str:
     return " ".join(out)
 
 
+class _IdCounts(Mapping):
+    """``{token: count}`` read from an int64 count per id of a shared ``{token: id}`` map."""
+
+    def __init__(self, ids: dict[str, int], counts: np.ndarray):
+        self._ids, self._counts = ids, counts
+
+    def __getitem__(self, t: str) -> int:
+        i = self._ids[t]
+        if i >= self._counts.size or not self._counts[i]:
+            raise KeyError(t)
+        return int(self._counts[i])
+
+    def __iter__(self):
+        return (t for t, i in self._ids.items() if i < self._counts.size and self._counts[i])
+
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self._counts))
+
+
+def doc_name_tokens(view, dv, front_chars: int = 1500) -> tuple[set[str], set[str], str, np.ndarray]:
+    """One document's part of :class:`NameFields`, kept across runs (issue 37).
+
+    Kept in the view's byte-bounded :attr:`~docmaster_core.retrieval.corpus.CorpusView.doc_cache`
+    and on disk (``collection/docinfo/names``, tagged with the node count, ``front_chars``
+    and the file name), so that routing a question by names reads no tree of a document
+    seen before: at 5,000 documents, building the name fields from every tree took 144 s
+    of a cold ``ask``.
+
+    Returns:
+        ``(name tokens, file-name tokens, squashed name text, text token ids)``: the
+        last is int64 (t,), the ids in the view's shared ``term_ids`` of the distinct
+        name tokens of the whole text and the name field.
+    """
+    from ..store.docinfo import load_arrays, save_arrays
+
+    key = ("names", dv.doc_id, dv.n_nodes, int(front_chars), dv.file_name)
+    got = view.doc_cache.get(key)
+    if got is not None:
+        return got
+    tag = f"{dv.n_nodes}|{int(front_chars)}|{dv.file_name}"
+
+    def words(a: np.ndarray) -> list[str]:
+        raw = a.tobytes().decode("utf-8")
+        return raw.split("\n") if raw else []
+
+    z = load_arrays(view.ws_path, "names", dv.doc_id, tag)
+    if z is not None:
+        s, ft, squashed, text = set(words(z["name"])), set(words(z["file_name"])), words(z["squashed"]), words(z["text"])
+        squashed = squashed[0] if squashed else ""
+    else:
+        stem = re.sub(r"\.pdf$", "", dv.file_name, flags=re.I)
+        tree = dv.tree
+        front = " ".join(w for w in _WORD.findall(_front_text(tree, front_chars)) if _looks_like_name(w))
+        ft = set(name_tokens(stem) + name_tokens(stem.replace("_", " ").replace("-", " ")))
+        s = ft | set(name_tokens(front))
+        squashed = re.sub(r"[^a-z0-9]", "", (stem + " " + front).lower())
+        body: set[str] = set()
+        for node in tree.nodes:
+            body.update(name_tokens(node.content or ""))
+        text = sorted(body | s)
+
+        def enc(xs) -> np.ndarray:
+            return np.frombuffer("\n".join(xs).encode("utf-8"), dtype=np.uint8)
+
+        save_arrays(view.ws_path, "names", dv.doc_id, tag, name=enc(sorted(s)), file_name=enc(sorted(ft)),
+                    squashed=enc([squashed]), text=enc(text))
+    ids = view.term_ids
+    tid = np.fromiter((ids.setdefault(t, len(ids)) for t in text), dtype=np.int64, count=len(text))
+    got = (s, ft, squashed, tid)
+    view.doc_cache.put(key, got, 64 * (len(s) + len(ft)) + len(squashed) + tid.nbytes + 200)
+    return got
+
+
 def name_fields(view, front_chars: int = 1500) -> NameFields:
-    """The (cached) :class:`NameFields` of a corpus view: file name, title and opening text."""
+    """The (cached) :class:`NameFields` of a corpus view: file name, title and opening text
+    (per document from :func:`doc_name_tokens`)."""
 
     def build() -> NameFields:
         toks: list[set[str]] = []
         df: Counter = Counter()
-        text_df: Counter = Counter()
         file_df: Counter = Counter()
         squashed: list[str] = []
+        text_ids: list[np.ndarray] = []
         for dv in view.docs:
-            stem = re.sub(r"\.pdf$", "", dv.file_name, flags=re.I)
-            tree = dv.tree
-            front = " ".join(w for w in _WORD.findall(_front_text(tree, front_chars)) if _looks_like_name(w))
-            ft = set(name_tokens(stem) + name_tokens(stem.replace("_", " ").replace("-", " ")))
+            s, ft, sq, tid = doc_name_tokens(view, dv, front_chars)
             file_df.update(ft)
-            s = ft | set(name_tokens(front))
-            squashed.append(re.sub(r"[^a-z0-9]", "", (stem + " " + front).lower()))
+            squashed.append(sq)
             toks.append(s)
             df.update(s)
-            body: set[str] = set()
-            for node in tree.nodes:
-                body.update(name_tokens(node.content or ""))
-            text_df.update(body | s)
-        return NameFields(toks, df, text_df, len(view.docs), file_df, squashed)
+            text_ids.append(tid)
+        counts = np.bincount(np.concatenate(text_ids), minlength=len(view.term_ids)) if text_ids else np.zeros(0, np.int64)
+        return NameFields(toks, df, _IdCounts(view.term_ids, counts), len(view.docs), file_df, squashed)
 
     return view.aux(("name_fields", int(front_chars)), build)
 
