@@ -273,8 +273,9 @@ class DocMaster(IngestStage, IndexStage):
         t1 = _time.perf_counter()
         lexical_index(self.ws, view.collection)
         t2 = _time.perf_counter()
-        # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges), in
-        # batches of documents so that memory stays bounded; a no-op when they are on disk
+        # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges, term
+        # counts, name tokens), in batches of documents so that memory stays bounded; a
+        # no-op when they are on disk
         from .retrieval.corpus import sub_view
         from .qa.names import doc_name_tokens
         from .retrieval.keyword import doc_term_counts

@@ -70,7 +70,8 @@ class _Columns(Mapping):
         return int(self._ids.size)
 
 
-def doc_term_counts(view: CorpusView, dv) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def doc_term_counts(view: CorpusView, dv) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray]:
     """The term counts of one document's nodes, as :func:`keyword_index` needs them.
 
     Tokens are :func:`~docmaster_core.text.terms.tokens` of each node's content (the
