@@ -176,8 +176,7 @@ def doc_name_tokens(view, dv, front_chars: int = 1500) -> tuple[set[str], set[st
 
         save_arrays(view.ws_path, "names", dv.doc_id, tag, name=enc(sorted(s)), file_name=enc(sorted(ft)),
                     squashed=enc([squashed]), text=enc(text))
-    ids = view.term_ids
-    tid = np.fromiter((ids.setdefault(t, len(ids)) for t in text), dtype=np.int64, count=len(text))
+    tid = view.ids_of_terms(text)
     got = (s, ft, squashed, tid)
     view.doc_cache.put(key, got, 64 * (len(s) + len(ft)) + len(squashed) + tid.nbytes + 200)
     return got

@@ -163,6 +163,9 @@ class DocView:
         return f"DocView({self.index}, {self.doc_id!r}, {self.file_name!r}, start={self.start}, n_nodes={self.n_nodes})"
 
 
+_TERM_IDS_LOCK = threading.Lock()
+
+
 @dataclass
 class CorpusView:
     """Trees and node embeddings of a set of documents, concatenated.
@@ -330,6 +333,13 @@ class CorpusView:
             b = min(a + COSINE_BLOCK, n)
             np.matmul(q2, to32(self.emb[a:b]).T, out=out[:, a:b])
         return out[0] if np.ndim(q) == 1 else out
+
+    def ids_of_terms(self, terms: Sequence[str]) -> np.ndarray:
+        """int64 (len(terms),) ids of ``terms`` in :attr:`term_ids`, new terms added
+        (under a lock: the app filters from several threads on one cached view)."""
+        ids = self.term_ids
+        with _TERM_IDS_LOCK:
+            return np.fromiter((ids.setdefault(t, len(ids)) for t in terms), dtype=np.int64, count=len(terms))
 
     def aux(self, key, build):
         """A derived structure cached on the view (e.g. section centroids); thread-safe, and a

@@ -122,8 +122,7 @@ def doc_term_counts(view: CorpusView, dv) -> tuple[list[str], np.ndarray, np.nda
         save_arrays(view.ws_path, "terms", dv.doc_id, tag,
                     terms=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
                     rows=got[1], cols=got[2], counts=got[3], lengths=lengths)
-    ids = view.term_ids
-    got = (*got, np.fromiter((ids.setdefault(t, len(ids)) for t in got[0]), dtype=np.int64, count=len(got[0])))
+    got = (*got, view.ids_of_terms(got[0]))
     cache.put(key, got, sum(len(t) + 56 for t in got[0]) + sum(a.nbytes for a in got[1:]) + 100)
     return got
 
