@@ -146,6 +146,9 @@ class RetrievalSettings(_Section):
     evidence_overlap: float = Field(
         0.6, gt=0.0, le=1.0, description="A passage whose word 4-grams are this share inside the combined filter evidence "
         "already taken (a section summary repeating its paragraphs) is skipped; 1.0: only exact repeats.")
+    answer_whole_nodes: int = Field(
+        2000, ge=0, description="A question whose names pick documents holding at most this many nodes in all (a named "
+        "contract) scores every passage of them, not only the retrieval pool; 0: always the pool.")
 
 
 class FilterSettings(_Section):

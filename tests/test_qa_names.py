@@ -257,3 +257,30 @@ def test_a_citation_names_its_numbered_clause(dm):
     res = dm.ask("Which state's law governs the agreement between Ostrander Robotics Corp. and Pelliton Trading Ltd.?",
                  all_docs=True, save=False)
     assert any(c.section_path[-1:] == ["4. Governing Law"] and "Oregon" in c.quote for c in res.answer.citations)
+
+
+def test_a_named_contract_is_searched_whole_not_only_the_retrieval_pool(dm, monkeypatch):
+    """When the names pick the documents, every node of them is a candidate passage: the clause
+    that answers is found even when the retrieval ranking puts it last (a payment term ranked
+    below the clauses whose embeddings sit closer to the question)."""
+    from docmaster_core.qa import answering
+
+    retr = dm.retriever()
+    view = retr.view
+    di = next(i for i, d in enumerate(view.docs) if d.file_name == "dist-echo.pdf")
+    nodes = view.docs[di].tree.nodes
+    fee = next(n.id for n in nodes if "within fifteen days" in (n.content or ""))
+
+    def adversarial(retr_, q, doc_ids, per_doc, view_):  # the fee clause last, the pool honoured
+        order = [n.id for n in nodes if n.id != fee] + [fee]
+        return [(0.5 - 0.01 * r, di, nid, "combined") for r, nid in enumerate(order[:per_doc])], retr_.encode(q)
+
+    monkeypatch.setattr(answering, "combined_candidates", adversarial)
+    monkeypatch.setattr(answering, "_keyword_candidates", lambda *a, **k: [])
+    need = "Within how many days must the licensee pay each invoice?"
+    doc = [view.docs[di].doc_id]
+    pooled = answering.select_passages(retr, need, doc, 1, pool_factor=1)
+    whole = answering.select_passages(retr, need, doc, 1, pool_factor=1, whole_documents=True)
+    assert fee not in {e.node_id for e in pooled.evidence}
+    assert whole.evidence[0].node_id == fee and "fifteen days of each invoice" in whole.evidence[0].text
+    assert len(nodes) <= retr.settings.answer_whole_nodes

@@ -204,7 +204,7 @@ def _with_equation(tree, nid: int, text: str) -> str:
 
 
 def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, pool_factor: int = 3,
-                    candidates=None) -> Selection:
+                    candidates=None, whole_documents: bool = False) -> Selection:
     """Choose the passages that answer ``question`` over ``doc_ids`` (module docstring).
 
     Args:
@@ -213,6 +213,14 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
         doc_ids: Documents searched (all in ``retr.view``).
         top_k: Passages to return.
         pool_factor: Candidates per document = ``pool_factor * top_k``.
+        whole_documents: Every node of the documents is a candidate when they hold at most
+            ``settings.answer_whole_nodes`` nodes in all. Used when the question's names
+            picked the documents (:func:`~docmaster_core.qa.names.route_by_names`): the rest
+            of the question is then short ("pay invoices within how many days") and its
+            embedding may sit closer to a neighbouring clause (a price change "with thirty
+            (30) days prior written notice") than to the one that answers (own contract
+            questions, set 2: right 0.786 -> 0.857; docs/results/qa.md). Not used for a scope
+            chosen by hand: over one chosen paper it answered an unanswerable question.
         candidates: Extra ``(cosine, doc index, node id, strategies)`` found by the
             deep mode's sub-queries, pooled with the question's own candidates.
 
@@ -224,6 +232,10 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
     doc_index = [i for i, d in enumerate(view.docs) if d.doc_id in set(doc_ids)]
     bg = S.doc_background(view, doc_index)
     deep = candidates is not None
+    if whole_documents:
+        n_nodes = sum(view.docs[i].n_nodes for i in doc_index)
+        if n_nodes <= getattr(getattr(retr, "settings", None), "answer_whole_nodes", 0):
+            pool_factor = max(pool_factor, -(-n_nodes // top_k))  # every node of them is a candidate
     cands, qv = combined_candidates(retr, question, doc_ids, pool_factor * top_k, view)
     cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
     if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool

@@ -467,7 +467,7 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         sel = select_passages(retr, need, doc_ids, max(1, len(evidence)), candidates=[
             (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
     else:
-        sel, subs, ran = select_passages(search_retr, need, search_ids, k), [need], 1
+        sel, subs, ran = select_passages(search_retr, need, search_ids, k, whole_documents=route is not None), [need], 1
     evidence = sel.evidence
     t_ret = time.perf_counter() - t0
     t0 = time.perf_counter()
