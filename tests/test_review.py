@@ -23,6 +23,7 @@ from docmaster_core.config import get_settings
 from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.errors import RetrievalError
 from docmaster_core.filtering.review import (
+    MAX_BATCH,
     Feedback,
     ReviewTargets,
     min_remaining,
@@ -78,6 +79,30 @@ def test_the_cost_floor_matches_the_exact_test():
     n, m = 59, 10
     b = t.batch_size(n)
     assert planned_calls(n, m, t) == m + b + required_sample(n - m - b, min_remaining(m, 0.9), t.alpha(1))
+
+
+def test_the_stopping_run_slides_over_small_batches_on_large_collections():
+    """A test begins once the last L = N / 40 screened documents hold no match; on a large
+    collection they are screened in batches of MAX_BATCH, so screening stops within one such
+    batch of L documents after the last match instead of up to 2 L; small collections keep
+    batches of L (the rule as before)."""
+    t = ReviewTargets()
+    assert [t.stop_run(n) for n in (59, 88, 800, 5000)] == [3, 3, 20, 125]
+    assert [t.batch_size(n) for n in (59, 88, 800, 5000)] == [3, 3, 20, MAX_BATCH]
+    assert ReviewTargets(batch=125).batch_size(5000) == ReviewTargets(batch=125).stop_run(5000) == 125
+    n, m = 5000, 100
+    k, a = min_remaining(m, 0.9), t.alpha(1)
+    screened = 240  # 100 matches, then 125 without one, rounded up to whole batches of 20
+    assert planned_calls(n, m, t) == screened + required_sample(n - screened, k, a)
+    assert planned_calls(n, m, ReviewTargets(batch=125)) == 250 + required_sample(n - 250, k, a)
+    # a match 130 documents after the others: aligned batches of 125 read two more batches
+    y = np.zeros(n)
+    y[:m] = 1.0
+    y[230] = 1.0
+    sliding = run_review(np.arange(n), t, lambda idx: y[idx], chunk=1)
+    aligned = run_review(np.arange(n), ReviewTargets(batch=125), lambda idx: y[idx], chunk=1)
+    assert sliding.certified and aligned.certified and len(sliding.matches) == len(aligned.matches) == m + 1
+    assert sliding.answered < aligned.answered
 
 
 def _ranking(rng, n: int, m: int, shift: float):

@@ -56,6 +56,7 @@ import numpy as np
 from scipy.stats import hypergeom
 
 __all__ = [
+    "MAX_BATCH",
     "ReviewTargets",
     "ReviewTest",
     "ReviewState",
@@ -79,7 +80,10 @@ class ReviewTargets:
             that cannot be ruled out exactly.
         delta: Failure probability in (0, 1): the certified recall holds with
             probability ``>= 1 - delta``.
-        batch: Documents per screening batch ``b`` (None: ``max(3, ceil(N / 40))``).
+        batch: Documents per screening batch ``b``; a test begins when the last ``b``
+            screened documents hold no match. None: the stopping run is
+            ``L = max(3, ceil(N / 40))`` documents (:meth:`stop_run`), screened in batches of
+            ``min(L, MAX_BATCH)`` (:meth:`batch_size`).
         seed: Seed of the verification samples (the same seed and answers give the same
             review, so a re-run is answered from the stored answers and caches).
         first_share: Share ``w`` of ``delta`` the first test spends; test j spends
@@ -110,9 +114,29 @@ class ReviewTargets:
         if self.max_calls is not None and self.max_calls < 1:
             raise ValueError(f"max_calls must be >= 1, got {self.max_calls!r}")
 
-    def batch_size(self, n_docs: int) -> int:
-        """The screening batch ``b`` for ``n_docs`` documents."""
+    def stop_run(self, n_docs: int) -> int:
+        """``L``: a stopping test begins when the last ``L`` screened documents hold no match.
+
+        ``L = max(3, ceil(N / 40))``, or ``batch`` when it is given. The run is checked after
+        every batch (:meth:`batch_size`), so it is a *sliding* window over the screening
+        order: screening stops ``L`` documents after the last match, not up to ``2 L`` as
+        when only aligned batches of ``L`` were checked.
+        """
         return int(self.batch) if self.batch is not None else max(3, math.ceil(n_docs / 40))
+
+    def batch_size(self, n_docs: int) -> int:
+        """The screening batch ``b`` for ``n_docs`` documents: ``min(L, MAX_BATCH)``
+        (:meth:`stop_run`), or ``batch`` when it is given.
+
+        Measured (docs/results/review.md): on 5,000 copies of the corpus the documents
+        asked at recall 0.9 fell 26.5 -> 22.8 % (P) and 30.2 -> 26.1 % (Q); on synthetic
+        5,000-document collections (smooth and clustered rankings, with and without
+        feedback) within the seed noise of aligned batches. Collections of up to 800
+        documents are unchanged (``L <= 20``). A smaller *stopping run* was not kept: it
+        starts tests while matches are still being found, and their failures halve the
+        level of every later test (+9 to +18 points asked on the synthetic collections).
+        """
+        return int(self.batch) if self.batch is not None else min(MAX_BATCH, self.stop_run(n_docs))
 
     def alpha(self, j: int) -> float:
         """Level of the j-th test (1-based): ``delta w (1 - w)^(j - 1)``."""
@@ -121,6 +145,11 @@ class ReviewTargets:
     def to_dict(self) -> dict[str, Any]:
         return {"recall": self.recall, "delta": self.delta, "batch": self.batch, "seed": self.seed,
                 "first_share": self.first_share, "max_calls": self.max_calls}
+
+
+#: Largest default screening batch (:meth:`ReviewTargets.batch_size`); the stopping run is checked
+#: after every batch.
+MAX_BATCH = 20
 
 
 def min_remaining(found: int, recall: float) -> int:
@@ -428,9 +457,10 @@ def replay(order: np.ndarray, answers: Mapping[int, bool] | np.ndarray, targets:
     lab = _labels(n, answers)
     later = np.zeros(n, dtype=bool)
     later[[int(i) for i in deferred if 0 <= int(i) < n]] = True
-    tau, b = targets.recall, targets.batch_size(n)
+    tau, b, run = targets.recall, targets.batch_size(n), targets.stop_run(n)
     consumed = np.zeros(n, dtype=bool)
     seq: list[int] = []
+    screened: list[int] = []
     tests: list[ReviewTest] = []
     pos = 0
 
@@ -478,7 +508,9 @@ def replay(order: np.ndarray, answers: Mapping[int, bool] | np.ndarray, targets:
         for d in batch:
             consumed[d] = True
             seq.append(d)
-        if (lab[batch] == 1).any():
+        screened.extend(batch)
+        # read on until L documents screened since the last test hold no match
+        if len(screened) < run or (lab[screened[-run:]] == 1).any():
             continue
         # ---- a stopping test
         rest = np.flatnonzero(~consumed)
@@ -525,6 +557,7 @@ def replay(order: np.ndarray, answers: Mapping[int, bool] | np.ndarray, targets:
             seq.append(d)
         if hit.size:
             test.outcome = "failed"
+            screened.clear()
             continue
         test.outcome = "passed"
         ub = remaining_upper_bound(int(rest.size), int(size), 0, alpha)
