@@ -299,8 +299,8 @@ class ReviewState:
         bound = "" if self.recall_bound is None else f" (recall >= {self.recall_bound:.2f} with probability >= {1 - t.delta:g})"
         goal = f"goal: at least {t.recall:g} of the matches found, with probability {1 - t.delta:g}"
         if self.phase == "screening":
-            b = t.batch_size(self.n_docs)
-            return (f"not certified yet ({goal}): reading the documents in order of evidence; after a batch of {b} "
+            run = t.stop_run(self.n_docs)
+            return (f"not certified yet ({goal}): reading the documents in order of evidence; after {run} in a row "
                     f"with no match, a random check of the rest; {asked}")
         if self.phase == "checking":
             test = self.tests[-1] if self.tests else None
