@@ -450,12 +450,14 @@ class DocMaster(IngestStage, IndexStage):
         return run
 
     @staticmethod
-    def name_clusters(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3) -> dict[int, list[str]]:
-        """The most distinctive terms of each cluster of passages (class-based TF-IDF); see
-        :func:`docmaster_core.index.cluster_names.cluster_names`."""
+    def name_clusters(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
+                      doc_ids: Sequence[str] | None = None) -> dict[int, list[str]]:
+        """The most distinctive terms of each cluster of passages (class-based TF-IDF; with
+        ``doc_ids``, the document of each passage, a term of one document's passages names
+        none); see :func:`docmaster_core.index.cluster_names.cluster_names`."""
         from .index.cluster_names import cluster_names
 
-        return cluster_names(texts, labels, n_terms)
+        return cluster_names(texts, labels, n_terms, groups=doc_ids)
 
     @staticmethod
     def move_cut(run: Mapping[str, Any], kept: int | None, strategy: str | None = None) -> dict[str, Any]:

@@ -180,7 +180,7 @@ n_drawn = len(set(stable.values()))
 drawn = [stable[int(c)] for c in labels]
 terms_key = (key, hash(tuple(drawn)))
 if st.session_state.get("dm_cluster_terms", (None,))[0] != terms_key:
-    st.session_state["dm_cluster_terms"] = (terms_key, dm.name_clusters(texts, drawn))
+    st.session_state["dm_cluster_terms"] = (terms_key, dm.name_clusters(texts, drawn, doc_ids=list(doc_of)))
 terms = st.session_state["dm_cluster_terms"][1]
 n_members = {c: drawn.count(c) for c in set(drawn)}
 

@@ -37,3 +37,24 @@ def test_noise_is_unnamed_and_bad_input_is_refused():
     assert cluster_names(["", ""], [0, 1]) == {0: [], 1: []}
     with pytest.raises(ValueError):
         cluster_names(["a"], [0, 1])
+
+
+def test_a_term_of_one_documents_passages_names_no_cluster():
+    """Over a collection, the party of one contract ("Quillfeather", in both of its payment
+    passages) would name the payment cluster; with the documents given, the words the
+    contracts share do."""
+    pay = ["Quillfeather bills Quillfeather customers by invoice each month.",
+           "Quillfeather may charge Quillfeather interest on an unpaid invoice.",
+           "The buyer shall pay each invoice in dollars by wire.",
+           "Each invoice is payable without set-off."]
+    texts = pay + TERMINATION
+    labels = [0] * 4 + [1] * 4
+    docs = ["alpha", "alpha", "bravo", "charlie"] + ["alpha", "bravo", "charlie", "delta"]
+    assert "quillfeather" in cluster_names(texts, labels, n_terms=2)[0]
+    named = cluster_names(texts, labels, n_terms=2, groups=docs)
+    assert "quillfeather" not in named[0] and "invoice" in named[0]
+    # one document's clusters (a document's own view) are named as before
+    one = ["alpha"] * 8
+    assert cluster_names(texts, labels, n_terms=2, groups=one) == cluster_names(texts, labels, n_terms=2)
+    with pytest.raises(ValueError, match="document ids"):
+        cluster_names(texts, labels, groups=docs[:3])

@@ -11,7 +11,10 @@ normalised per cluster), ``f(t)`` the frequency of t over all clusters and ``A``
 average number of words per cluster. Counting is scikit-learn's ``CountVectorizer``
 (English stop words removed, words of 3+ letters). A term found in one passage only is
 not a name (``min_passages``): a name says what several passages share; and with four or
-more clusters a term found in most of them names none (``max_share``).
+more clusters a term found in most of them names none (``max_share``). Over a collection, a
+term found in the passages of one document only is not a name either (``min_groups``): a party
+("transporter", "Fox"), a product or a defined term names a contract, not what the contracts of
+a cluster share.
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ __all__ = ["cluster_names"]
 
 
 def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3, min_passages: int = 2,
-                  max_share: float = 0.5) -> dict[int, list[str]]:
+                  max_share: float = 0.5, groups: Sequence[object] | None = None, min_groups: int = 2
+                  ) -> dict[int, list[str]]:
     """The ``n_terms`` most distinctive terms of each cluster (BERTopic's c-TF-IDF).
 
     Args:
@@ -35,6 +39,10 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
             cluster of at least twice as many passages; in a smaller one, in one).
         max_share: With 4 clusters or more, a term found in more than this share of the
             clusters names none (the words of a whole collection: "shall", "party").
+        groups: Length n, the document of each passage (any hashable ids); None: one
+            document.
+        min_groups: A term must occur in passages of at least this many documents of the
+            cluster (of a cluster spanning that many; else in one).
 
     Returns:
         ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``.
@@ -47,6 +55,8 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     labels = np.asarray(labels, dtype=np.int64)
     if len(texts) != labels.size:
         raise ValueError(f"{len(texts)} texts but {labels.size} labels")
+    if groups is not None and len(groups) != labels.size:
+        raise ValueError(f"{len(groups)} document ids but {labels.size} labels")
     keep = labels >= 0
     clusters = sorted(set(labels[keep].tolist()))
     if not clusters:
@@ -71,6 +81,18 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     size = member.sum(axis=1, keepdims=True)
     need = np.where(size >= 2 * min_passages, min_passages, 1)  # a small cluster: any of its passages
     w[passages < need] = 0.0
+    if groups is not None:  # a term of one document's passages (a party, a product) names no cluster
+        _, g = np.unique(np.asarray([str(v) for v in groups], dtype=object)[keep], return_inverse=True)
+        pair = np.searchsorted(clusters, lab) * (int(g.max()) + 1) + g  # (cluster, document) of each passage
+        pairs, col = np.unique(pair, return_inverse=True)
+        pm = np.zeros((pairs.size, lab.size))
+        pm[col, np.arange(lab.size)] = 1.0
+        held = np.asarray(((x > 0).T @ pm.T).T) > 0  # (cluster-document pairs, terms): the document holds it
+        owner = pairs // (int(g.max()) + 1)
+        docs = np.zeros((len(clusters), held.shape[1]))
+        np.add.at(docs, owner, held.astype(np.float64))  # documents of each cluster holding each term
+        spans = np.bincount(owner, minlength=len(clusters))[:, None]
+        w[docs < np.minimum(min_groups, spans)] = 0.0
     terms = vec.get_feature_names_out()
     out = {}
     for i, c in enumerate(clusters):
