@@ -1,5 +1,9 @@
 """Tree explorer: a document's tree as a collapsible outline (sections expand and
-collapse, a click opens a node); a node's content, summary, embedding and page region."""
+collapse, a click opens a node); a node's content, summary, embedding and page region.
+
+The outline grid starts a few rows above the chosen node, highlighted, so its row is
+seen without scrolling (the page says so; "Show the whole tree" shows every row), and
+its rows wrap so headings are shown whole."""
 from __future__ import annotations
 
 import json
@@ -13,7 +17,21 @@ from ui import state
 from ui.render import render_node_content, render_page_image, section_line, vector_bars
 from ui.layout import page_header
 from ui.text import md_escape
-from ui.tree_view import CARET_CLOSED, CARET_OPEN, TYPE_ICON, expand_to, row_label, sections_with_children, toggle, visible_rows
+from ui.tree_view import (
+    CARET_CLOSED,
+    CARET_OPEN,
+    EVIDENCE_MARK,
+    TYPE_ICON,
+    WINDOW_BEFORE,
+    WRAP_ROW_HEIGHT,
+    expand_to,
+    outline_window,
+    row_label,
+    sections_with_children,
+    toggle,
+    visible_rows,
+    window_note,
+)
 from ui.widgets import choose_document, load_tree_cached, node_label, open_docmaster_or_stop, selected_rows
 
 W_DOC = "w_tree_doc"
@@ -26,6 +44,7 @@ W_ONLY_EV = "w_tree_only_evidence"
 W_EXPAND_ALL = "w_tree_expand_all"
 W_COLLAPSE_ALL = "w_tree_collapse_all"
 W_TOGGLE = "w_tree_toggle"
+W_WHOLE = "w_tree_whole"  # "Show the whole tree" / "Start at #N" above the outline
 W_FULLVEC = "w_tree_full_vector"
 K_TYPES_BY_DOC = "dm_tree_types_by_doc"  # dict[doc_id, list of node types shown]
 ALL_TYPES = ["TITLE", "TEXT", "TABLE", "IMAGE", "EQUATION"]
@@ -56,6 +75,7 @@ st.caption(
 ss = st.session_state
 k_types, k_search, k_node, k_only = (state.doc_key(k, doc) for k in (W_TYPES, W_SEARCH, W_NODE, W_ONLY_EV))
 k_gen, k_rows = f"dm_tree_table_gen_{doc}", f"dm_tree_rows_{doc}"
+k_whole = f"dm_tree_whole_for_{doc}"  # the node for which the whole tree was asked (until another is chosen)
 expanded = set((state.get(state.TREE_EXPANDED) or {}).get(doc, [0]))
 current = (state.get(state.NODE_BY_DOC) or {}).get(doc, 0)
 if not isinstance(current, int) or not 0 <= current < n_nodes:
@@ -90,7 +110,7 @@ with left:
     query = st.text_input("Search text", key=k_search, placeholder="word or phrase in content or summary")
     only_ev = False
     if highlight:
-        only_ev = st.toggle("Only filter evidence ★", key=k_only, help=f"{len(highlight)} evidence nodes of the last filter run")
+        only_ev = st.toggle(f"Only filter evidence {EVIDENCE_MARK}", key=k_only, help=f"{len(highlight)} evidence nodes of the last filter run")
     q = (query or "").strip().lower()
     filtering = bool(q) or only_ev or set(types) != set(ALL_TYPES)
     keep = None
@@ -118,27 +138,48 @@ with left:
 
     rows = visible_rows(tree, expanded, keep)
     open_now = set(expanded) | {0} if keep is None else set(rows)
-    ss[k_rows] = rows
+    # the grid cannot be scrolled from here and opens at its top: it starts a few rows
+    # above the chosen node (the rows above are hidden until "Show the whole tree")
+    whole = ss.get(k_whole) == current
+    win = outline_window(rows, current, whole=whole)
+    shown = rows[win.start:]
+    ss[k_rows] = shown
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    note = window_note(win, current, whole)
+    if note:
+        bar.caption(note)
+    if win.hidden_above:
+        bar.button("Show the whole tree", key=state.doc_key(W_WHOLE, doc), icon=":material/vertical_align_top:",
+                   on_click=lambda: ss.update({k_whole: current}),
+                   help="Show the outline from its first row; choosing another node starts at it again")
+    elif whole and win.pos is not None and win.pos > WINDOW_BEFORE:
+        bar.button(f"Start at #{current}", key=state.doc_key(W_WHOLE, doc), icon=":material/my_location:",
+                   on_click=lambda: ss.pop(k_whole, None), help="Start the outline at the chosen node again")
     frame = pd.DataFrame(
         {
-            " ": ["▶" if i == current else ("★" if i in highlight else "") for i in rows],
-            "page": [tree.nodes[i].page_start for i in rows],  # before the outline: never pushed out of view
-            "outline": [row_label(tree, i, i in open_now) for i in rows],
+            " ": ["▶" if i == current else (EVIDENCE_MARK if i in highlight else "") for i in shown],
+            "page": [tree.nodes[i].page_start for i in shown],  # before the outline: never pushed out of view
+            "outline": [row_label(tree, i, i in open_now) for i in shown],
         }
     )
+    grid = frame
+    if win.pos is not None:  # the chosen node's row, highlighted (a colour, not a selection: a click opens a node)
+        grid = frame.style.set_properties(subset=pd.IndexSlice[[win.pos], :], **{"background-color": "rgba(255, 189, 69, 0.35)"})
     st.dataframe(
-        frame,
+        grid,
         key=state.doc_key(W_TABLE, doc) + f"_{gen}",
         on_select="rerun",
         selection_mode=["single-row", "single-cell"],  # a click on the row's text opens it too
         hide_index=True,
-        height=460,
+        height=min(620, 40 + WRAP_ROW_HEIGHT * len(shown)),
+        row_height=WRAP_ROW_HEIGHT,  # tall enough that Streamlit wraps the text: whole headings
         width="stretch",
         column_config={
-            " ": st.column_config.TextColumn(" ", width=28, help="▶ open node · ★ evidence of the last filter run"),
+            " ": st.column_config.TextColumn(" ", width=28, help=f"▶ chosen node (highlighted) · {EVIDENCE_MARK} evidence of the last filter run"),
             "outline": st.column_config.TextColumn(
                 f"outline  ({CARET_CLOSED} closed · {CARET_OPEN} open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()) + ")",
-                width=None),  # sized to the text: whole headings, scroll sideways for long rows
+                width=240,
+                help="Rows wrap so headings are shown whole; long paragraphs are cut (the node's panel shows all)"),
             "page": st.column_config.NumberColumn("page", width=64),
         },
     )
@@ -163,7 +204,7 @@ with left:
 # ------------------------------------------------------------------ node detail (right)
 node = tree.nodes[node_id]
 with right:
-    st.subheader(f"{node.type.value} #{node.id}" + ("  ★ filter evidence" if node.id in highlight else ""))
+    st.subheader(f"{node.type.value} #{node.id}" + (f"  {EVIDENCE_MARK} filter evidence" if node.id in highlight else ""))
     pages = f"p. {node.page_start}" + (f"–{node.page_end}" if node.page_end != node.page_start else "")
     st.caption(md_escape(f"{pages} · depth {node.depth} · {section_line(node.section_path)}"))
     tab_content, tab_page, tab_emb = st.tabs(["Content & summary", "Page region", "Embedding"])

@@ -10,13 +10,20 @@ clicking a row with children also expands or collapses it. Which sections are ex
 document in session state (:data:`ui.state.TREE_EXPANDED`), so switching documents
 and back restores the view.
 
+``st.dataframe`` cannot be scrolled from Python, and a new table (drawn after every
+click) opens at its top. So that the chosen node's row is seen without scrolling, the
+grid starts a few rows above it (:func:`outline_window`); the rows above are hidden
+until the user asks for the whole tree, and :func:`window_note` says so in plain words.
+Rows wrap (:data:`WRAP_ROW_HEIGHT`), so a long heading is shown whole, not cut at the
+edge of the grid.
+
 The pure functions (:func:`visible_rows`, :func:`ancestors`, :func:`row_label`,
-:func:`toggle`) take a :class:`~docmaster_core.model.DocumentTree` and node ids and
-have no Streamlit dependency.
+:func:`toggle`, :func:`outline_window`, :func:`window_note`) take a
+:class:`~docmaster_core.model.DocumentTree` or node ids and have no Streamlit dependency.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from .text import one_line, shorten
 
@@ -30,6 +37,12 @@ __all__ = [
     "toggle",
     "expand_to",
     "sections_with_children",
+    "OutlineWindow",
+    "outline_window",
+    "window_note",
+    "WINDOW_BEFORE",
+    "WRAP_ROW_HEIGHT",
+    "EVIDENCE_MARK",
 ]
 
 #: node type -> icon shown in the outline (also in the column help text)
@@ -37,7 +50,15 @@ TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE"
 #: carets of sections with children: full-size triangles (the small ▸ / ▾ were hard to see)
 CARET_OPEN, CARET_CLOSED = "▼", "►"
 _INDENT = "\u2003"  # em space: kept by the table (plain spaces are collapsed by the grid)
-_TEXT_CHARS = 140  # a paragraph's outline text; headings are shown whole
+_TEXT_CHARS = 64  # a paragraph's outline text (about three wrapped lines); headings are shown whole
+#: mark of a filter-evidence node in the outline's first column. Not ★: in Chromium a ★
+#: anywhere in the grid stops the wrapping of every row (checked on the CUAD workspace)
+EVIDENCE_MARK = "◆"
+#: rows of context drawn above the chosen node's row when the grid starts at it
+WINDOW_BEFORE = 3
+#: row height (px) of the outline grid: Streamlit wraps cell text only in rows taller
+#: than 4rem (64 px); 66 px holds three lines, enough for the longest contract headings
+WRAP_ROW_HEIGHT = 66
 
 
 def ancestors(tree: Any, node_id: int) -> list[int]:
@@ -128,3 +149,64 @@ def toggle(expanded: Iterable[int], node_id: int) -> set[int]:
 def expand_to(tree: Any, expanded: Iterable[int], node_id: int) -> set[int]:
     """The expanded set with every ancestor of ``node_id`` opened (so it is visible)."""
     return set(expanded) | set(ancestors(tree, node_id))
+
+
+class OutlineWindow(NamedTuple):
+    """Which rows of the outline the grid shows: ``rows[start:]``.
+
+    Attributes:
+        start: Index in the visible rows of the grid's first row (0: from the top).
+        pos: Index of the chosen node's row in the grid (``rows[start:]``), or None
+            when the chosen node is not among the rows (e.g. a search hides it).
+        hidden_above: Rows left out above the grid (equal to ``start``).
+        total: All visible rows, shown or not.
+    """
+
+    start: int
+    pos: int | None
+    hidden_above: int
+    total: int
+
+
+def outline_window(rows: Sequence[int], chosen: int, before: int = WINDOW_BEFORE, whole: bool = False) -> OutlineWindow:
+    """Where the outline grid starts so the chosen node's row is seen without scrolling.
+
+    The grid shows ``rows[start:]``: it starts ``before`` rows above the chosen node
+    (so its section heading or previous siblings give context) and runs to the end of
+    the outline. When the chosen row is within ``before`` rows of the top, or
+    ``whole`` is true, or the chosen node is not among ``rows``, nothing is hidden.
+
+    Args:
+        rows: The visible node ids in outline order (:func:`visible_rows`).
+        chosen: The chosen node id.
+        before: Rows of context kept above the chosen row (negative counts as 0).
+        whole: Show the whole outline from the top (the user asked for it).
+
+    Returns:
+        The :class:`OutlineWindow`; ``pos`` is where to highlight the chosen row.
+    """
+    rows = list(rows)
+    try:
+        idx = rows.index(chosen)
+    except ValueError:
+        return OutlineWindow(0, None, 0, len(rows))
+    start = 0 if whole else max(0, idx - max(0, before))
+    return OutlineWindow(start, idx - start, start, len(rows))
+
+
+def window_note(win: OutlineWindow, chosen: int, whole: bool = False) -> str:
+    """One plain sentence that says which part of the outline the grid shows.
+
+    Empty when the grid simply shows every row from the top and the chosen row is
+    among the first rows (there is nothing to explain).
+    """
+    if win.pos is None:
+        return ""
+    if win.hidden_above:
+        above = "the row above it is" if win.hidden_above == 1 else f"the {win.hidden_above} rows above it are"
+        return (f"The outline starts at node #{chosen}, the one you chose (highlighted), so you see it "
+                f"without scrolling; {above} hidden.")
+    if whole and win.pos > WINDOW_BEFORE:
+        return (f"The whole tree is shown from the top; the chosen node #{chosen} (highlighted) is row "
+                f"{win.pos + 1} of {win.total}.")
+    return ""
