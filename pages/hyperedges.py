@@ -22,12 +22,19 @@ from ui.indexing import (
     top_links,
 )
 from ui.graph import (
+    MAX_GRAPH_HEIGHT,
     READABLE_HYPEREDGES,
     default_hyperedge,
+    group_names,
+    hyperedge_vectors,
     labelled_hyperedges,
+    needs_overview,
+    overview_layout,
     parent_section,
     readable_section,
     section_counts,
+    short_heading,
+    strongest_partners,
     tree_positions,
 )
 from ui.render import render_page_image, section_line
@@ -44,6 +51,7 @@ W_SCOPE_SECTION = "w_he_scope_section"
 W_SCOPE_CLUSTER = "w_he_scope_cluster"
 W_TOPLINKS = "w_he_top_links"  # shared by all documents: how many links per hyper-edge to draw
 DEFAULT_TOP_LINKS = 2
+PARTNERS_LISTED = 5  # must-linked hyper-edges listed for the selected one (the most similar)
 PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c",
            "#4f46e5", "#0d9488", "#9333ea", "#ca8a04", "#e11d48", "#059669"]
 
@@ -193,11 +201,22 @@ def _add(node: Node) -> None:
 
 
 # fixed positions (ui.graph.tree_positions): the browser draws at once, without a physics
-# simulation settling after the page has finished, and no two labels share a row
+# simulation settling after the page has finished, and no two labels share a row. A part too
+# large for one readable row per hyper-edge (the whole document) is drawn as an overview
+# (ui.graph.overview_layout): top-level sections and the largest groups named, the rest
+# readable when zoomed in, and on hover
 pos = tree_positions(tree, drawn, show_passages)
 drawn_ids = {h.id for h in drawn}
-labelled = labelled_hyperedges(drawn, [ab for ab in drawn_links if ab[0] in drawn_ids and ab[1] in drawn_ids],
-                               selected_he)
+overview = needs_overview(sum(1 for k in pos if k.startswith(("h:", "t:"))), MAX_GRAPH_HEIGHT)
+names = group_names(tree, hes) if overview else {}
+look = overview_layout(tree, drawn, names=names, roles=roles, selected=selected_he,
+                       show_passages=show_passages, height=MAX_GRAPH_HEIGHT) if overview else {}
+if overview:
+    pos = {k: (p.x, p.y) for k, p in look.items()}
+    labelled = {h.id for h in drawn if look[f"h:{h.id}"].readable}
+else:
+    labelled = labelled_hyperedges(drawn, [ab for ab in drawn_links if ab[0] in drawn_ids and ab[1] in drawn_ids],
+                                   selected_he)
 
 
 def _at(nid: str) -> dict:
@@ -205,13 +224,21 @@ def _at(nid: str) -> dict:
     return {"x": x, "y": y}
 
 
+def _text(nid: str, label: str, font: dict) -> dict:
+    """A node's label and font: the overview's (sized to its row) or the plain view's."""
+    if nid not in look:
+        return {"label": label, "font": font}
+    p = look[nid]
+    return {"label": p.label, "font": {**font, "size": p.font}, "margin": p.margin}
+
+
 def _add_section_chain(sid: int) -> None:
     cur = sid
     while cur is not None:
         n = tree.nodes[cur]
         title = tree.title if cur == 0 else n.content
-        _add(Node(id=f"s:{cur}", label=shorten(title or "(document)", 20), title=html.escape(shorten(title, 200)),
-                  shape="box", color="#e5e7eb", font={"size": 13}, size=14, **_at(f"s:{cur}")))
+        _add(Node(id=f"s:{cur}", title=html.escape(shorten(title, 200)), shape="box", color="#e5e7eb", size=14,
+                  **_text(f"s:{cur}", short_heading(title or "(document)", 22), {"size": 13}), **_at(f"s:{cur}")))
         parent = n.parent
         if parent is not None:
             eid = f"s:{parent}->s:{cur}"
@@ -223,17 +250,22 @@ def _add_section_chain(sid: int) -> None:
 
 for h in drawn:
     _add_section_chain(h.section_id)
-    chosen_style = {"borderWidth": 4, "color": {"background": _color(h.cluster), "border": "#111827"}} \
+    chosen_style = {"borderWidth": 2 if overview else 4,
+                    "color": {"background": _color(h.cluster), "border": "#111827"}} \
         if h.id == selected_he else {"color": _color(h.cluster)}
-    _add(Node(id=f"h:{h.id}", label=f"H{h.id}" if h.id in labelled else " ",
-              title=html.escape(f"H{h.id} · C{h.cluster} · " + shorten(h.summary, 300)), shape="box",
-              font={"size": 13, "color": "#ffffff"}, size=12, **chosen_style, **_at(f"h:{h.id}")))
+    name = f" · {names[h.id]}" if names.get(h.id) else ""
+    _add(Node(id=f"h:{h.id}", title=html.escape(f"H{h.id}{name} · C{h.cluster} · " + shorten(h.summary, 300)),
+              shape="box", size=12, **_text(f"h:{h.id}", f"H{h.id}" if h.id in labelled else " ",
+                                            {"size": 13, "color": "#ffffff"}),
+              **chosen_style, **_at(f"h:{h.id}")))
     edges.append(Edge(source=f"s:{h.section_id}", target=f"h:{h.id}", color="#9ca3af", width=1))
     if show_passages:
         for nid in h.node_ids:
             n = tree.nodes[nid]
+            dot = look.get(f"t:{nid}")
             _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(shorten(n.content, 300)), shape="dot",
-                      color=_color(label_of.get(nid, -1)), size=6, font={"size": 10}, **_at(f"t:{nid}")))
+                      color=_color(label_of.get(nid, -1)), size=dot.size if dot else 6,
+                      font={"size": dot.font if dot else 10}, **_at(f"t:{nid}")))
             edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=_color(h.cluster), width=1))
 for a, b in drawn_links:
     if a in drawn_ids and b in drawn_ids:
@@ -251,8 +283,11 @@ with left:
     st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge)."
                + (" Links join hyper-edges of different sections: draw one cluster or the whole document to see them."
                   if n_drawn == 0 and links and view == "section" else ""))
+    n_named_secs = sum(1 for k, p in look.items() if k.startswith("s:") and p.readable)
     st.caption(f"Hyper-edges drawn: {len(drawn)} of {len(hes)}"
-               + (f" ({len(labelled)} labelled, the most connected; hover for the others)."
+               + (f" (overview: {n_named_secs} sections and {len(labelled)} groups named, the largest and the "
+                  "selected one; zoom in or hover for the others)." if overview else
+                  f" ({len(labelled)} labelled, the most connected; hover for the others)."
                   if len(labelled) < len(drawn) else ".")
                + ("" if selected_he in drawn_ids else f" The selected H{selected_he} is outside the drawn part."))
     with st.expander(f"Cluster colours ({len(used)} clusters drawn)"):
@@ -261,7 +296,8 @@ with left:
                                "colour": ["" for _ in used]})
         st.dataframe(legend.style.apply(lambda col: [f"background-color: {_color(c)}" for c in used], subset=["colour"]),
                      hide_index=True, width="content")
-    height = int(min(720, max(360, 60 + 34 * max(1, sum(1 for k in pos if k.startswith(("h:", "t:")))))))
+    height = MAX_GRAPH_HEIGHT if overview else \
+        int(min(MAX_GRAPH_HEIGHT, max(360, 60 + 34 * max(1, sum(1 for k in pos if k.startswith(("h:", "t:")))))))
     config = Config(width=900, height=height, directed=True, physics=False, hierarchical=False)
     config.width = "100%"  # fill the column instead of a fixed pixel width
     # no arrows; positions are fixed (no physics), the view fits them
@@ -314,23 +350,33 @@ with right:
     st.caption(md_escape("Section: " + section_line(sec.section_path if h.section_id else [tree.title or rec.file_name])))
     st.markdown("**Summary**")
     st.markdown(md_escape(h.summary or "(no summary)"))
-    partners = sorted({b if a == he_id else a for a, b in links if he_id in (a, b)})
-    if partners:
-        st.markdown("**Must-linked hyper-edges (other sections)**")
+    # the strongest few must-links (cosine of the members' mean embeddings, as the drawn links), not all
+    mine = [he_by_id[i] for i in sorted({p for a, b in links if he_id in (a, b) for p in (a, b)})]
+    if emb is not None:
+        vectors = hyperedge_vectors(mine, emb)
+    else:  # the summaries' embeddings (one row per hyper-edge, in id order)
+        vectors = {x.id: idx.hyperedge_embeddings[x.id] for x in mine if x.id < len(idx.hyperedge_embeddings)}
+    strongest, more = strongest_partners(he_id, links, vectors, PARTNERS_LISTED)
+    if strongest:
+        st.markdown("**Must-linked hyper-edges (other sections)**"
+                    + (f" · the {len(strongest)} most similar of {len(strongest) + more}" if more else ""))
         st.dataframe(
             pd.DataFrame(
                 [
                     {
                         "hyper-edge": f"H{p}",
+                        "similarity": None if sim is None else round(sim, 2),
                         "section": shorten(section_line(tree.nodes[he_by_id[p].section_id].section_path), 50),
                         "summary": shorten(he_by_id[p].summary, 90),
                     }
-                    for p in partners
+                    for p, sim in strongest
                 ]
             ),
             hide_index=True,
             width="stretch",
         )
+        if more:
+            st.caption(f"and {more} more (less similar; all in cluster C{h.cluster}: draw *one cluster* to see them).")
     else:
         st.caption("No must-links to other sections.")
     st.markdown("**Member passages**")
