@@ -129,7 +129,7 @@ class ReviewTargets:
         (:meth:`stop_run`), or ``batch`` when it is given.
 
         Measured (docs/results/review.md): on 5,000 copies of the corpus the documents
-        asked at recall 0.9 fell 26.5 -> 22.8 % (P) and 30.2 -> 26.1 % (Q); on synthetic
+        asked at recall 0.9 fell 26.1 -> 23.6 % (P) and 29.9 -> 26.5 % (Q, 10 seeds); on synthetic
         5,000-document collections (smooth and clustered rankings, with and without
         feedback) within the seed noise of aligned batches. Collections of up to 800
         documents are unchanged (``L <= 20``). A smaller *stopping run* was not kept: it

@@ -12,9 +12,9 @@ average number of words per cluster. Counting is scikit-learn's ``CountVectorize
 (English stop words removed, words of 3+ letters). A term found in one passage only is
 not a name (``min_passages``): a name says what several passages share; and with four or
 more clusters a term found in most of them names none (``max_share``). Over a collection, a
-term found in the passages of one document only is not a name either (``min_groups``): a party
-("transporter", "Fox"), a product or a defined term names a contract, not what the contracts of
-a cluster share.
+term found in the passages of one document only is not a name either (``min_groups``): a party,
+a station's call sign ("WLIB"), a product or a defined term names a contract, not what the
+contracts of a cluster share.
 """
 from __future__ import annotations
 
