@@ -207,73 +207,79 @@ with right:
     st.subheader(f"{node.type.value} #{node.id}" + (f"  {EVIDENCE_MARK} filter evidence" if node.id in highlight else ""))
     pages = f"p. {node.page_start}" + (f"–{node.page_end}" if node.page_end != node.page_start else "")
     st.caption(md_escape(f"{pages} · depth {node.depth} · {section_line(node.section_path)}"))
-    tab_content, tab_page, tab_emb = st.tabs(["Content & summary", "Page region", "Embedding"])
+    # lazy tabs: only the open tab's content is computed and sent to the browser (the page
+    # image and the embedding panel, drawn hidden, slowed the page's first paint)
+    tab_content, tab_page, tab_emb = st.tabs(["Content & summary", "Page region", "Embedding"],
+                                             key=f"w_tree_tabs_{rec.doc_id}", on_change="rerun")
 
-    with tab_content:
-        render_node_content(node)
-        st.markdown("**Summary**")
-        if node.summary:
-            st.markdown(md_escape(node.summary))
-        else:
-            st.caption("(no summary stored)")
-        if node.children:
-            st.caption(f"{len(node.children)} children: " + md_escape(", ".join(f"#{c}" for c in node.children[:40])))
+    if tab_content.open:
+        with tab_content:
+            render_node_content(node)
+            st.markdown("**Summary**")
+            if node.summary:
+                st.markdown(md_escape(node.summary))
+            else:
+                st.caption("(no summary stored)")
+            if node.children:
+                st.caption(f"{len(node.children)} children: " + md_escape(", ".join(f"#{c}" for c in node.children[:40])))
 
-    with tab_page:
-        by_page: dict[int, list] = {}
-        for b in node.bboxes:
-            by_page.setdefault(int(b[0]), []).append(tuple(b[1:5]))
-        page_opts = sorted(by_page) or [max(1, node.page_start)]
-        page = page_opts[0]
-        if len(page_opts) > 1:
-            page = st.radio("Page", page_opts, horizontal=True, key=f"w_tree_page_{rec.doc_id}_{node.id}")
-        cap = f"{rec.file_name} · page {page} · node #{node.id}"
+    if tab_page.open:
+        with tab_page:
+            by_page: dict[int, list] = {}
+            for b in node.bboxes:
+                by_page.setdefault(int(b[0]), []).append(tuple(b[1:5]))
+            page_opts = sorted(by_page) or [max(1, node.page_start)]
+            page = page_opts[0]
+            if len(page_opts) > 1:
+                page = st.radio("Page", page_opts, horizontal=True, key=f"w_tree_page_{rec.doc_id}_{node.id}")
+            cap = f"{rec.file_name} · page {page} · node #{node.id}"
 
-        @st.dialog(f"Page {page}", width="large")
-        def _zoom() -> None:
-            render_page_image(rec.source_path, page, by_page.get(page, []), caption=cap, zoom=2.5)
+            @st.dialog(f"Page {page}", width="large")
+            def _zoom() -> None:
+                render_page_image(rec.source_path, page, by_page.get(page, []), caption=cap, zoom=2.5)
 
-        if st.button("Zoom", key=f"w_tree_zoom_{rec.doc_id}_{node.id}", icon=":material/zoom_in:",
-                     help="Open the page at full width"):
-            _zoom()
-        render_page_image(rec.source_path, page, by_page.get(page, []), caption=cap)
+            if st.button("Zoom", key=f"w_tree_zoom_{rec.doc_id}_{node.id}", icon=":material/zoom_in:",
+                         help="Open the page at full width"):
+                _zoom()
+            render_page_image(rec.source_path, page, by_page.get(page, []), caption=cap)
 
-    with tab_emb:
-        try:
-            emb = dm.embeddings(rec.doc_id, mmap=True)
-        except WorkspaceError as e:
-            st.warning(md_escape(str(e)))
-        else:
-            v = np.asarray(emb[node.id], dtype=np.float32)
-            c = st.columns(4)
-            c[0].metric("dimensions", v.shape[0])
-            c[1].metric("L2 norm", f"{float(np.linalg.norm(v)):.3f}")
-            c[2].metric("mean", f"{float(v.mean()):+.3f}")
-            c[3].metric("std", f"{float(v.std()):.3f}")
-            if node.parent is not None:
-                st.caption(f"cosine to parent #{node.parent}: {float(v @ np.asarray(emb[node.parent])):.3f}")
-            # a picture, not a chart: the page loads no charting library for it
-            st.image(vector_bars(v), caption=f"the {v.shape[0]} components (blue > 0, red < 0; "
-                     f"scaled to the largest, {float(np.abs(v).max()):.3f})", width="stretch")
-            sims = np.asarray(emb, dtype=np.float32) @ v
-            sims[node.id] = -np.inf
-            top = np.argsort(-sims)[:5]
-            st.markdown("**Nearest nodes in this document (cosine)**")
-            st.dataframe(
-                pd.DataFrame(
-                    {
-                        "node": [node_label(tree, int(i), 70, indent=False) for i in top],
-                        "cosine": [round(float(sims[i]), 3) for i in top],
-                    }
-                ),
-                hide_index=True,
-                width="stretch",
-            )
-            if st.toggle("Show the full vector", key=W_FULLVEC):
-                st.code(json.dumps([round(float(x), 6) for x in v]), language="json", wrap_lines=True)
-                st.download_button(
-                    "Download vector (JSON)",
-                    json.dumps({"doc_id": rec.doc_id, "node_id": node.id, "vector": [float(x) for x in v]}),
-                    file_name=f"{rec.doc_id}_node{node.id}.json",
-                    mime="application/json",
+    if tab_emb.open:
+        with tab_emb:
+            try:
+                emb = dm.embeddings(rec.doc_id, mmap=True)
+            except WorkspaceError as e:
+                st.warning(md_escape(str(e)))
+            else:
+                v = np.asarray(emb[node.id], dtype=np.float32)
+                c = st.columns(4)
+                c[0].metric("dimensions", v.shape[0])
+                c[1].metric("L2 norm", f"{float(np.linalg.norm(v)):.3f}")
+                c[2].metric("mean", f"{float(v.mean()):+.3f}")
+                c[3].metric("std", f"{float(v.std()):.3f}")
+                if node.parent is not None:
+                    st.caption(f"cosine to parent #{node.parent}: {float(v @ np.asarray(emb[node.parent])):.3f}")
+                # a picture, not a chart: the page loads no charting library for it
+                st.image(vector_bars(v), caption=f"the {v.shape[0]} components (blue > 0, red < 0; "
+                         f"scaled to the largest, {float(np.abs(v).max()):.3f})", width="stretch")
+                sims = np.asarray(emb, dtype=np.float32) @ v
+                sims[node.id] = -np.inf
+                top = np.argsort(-sims)[:5]
+                st.markdown("**Nearest nodes in this document (cosine)**")
+                st.dataframe(
+                    pd.DataFrame(
+                        {
+                            "node": [node_label(tree, int(i), 70, indent=False) for i in top],
+                            "cosine": [round(float(sims[i]), 3) for i in top],
+                        }
+                    ),
+                    hide_index=True,
+                    width="stretch",
                 )
+                if st.toggle("Show the full vector", key=W_FULLVEC):
+                    st.code(json.dumps([round(float(x), 6) for x in v]), language="json", wrap_lines=True)
+                    st.download_button(
+                        "Download vector (JSON)",
+                        json.dumps({"doc_id": rec.doc_id, "node_id": node.id, "vector": [float(x) for x in v]}),
+                        file_name=f"{rec.doc_id}_node{node.id}.json",
+                        mime="application/json",
+                    )

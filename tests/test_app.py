@@ -66,10 +66,17 @@ def test_tree_page_select_node_shows_content_page_and_embedding(app_uploaded):
     run_app(at)
     node_id = at.session_state[doc_key(at, "w_tree_node")]
     assert any(f"#{node_id}" in s.value for s in at.subheader)
-    assert len(at.image) >= 1  # page rendered with the node's box
-    assert any(m.label == "dimensions" and m.value == "384" for m in at.metric)
     if table_opts:
         assert any(len(df.value) >= 2 for df in at.dataframe)  # the table's rows as a table
+    # lazy tabs: the page image and the embedding are drawn only when their tab is open
+    tabs = doc_key(at, "w_tree_tabs")
+    assert len(at.image) == 0 and not any(m.label == "dimensions" for m in at.metric)
+    at.session_state[tabs] = "Page region"
+    run_app(at)
+    assert len(at.image) >= 1  # page rendered with the node's box
+    at.session_state[tabs] = "Embedding"
+    run_app(at)
+    assert any(m.label == "dimensions" and m.value == "384" for m in at.metric)
     at.toggle(key="w_tree_full_vector").set_value(True)
     run_app(at)
     assert any(c.language == "json" and c.value.startswith("[") for c in at.code)
@@ -84,6 +91,11 @@ def test_hyperedge_page_select_hyperedge(app_uploaded):
     he = at.session_state[doc_key(at, "w_he_select")]
     assert any(m.value.startswith(f"**H{he}**") for m in at.markdown)
     assert any(m.label == "hyper-edges" and int(m.value) == len(sb.options) for m in at.metric)
+    # the members' page is rendered only once its expander is opened
+    assert len(at.image) == 0
+    at.session_state[doc_key(at, "w_he_region")] = True
+    run_app(at)
+    assert len(at.image) == 1
 
 
 def test_hyperedge_page_builds_a_missing_index(app_uploaded):
