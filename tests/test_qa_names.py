@@ -284,3 +284,27 @@ def test_a_named_contract_is_searched_whole_not_only_the_retrieval_pool(dm, monk
     assert fee not in {e.node_id for e in pooled.evidence}
     assert whole.evidence[0].node_id == fee and "fifteen days of each invoice" in whole.evidence[0].text
     assert len(nodes) <= retr.settings.answer_whole_nodes
+
+
+def test_term_weights_of_a_named_contract_come_from_the_collection(dm):
+    """Over one contract every word it lacks weighs the most, so a paraphrase ("stop" a renewal)
+    made the verdict decline; with the collection's weights a common word it lacks weighs little."""
+    from collections import Counter
+
+    from docmaster_core.qa.answering import collection_background
+    from docmaster_core.text import answer_units as S
+
+    p = S.profile_question("How much notice is needed to stop the agreement from renewing automatically?")
+    assert p.terms == ["notic", "stop", "agre", "renew"]
+    passage = ["Either party may prevent the renewal by sixty days notice."]
+    one = S.Background(200, Counter({"notic": 20, "agre": 150, "renew": 20}))  # the named contract: no "stop"
+    wide = S.Background(5000, Counter({"stop": 400, "notic": 500, "agre": 3000, "renew": 100}))
+    assert not S.verdict(p, one, passage).found
+    routed = S.Background(one.n_nodes, one.df, idf_from=wide)
+    assert routed.weight("stop") == wide.weight("stop") and not routed.has("stop")
+    v = S.verdict(p, routed, passage)
+    assert v.found and v.missing_terms == ["stop"]
+    # the collection's background counts the nodes of every document by stem
+    bg = collection_background(dm.retriever().view)
+    assert bg.n_nodes == sum(d.n_nodes for d in dm.retriever().view.docs)
+    assert bg.df["govern"] >= 20 and bg.df["quillfeather"] >= 1 and bg.df.get("the", 0) == 0

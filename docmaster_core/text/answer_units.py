@@ -236,13 +236,19 @@ class Background:
     Attributes:
         n_nodes: Number of nodes counted.
         df: ``{term: nodes containing it}``.
+        idf_from: When set, the :meth:`weight` of a term comes from this wider background
+            (the whole collection) while :meth:`has` still asks the searched documents: over
+            one named contract, every word it lacks would otherwise weigh the most.
     """
 
     n_nodes: int
     df: Counter
+    idf_from: "Background | None" = None
 
     def weight(self, term: str) -> float:
         """IDF weight ``log(1 + N / (1 + df))``; largest for a term the documents never use."""
+        if self.idf_from is not None:
+            return self.idf_from.weight(term)
         return math.log1p(self.n_nodes / (1.0 + self.df.get(term, 0)))
 
     def has(self, term: str) -> bool:
