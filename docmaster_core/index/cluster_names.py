@@ -82,15 +82,16 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     need = np.where(size >= 2 * min_passages, min_passages, 1)  # a small cluster: any of its passages
     w[passages < need] = 0.0
     if groups is not None:  # a term of one document's passages (a party, a product) names no cluster
+        from scipy import sparse
+
         _, g = np.unique(np.asarray([str(v) for v in groups], dtype=object)[keep], return_inverse=True)
         pair = np.searchsorted(clusters, lab) * (int(g.max()) + 1) + g  # (cluster, document) of each passage
         pairs, col = np.unique(pair, return_inverse=True)
-        pm = np.zeros((pairs.size, lab.size))
-        pm[col, np.arange(lab.size)] = 1.0
-        held = np.asarray(((x > 0).T @ pm.T).T) > 0  # (cluster-document pairs, terms): the document holds it
+        pm = sparse.csr_matrix((np.ones(lab.size), (col, np.arange(lab.size))), shape=(pairs.size, lab.size))
+        held = ((pm @ (x > 0).astype(np.float64)) > 0).astype(np.float64)  # (cluster-document pairs, terms)
         owner = pairs // (int(g.max()) + 1)
-        docs = np.zeros((len(clusters), held.shape[1]))
-        np.add.at(docs, owner, held.astype(np.float64))  # documents of each cluster holding each term
+        om = sparse.csr_matrix((np.ones(pairs.size), (owner, np.arange(pairs.size))), shape=(len(clusters), pairs.size))
+        docs = np.asarray((om @ held).todense())  # documents of each cluster holding each term
         spans = np.bincount(owner, minlength=len(clusters))[:, None]
         w[docs < np.minimum(min_groups, spans)] = 0.0
     terms = vec.get_feature_names_out()
