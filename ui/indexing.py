@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from . import state
+from .graph import hyperedge_vectors
 
 __all__ = [
     "index_params",
@@ -187,17 +188,11 @@ def top_links(links: list[tuple[int, int]], hyperedges: list, emb: Any, per_edge
     Returns:
         A sublist of ``links``.
     """
-    import numpy as np
-
     if per_edge < 0 or not links:
         return list(links)
     if per_edge == 0:
         return []
-    cent = {}
-    for h in hyperedges:
-        if h.node_ids:
-            v = np.asarray(emb[list(h.node_ids)], dtype=np.float32).mean(axis=0)
-            cent[h.id] = v / (float(np.linalg.norm(v)) or 1.0)
+    cent = hyperedge_vectors(hyperedges, emb)
     sim = {(a, b): float(cent[a] @ cent[b]) if a in cent and b in cent else 0.0 for a, b in links}
     by_edge: dict[int, list[tuple[float, tuple[int, int]]]] = {}
     for ab, c in sim.items():
