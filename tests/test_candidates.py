@@ -263,3 +263,34 @@ def test_name_fields_come_back_from_disk_without_reading_a_tree(tmp_path, genera
     assert dict(nf.text_df) == dict(first.text_df) and len(nf.text_df) > 50
     t = max(first.text_df, key=first.text_df.get)
     assert nf.text_df.get(t) == first.text_df[t] > 1 and nf.text_df.get("no-such-token", 0) == 0
+
+
+def test_candidate_view_keyword_scores_are_the_collection_bm25(generated, embedder):
+    """Issue 37: a filter's candidate view scores BM25 from the persisted collection index
+    (the whole collection's N, avg|v| and n_t, ROOT and back matter indexed empty) and
+    builds no BM25 index of its own."""
+    from docmaster_core.filtering.run import _stage_one
+    from docmaster_core.retrieval import keyword
+    from docmaster_core.text.terms import condition_terms, tokens
+
+    dm = _dm(generated, embedder)
+    retr = dm.retriever()
+    view = retr.view
+    rows_tokens = [tokens(n.content) if n.id and not view.back_matter[dv.start + n.id] else []
+                   for dv in view.docs for n in dv.tree.nodes]
+    lengths = np.array([len(r) for r in rows_tokens], dtype=np.float64)
+    for c in CONDITIONS:
+        cand, sub = _stage_one(retr, view, c, CandidateSettings(min_docs=0, pool_docs=16), None, 0.25)
+        assert 0 < len(sub.docs) < len(view.docs)
+        want = np.zeros(len(rows_tokens))
+        for t in dict.fromkeys(condition_terms(c)):  # Lucene BM25 over every row of the collection
+            tf = np.array([r.count(t) for r in rows_tokens], dtype=np.float64)
+            df = (tf > 0).sum()
+            if df:
+                idf = np.log((len(rows_tokens) - df + 0.5) / (df + 0.5) + 1.0)
+                want += idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * lengths / lengths.mean()))
+        rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in cand.doc_indices])
+        got = keyword.keyword_scores(sub, c)
+        assert got.shape == (rows.size,) and (got > 0).any()
+        assert np.allclose(got, want[rows], rtol=1e-4, atol=1e-5), c
+        assert ("keyword_index", 1.2, 0.75) not in sub._aux

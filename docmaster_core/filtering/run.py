@@ -73,6 +73,7 @@ from .results import compare_runs, move_cut
 from ..retrieval.retriever import Retriever, check_top_k
 from ..retrieval.candidates import Candidates, candidate_documents
 from ..retrieval.corpus import sub_view
+from ..retrieval.keyword import COLLECTION_BM25
 from ..retrieval.semantic import node_cosines
 from .decider import LexicalStats
 from .evidence import DocTerms, condition_parts, lexical_parts, search_query
@@ -577,21 +578,23 @@ def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | No
         stats = lexical_stats(view)
     sub.aux("lexical_stats", lambda: stats)
     if lex is not None:
+        rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in cand.doc_indices.tolist()]) \
+            if cand.doc_indices.size else np.zeros(0, np.int64)  # the sub-view's rows in the store
+        sub.aux(COLLECTION_BM25, lambda: (lex, rows))
         want = list(dict.fromkeys(t for ts in lexical_parts(cond) for t in ts))
         sub.aux(("doc_terms", float(related_weight)),
-                lambda: _candidate_doc_terms(view, sub, cand.doc_indices, lex, want, related_weight))
+                lambda: _candidate_doc_terms(sub, rows, lex, want, related_weight))
     return cand, sub
 
 
-def _candidate_doc_terms(view, sub, doc_indices: np.ndarray, lex, terms: list[str], related_weight: float) -> DocTerms:
+def _candidate_doc_terms(sub, rows: np.ndarray, lex, terms: list[str], related_weight: float) -> DocTerms:
     """:class:`.evidence.DocTerms` of the sub-view's documents for ``terms`` only (what
     :func:`.evidence.document_signals` reads): per document, the sum over its body nodes of
     the role weight times the stored token count (the same sums as counting token by token:
-    the weights are 1 and ``related_weight``)."""
+    the weights are 1 and ``related_weight``). ``rows``: int64 (N,) the sub-view's rows in
+    the collection store."""
     from ..tree.roles import ROLE_CODE, view_roles
 
-    rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in doc_indices.tolist()]) \
-        if doc_indices.size else np.zeros(0, np.int64)
     tf = lex.term_counts(rows, terms)  # (rows of sub, T), in sub-view row order
     roles = view_roles(sub)
     skip = (roles == ROLE_CODE["back"]) | (sub.type_code == TYPE_CODES[NodeType.ROOT])

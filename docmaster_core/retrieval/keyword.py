@@ -28,7 +28,7 @@ import numpy as np
 from .corpus import CorpusView
 from ..text.terms import condition_terms, tokens
 
-__all__ = ["KeywordIndex", "keyword_index", "keyword_scores", "doc_term_counts"]
+__all__ = ["KeywordIndex", "keyword_index", "keyword_scores", "doc_term_counts", "COLLECTION_BM25"]
 
 
 @dataclass
@@ -159,8 +159,29 @@ def keyword_index(view: CorpusView, k1: float = 1.2, b: float = 0.75) -> Keyword
     return view.aux(("keyword_index", k1, b), build)
 
 
+#: :meth:`CorpusView.aux` key of a candidate view's collection-wide BM25 source: ``(lex, rows)``
+#: with ``lex`` the workspace's :class:`~docmaster_core.store.lexical_index.LexicalIndex` and
+#: ``rows`` int64 (N,) the view's rows in the collection store (set by the filter's stage one).
+COLLECTION_BM25 = "collection_bm25"
+
+
 def keyword_scores(view: CorpusView, query: str) -> np.ndarray:
-    """BM25 score of every node for ``query``: float32 (N,), 0 where no term occurs."""
+    """BM25 score of every node for ``query``: float32 (N,), 0 where no term occurs.
+
+    A candidate view of a filter at scale (one that carries :data:`COLLECTION_BM25`) is
+    scored by the persisted collection-wide index (:meth:`LexicalIndex.node_scores`,
+    bm25s with the same k1, b and idf): the statistics N, avg|v| and n_t are then the
+    whole collection's, as in an exhaustive run, and no per-view index is built (issue
+    37: building it was the largest share of a warm 5k filter). That index leaves the ROOT
+    and back-matter rows empty and counts them in avg|v|; :func:`keyword_index` leaves
+    the ROOT row out of avg|v| and counts back matter in n_t. Both rank only body rows.
+    """
+    src = view.aux(COLLECTION_BM25, lambda: None)
+    if src is not None:
+        from ..store.lexical_index import K1
+
+        lex, rows = src  # bm25s' Lucene BM25 leaves out the constant factor (k1 + 1) of the formula above
+        return np.asarray(lex.node_scores(condition_terms(query))[rows] * np.float32(K1 + 1.0), dtype=np.float32)
     ki = keyword_index(view)
     cols = [ki.vocab[t] for t in condition_terms(query) if t in ki.vocab]
     if not cols:
