@@ -178,7 +178,9 @@ class CandidateSettings(_Section):
     persisted BM25 index of the node texts): the ``pool_docs`` best documents of each
     index for the condition and for each of its parts. Only the candidates get the exact
     per-document evidence; every other document is decided "no" with
-    ``decided_by = "not-a-candidate"``. Env: ``DOCMASTER_CANDIDATES__MIN_DOCS`` etc."""
+    ``decided_by = "not-a-candidate"``. With ``executor = "ray"`` the exact scoring of the
+    candidates fans out over Ray actors (issue 37). Env: ``DOCMASTER_CANDIDATES__MIN_DOCS``,
+    ``DOCMASTER_CANDIDATES__EXECUTOR`` etc."""
 
     min_docs: int = Field(
         500, ge=0, description="Runs over at most this many documents score every document exactly (0: always use candidates).")
@@ -189,6 +191,13 @@ class CandidateSettings(_Section):
     dense_exact_max_rows: int = Field(
         2_000_000, ge=1, description="Node rows up to which the FAISS index is exact (fp16 flat); an IVF index past it.")
     nprobe: int = Field(64, ge=1, description="IVF lists searched per query (approximate FAISS index only).")
+    executor: Literal["local", "ray"] = Field(
+        "local", description="Where the candidates are scored exactly: local = this process; ray = scoring actors on a "
+        "Ray cluster, each owning a shard of the documents (docmaster_core.filtering.ray_scoring).")
+    ray_address: str | None = Field(
+        None, description="ray: auto or HOST:PORT of a running cluster; None starts a local Ray instance.")
+    ray_workers: int | None = Field(
+        None, ge=1, description="ray: scoring actors (None: the cluster's CPUs).")
 
 
 class IngestSettings(_Section):

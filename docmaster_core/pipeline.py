@@ -62,6 +62,8 @@ class DocMaster(IngestStage, IndexStage):
         self._pending_saves: list[threading.Thread] = []
         # the ingest stage's parse process while a local batch runs (IngestStage._ingest_local)
         self._parse_pool = None
+        # the Ray scoring actors of filters at scale (candidates.executor = ray), made on first use
+        self._ray_scoring: tuple[tuple, Any] | None = None
 
     # ------------------------------------------------------------------ parts
     @property
@@ -445,9 +447,39 @@ class DocMaster(IngestStage, IndexStage):
             opts = FilterOptions.of(opts, calibration=calibration_from_settings(self.settings.filter))
         if opts.candidates is None:
             opts = FilterOptions.of(opts, candidates=self.settings.candidates)
-        run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r)
+        from .filtering.ray_scoring import check_ray_scoring
+
+        check_ray_scoring(opts.candidates)  # a one-line error before anything is searched
+        scorer = self._candidate_scorer(opts) if opts.candidates.executor == "ray" else None
+        run = run_filter(self.ws, self.embedder, llm, r.settings, condition, opts, retriever=r, scorer=scorer)
+        if scorer is not None and not run.candidates:
+            warnings.append(f"Scored in this process, not on Ray: only runs over more than "
+                            f"{opts.candidates.min_docs} documents take candidates, and Ray scores candidates.")
         run.warnings = warnings + decision_notes(run)
         return run
+
+    def _candidate_scorer(self, opts: FilterOptions):
+        """The Ray scoring of candidates for this run's retriever (actors made on first use
+        and kept until :meth:`close`; new ones when the address or worker count changes)."""
+        from .filtering.ray_scoring import RayCandidateScoring
+
+        cs = opts.candidates
+        key = (cs.ray_address, cs.ray_workers)
+        if self._ray_scoring is None or self._ray_scoring[0] != key:
+            if self._ray_scoring is not None:
+                self._ray_scoring[1].close()
+                self._ray_scoring = None
+            self._ray_scoring = (key, RayCandidateScoring(str(self.ws.path), self.settings, self.embedder,
+                                                          cs.ray_address, cs.ray_workers))
+        p = self.index_params(opts.index_params)
+        return self._ray_scoring[1].for_run(p.as_dict(), (opts.retrieval or self.settings.retrieval).model_dump())
+
+    def close(self) -> None:
+        """Release what this facade started: the Ray scoring actors (and the connection
+        they made). The workspace stays usable; a later filter starts them again."""
+        if self._ray_scoring is not None:
+            self._ray_scoring[1].close()
+            self._ray_scoring = None
 
     @staticmethod
     def name_clusters(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,

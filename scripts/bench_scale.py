@@ -41,6 +41,7 @@ Usage::
     python scripts/bench_scale.py build   --sizes 1000,5000 --out /work/scale [--source /work/ws_corpus]
     python scripts/bench_scale.py measure --sizes 1000,5000 --out /work/scale --json /work/scale/after.json
     python scripts/bench_scale.py report  /work/scale/before.json [/work/scale/after.json]
+    python scripts/bench_scale.py ray WORKSPACE --workers 1,2 [--min-docs 0] [--conditions A.tsv B.tsv]
 
 ``report`` prints a markdown table per result file, the fitted growth exponent of each
 metric (slope of log(metric) over log(N), least squares; 1.0 = linear) and the
@@ -308,6 +309,71 @@ def measure_one(ws_path: Path, conditions: list[str], partial: str | None = None
     return out
 
 
+# ---------------------------------------------------------------------------- ray
+def measure_ray(ws_path: Path, conditions: list[str], workers: list[int], min_docs: int | None,
+                address: str | None) -> dict:
+    """The exact scoring of candidates on Ray against this process (issue 37).
+
+    For each condition: the local run (warm: every condition once first), then with each
+    worker count W a fresh set of actors (every condition once to warm their caches,
+    then timed). Decisions, ranks and evidence node ids of every document and strategy
+    are compared with the local run's.
+    """
+    from docmaster_core.config import get_settings
+    from docmaster_core.pipeline import DocMaster
+
+    settings = get_settings()
+    settings.llm.backend = "offline"
+    if min_docs is not None:
+        settings.candidates.min_docs = min_docs
+    dm = DocMaster(ws_path, settings)
+    dm.embedder.encode(["warm-up"])
+    dm.collection_indexes()
+
+    def runs(d, cs):
+        out, times = [], []
+        for c in conditions:  # warm
+            d.filter(c, decider="calibrated", save=False, candidates=cs)
+        for c in conditions:
+            t0 = time.perf_counter()
+            r = d.filter(c, decider="calibrated", save=False, candidates=cs)
+            times.append(time.perf_counter() - t0)
+            out.append(r)
+        return out, times
+
+    def key(r):
+        return {d.doc_id: {s: (x.decision, x.rank, x.evidence_ids) for s, x in d.decisions.items()}
+                for d in r.documents}
+
+    local, lt = runs(dm, settings.candidates)
+    res = {"workspace": str(ws_path), "conditions": len(conditions),
+           "candidates": [r.candidates.get("candidates") for r in local], "local_s": lt,
+           "local_median_s": statistics.median(lt)}
+    print(f"local: median {res['local_median_s']:.2f} s", file=sys.stderr, flush=True)
+    for w in workers:
+        cs = settings.candidates.model_copy(update={"executor": "ray", "ray_workers": w, "ray_address": address})
+        t0 = time.perf_counter()
+        d = DocMaster(ws_path, settings, embedder=dm.embedder)
+        try:
+            got, rt = runs(d, cs)
+        finally:
+            d.close()
+        same = total = same_dec = 0
+        for a, b in zip(local, got):
+            ka, kb = key(a), key(b)
+            for doc, by in ka.items():
+                for s, v in by.items():
+                    total += 1
+                    same += kb[doc][s] == v
+                    same_dec += kb[doc][s][0] == v[0]
+        res[f"ray_{w}"] = {"median_s": statistics.median(rt), "each_s": rt, "session_s": time.perf_counter() - t0,
+                           "same_decision": same_dec, "same_decision_rank_evidence": same, "of": total,
+                           "scored_on": got[0].params.get("scored_on")}
+        print(f"ray {w} workers: median {statistics.median(rt):.2f} s, decisions {same_dec}/{total} equal, "
+              f"with rank and evidence {same}/{total}", file=sys.stderr, flush=True)
+    return res
+
+
 # ---------------------------------------------------------------------------- report
 def slope(ns: list[float], ys: list[float]) -> float | None:
     """Least-squares slope of log(y) over log(n) (the growth exponent), None with < 2 points."""
@@ -367,6 +433,14 @@ def main(argv=None) -> int:
                    "the figures it got (the others are missing)")
     m.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure this workspace in this process
     m.add_argument("--partial", help=argparse.SUPPRESS)
+    ray = sub.add_parser("ray", help="exact scoring of candidates on Ray against this process (issue 37)")
+    ray.add_argument("workspace")
+    ray.add_argument("--workers", default="1,2", help="comma-separated actor counts")
+    ray.add_argument("--conditions", nargs="+", default=None, help="TSV files condition<TAB>text")
+    ray.add_argument("--n-conditions", type=int, default=12, help="per file")
+    ray.add_argument("--min-docs", type=int, default=None, help="candidates.min_docs (0: take candidates on any size)")
+    ray.add_argument("--ray-address", default=None)
+    ray.add_argument("--json", help="write the figures to this file")
     r = sub.add_parser("report")
     r.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
@@ -374,6 +448,14 @@ def main(argv=None) -> int:
     if args.cmd == "report":
         for f in args.files:
             print(f"### {f}\n\n{report(json.loads(Path(f).read_text()))}\n")
+        return 0
+    if args.cmd == "ray":
+        conds = [c for f in (args.conditions or [None]) for c in _conditions(f, args.n_conditions)]
+        res = measure_ray(Path(args.workspace), conds, [int(w) for w in args.workers.split(",")], args.min_docs,
+                          args.ray_address)
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=1))
+        print(json.dumps(res))
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     out = Path(args.out)

@@ -84,6 +84,7 @@ from ..text.terms import condition_terms
 
 __all__ = [
     "collect_evidence",
+    "candidate_view",
     "calibrated_document_decisions",
     "offline_decisions",
     "Cut",
@@ -381,6 +382,7 @@ def run_filter(
     options: FilterOptions | None = None,
     *,
     retriever: Retriever | None = None,
+    scorer: Any = None,
     **overrides: Any,
 ) -> FilterRun:
     """Filter the documents of a workspace by ``condition`` (SPEC F6).
@@ -398,6 +400,12 @@ def run_filter(
             are given). None: the defaults.
         retriever: The :class:`Retriever` searched, the one way the index is given
             (default: one over ``ws`` without hyper-edge indexes).
+        scorer: Where the candidates' evidence is collected when the candidate stage
+            runs: an object with ``collect(retr, condition, strategies, top_k, view)``
+            returning what :func:`collect_evidence` returns (e.g.
+            :class:`~docmaster_core.filtering.ray_scoring.RayCandidateScoring`); None:
+            this process. A run without the candidate stage is always scored here
+            (``run.params["scored_on"]`` says where).
         **overrides: Fields of :class:`FilterOptions` replacing those of ``options``
             (``run_filter(..., top_k=5)``).
 
@@ -451,7 +459,12 @@ def run_filter(
         cand, run_view = _stage_one(retr, view, cond, cs, doc_ids, calib.related_weight)
         run_doc_ids = None
     t_candidates = time.perf_counter() - t0
-    docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=run_doc_ids, view=run_view)
+    scored_on = "local"
+    if scorer is not None and cand is not None:
+        docs, cos_by = scorer.collect(retr, cond, strats, k, run_view)
+        scored_on = f"ray ({scorer.workers} workers)"
+    else:
+        docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=run_doc_ids, view=run_view)
     t_retrieve = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -524,6 +537,7 @@ def run_filter(
             **({"review": review.to_dict()} if review is not None and decider == "llm" else {}),
             **({"answers": False} if not opts.answers else {}),
             **({"candidates": cs.model_dump()} if cand is not None else {}),
+            **({"scored_on": scored_on} if scorer is not None else {}),
             **(extra_params or {}),
         },
         documents=docs,
@@ -569,7 +583,7 @@ def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | No
     lex = lexical_index(retr.ws, view.collection) if view.collection is not None else None
     mask = view.doc_mask(doc_ids)
     cand = candidate_documents(view, lex, q, terms, cs, doc_mask=mask)
-    sub = sub_view(view, cand.doc_indices)
+    sub = candidate_view(view, cand.doc_indices, retr.ws, lex)
     if lex is not None:
         stats = LexicalStats(lex.n_docs, lex.df)
     else:  # the in-memory fallback view: the statistics of every tree
@@ -578,13 +592,38 @@ def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | No
         stats = lexical_stats(view)
     sub.aux("lexical_stats", lambda: stats)
     if lex is not None:
-        rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in cand.doc_indices.tolist()]) \
-            if cand.doc_indices.size else np.zeros(0, np.int64)  # the sub-view's rows in the store
-        sub.aux(COLLECTION_BM25, lambda: (lex, rows))
+        rows = sub.aux(COLLECTION_BM25, lambda: None)[1]
         want = list(dict.fromkeys(t for ts in lexical_parts(cond) for t in ts))
         sub.aux(("doc_terms", float(related_weight)),
                 lambda: _candidate_doc_terms(sub, rows, lex, want, related_weight))
     return cand, sub
+
+
+def candidate_view(view, doc_indices, ws, lex=None):
+    """The view stage two scores: ``view``'s documents ``doc_indices`` (a
+    :func:`~docmaster_core.retrieval.corpus.sub_view`), whose BM25 scores come from the
+    workspace's persisted collection index (:data:`~docmaster_core.retrieval.keyword.COLLECTION_BM25`:
+    the whole collection's statistics, so that the scores of a document do not depend on
+    which other documents are candidates, or on the shard that scores it).
+
+    Args:
+        view: The workspace's view (rows = collection store rows).
+        doc_indices: Document indices in ``view``.
+        ws: The workspace (for the lexical index).
+        lex: The loaded :class:`~docmaster_core.store.lexical_index.LexicalIndex` (None:
+            loaded here; a view without a collection store keeps per-view BM25).
+    """
+    from ..store.lexical_index import lexical_index
+
+    idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
+    sub = sub_view(view, idx)
+    if lex is None and view.collection is not None:
+        lex = lexical_index(ws, view.collection)
+    if lex is not None:
+        rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in idx.tolist()]) \
+            if idx.size else np.zeros(0, np.int64)  # the sub-view's rows in the store
+        sub.aux(COLLECTION_BM25, lambda: (lex, rows))
+    return sub
 
 
 def _candidate_doc_terms(sub, rows: np.ndarray, lex, terms: list[str], related_weight: float) -> DocTerms:

@@ -19,12 +19,12 @@ Only the parsing and embedding settings travel to the workers, as plain dicts
 runtime environments in its GCS). Workers read the input files by path, so on a
 multi-node cluster the inputs must be on a filesystem every node mounts at the same path.
 
-``ray`` is imported only here, and only when the ``ray`` executor is used.
+``ray`` is imported only when the ``ray`` executor is used (the connection:
+:mod:`docmaster_core.ray_cluster`).
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import time
 from pathlib import Path
@@ -33,43 +33,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ConfigError, DocMasterError
+from ..ray_cluster import check_address, import_ray as _import_ray, one_line as _one_line, ray_session
 from .prepare import IngestEvent, IngestResult, PreparedDocument, failure_reason, prepare_document
 
 __all__ = ["check_ray_ready", "ingest_on_ray", "ray_session", "parse_task", "EmbedActor"]
 
-#: Environment variables that hold LLM credentials: hidden from a local Ray instance.
-SECRET_ENV = ("OPENAI_API_KEY", "DOCMASTER_LLM__API_KEY")
-
-#: Seconds to wait for a TCP connection to a HOST:PORT Ray address before giving up.
-CONNECT_TIMEOUT = 5.0
-
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("the ray executor needs the ray package: pip install ray==2.60.0") from None
-    return ray
-
-
-def _one_line(text: Any, limit: int = 300) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-def _auth_failure(err: BaseException) -> bool:
-    """Whether ``err`` or an exception in its chain is Ray's token authentication refusal."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if type(err).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(err):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
-
 
 def check_ray_ready(address: str | None, stage: Any = None) -> str | None:
-    """Check, before any file is touched, that the ray executor can run.
+    """Check, before any file is touched, that the ray executor can run (the connection
+    itself: :func:`docmaster_core.ray_cluster.ray_session`).
 
     Args:
         address: ``None`` (start a local Ray instance), ``"auto"`` or ``"HOST:PORT"``.
@@ -83,13 +55,7 @@ def check_ray_ready(address: str | None, stage: Any = None) -> str | None:
         ConfigError: ray is not installed, the address is malformed, or the facade was
             given an embedder other than the settings' one (one-line reason).
     """
-    _import_ray()
-    if address is not None:
-        address = address.strip()
-        if address != "auto":
-            host, _, port = address.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ConfigError(f"bad Ray address {address!r}: expected auto or HOST:PORT (e.g. 127.0.0.1:6379)")
+    address = check_address(address)
     if stage is not None:
         from ..embedding.embedders import get_embedder
 
@@ -99,64 +65,6 @@ def check_ray_ready(address: str | None, stage: Any = None) -> str | None:
             raise ConfigError(f"the ray executor embeds with the settings' embedder ({want}), "
                               f"but this DocMaster was given another one ({have})")
     return address
-
-
-@contextlib.contextmanager
-def ray_session(address: str | None):
-    """A Ray connection for one ingest.
-
-    If this process is already connected (``ray.is_initialized()``), that connection is
-    used and left open. Otherwise ``address=None`` starts a local Ray instance with
-    ``os.cpu_count()`` CPUs (no dashboard, usage stats off, the :data:`SECRET_ENV`
-    variables hidden from its processes) and shuts it down on exit;
-    ``"auto"`` / ``"HOST:PORT"`` connects to a running cluster and disconnects on exit
-    (the cluster keeps running).
-
-    Yields:
-        The ``ray`` module.
-
-    A local start with Ray 2.60 turns on Ray's token authentication and creates
-    ``~/.ray/auth_token`` if missing (Ray's own default for new local clusters).
-
-    Raises:
-        ConfigError: a local instance cannot start; the address is unreachable, no Ray
-            cluster answers there, or it refuses this client's authentication token
-            (one line naming the address).
-    """
-    ray = _import_ray()
-    if ray.is_initialized():
-        yield ray
-        return
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    quiet = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    if address is None:
-        # the local raylet and its workers inherit this environment: keep API keys out
-        hidden = {k: os.environ.pop(k) for k in list(os.environ) if k in SECRET_ENV}
-        try:
-            ray.init(address="local", num_cpus=os.cpu_count(), **quiet)
-        except Exception as e:  # noqa: BLE001 - ray raises many types
-            raise ConfigError(f"could not start a local Ray instance: {_one_line(e)}") from None
-        finally:
-            os.environ.update(hidden)
-    else:
-        if address != "auto":
-            host, _, port = address.rpartition(":")
-            try:
-                socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT).close()
-            except OSError as e:
-                raise ConfigError(f"cannot reach the Ray cluster at {address}: {_one_line(e.strerror or e)}") from None
-        try:
-            ray.init(address=address, **quiet)
-        except Exception as e:  # noqa: BLE001
-            if _auth_failure(e):
-                raise ConfigError(f"the Ray cluster at {address} refused this client's authentication token: set "
-                                  "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's "
-                                  "token") from None
-            raise ConfigError(f"cannot connect to the Ray cluster at {address}: {_one_line(e)}") from None
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def parse_task(path: str, sha: str, parsing: dict[str, Any]) -> PreparedDocument | str:
