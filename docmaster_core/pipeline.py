@@ -276,9 +276,9 @@ class DocMaster(IngestStage, IndexStage):
         lexical_index(self.ws, view.collection)
         t2 = _time.perf_counter()
         # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges, term
-        # counts, name tokens), in batches of documents so that memory stays bounded; a
+        # counts, name tokens, evidence lengths), in batches of documents so that memory stays bounded; a
         # no-op when they are on disk
-        from .retrieval.corpus import sub_view
+        from .retrieval.corpus import evidence_chars, sub_view
         from .qa.names import doc_name_tokens
         from .retrieval.keyword import doc_term_counts
         from .retrieval.tree_traversal import section_index
@@ -293,6 +293,7 @@ class DocMaster(IngestStage, IndexStage):
             for dv in sub.docs:
                 doc_term_counts(sub, dv)
                 doc_name_tokens(sub, dv)
+                evidence_chars(sub, dv.index)
         t3 = _time.perf_counter()
         return {"rows": view.collection.rows, "dense_s": t1 - t0, "lexical_s": t2 - t1, "docinfo_s": t3 - t2,
                 "index": index_kind(view.collection.rows, cs.dense_exact_max_rows)}

@@ -294,3 +294,33 @@ def test_candidate_view_keyword_scores_are_the_collection_bm25(generated, embedd
         assert got.shape == (rows.size,) and (got > 0).any()
         assert np.allclose(got, want[rows], rtol=1e-4, atol=1e-5), c
         assert ("keyword_index", 1.2, 0.75) not in sub._aux
+
+
+def test_evidence_lengths_are_the_passage_texts_and_follow_new_summaries(tmp_path, generated, embedder):
+    """Issue 37: the budgeted evidence counts passages by ``collection/docinfo/chars``
+    (written on first use) instead of reading every pooled node; the lengths equal
+    ``node_text``'s, and new summaries drop the stored ones."""
+    import shutil
+
+    from docmaster_core.retrieval.corpus import evidence_chars, node_text
+    from docmaster_core.store.docinfo import docinfo_dir
+
+    ws_path = tmp_path / "ws"
+    shutil.copytree(generated, ws_path)
+    corpus.clear_corpus_cache()
+    dm = _dm(ws_path, embedder)
+    view = corpus.load_corpus(dm.ws)
+    for dv in view.docs[:5]:
+        tree = dv.tree
+        want = [len(node_text(n, tree.title if n.id == 0 else "")) for n in tree.nodes]
+        assert evidence_chars(view, dv.index).tolist() == want
+    dv = view.docs[0]
+    stored = docinfo_dir(ws_path) / "chars" / f"{dv.doc_id}.npz"
+    assert stored.exists()
+    sec = next(n for n in dv.tree.nodes if n.type.name == "TITLE")
+    dm.ws.update_summaries(dv.doc_id, {sec.id: "A new, much longer summary of this section. " * 5})
+    assert not stored.exists()
+    corpus.clear_corpus_cache()
+    again = corpus.load_corpus(dm.ws)
+    n = again.docs[0].tree.nodes[sec.id]
+    assert evidence_chars(again, 0)[sec.id] == len(node_text(n, "")) > len(sec.content) + 200

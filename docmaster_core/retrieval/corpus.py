@@ -417,6 +417,36 @@ def node_text(n: Node, title: str, max_chars: int = MAX_EVIDENCE_CHARS) -> str:
     return text
 
 
+def evidence_chars(view: CorpusView, doc_index: int) -> np.ndarray:
+    """Characters of :func:`node_text` of every node of one document (what the budgeted
+    combined evidence counts against its budget), without reading the nodes again.
+
+    Kept in the view's byte-bounded :attr:`CorpusView.doc_cache` and on disk
+    (``collection/docinfo/chars``, tagged with the node count); computed from the tree
+    the first time (issue 37: the budgeted evidence read every pooled passage of every
+    candidate from SQLite only to know its length).
+
+    Returns:
+        int32 (n_nodes,) character counts, in node id order (ROOT: its document title).
+    """
+    from ..store.docinfo import load_arrays, save_arrays
+
+    dv = view.docs[doc_index]
+    key = ("chars", dv.doc_id, dv.n_nodes)
+    got = view.doc_cache.get(key)
+    if got is not None:
+        return got
+    z = load_arrays(view.ws_path, "chars", dv.doc_id, str(dv.n_nodes))
+    got = z["chars"] if z is not None else None
+    if got is None or got.shape != (dv.n_nodes,):
+        tree = dv.tree
+        got = np.fromiter((len(node_text(n, tree.title if n.id == 0 else "")) for n in tree.nodes), dtype=np.int32,
+                          count=dv.n_nodes)
+        save_arrays(view.ws_path, "chars", dv.doc_id, str(dv.n_nodes), chars=got)
+    view.doc_cache.put(key, got, got.nbytes + 100)
+    return got
+
+
 def node_evidence(view: CorpusView, doc_index: int, node_id: int, strategy: str, score: float,
                   evidence_id: str = "") -> Evidence:
     """An :class:`Evidence` for node ``node_id`` of document ``doc_index``.

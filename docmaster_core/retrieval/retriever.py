@@ -22,7 +22,7 @@ from ..errors import RetrievalError
 from ..model import Evidence
 from .combine import (EVIDENCE_ROTATION, EVIDENCE_SHARES, HYBRID_LISTS, STRATEGIES, STRUCTURED, combsum,
                       fuse_within_budget, rrf_fuse, rrf_fuse_pages)
-from .corpus import CorpusView, load_corpus, node_evidence, node_text
+from .corpus import CorpusView, evidence_chars, load_corpus, node_evidence, node_text
 from .flat import FlatView, chunk_evidence, flat_cosines, flat_search, flat_view
 from .hyperedge import HyperEdgeView, build_hyperedge_view, hyperedge_search
 from .references import find_references, resolve_references
@@ -92,18 +92,19 @@ def _reference_list(view: CorpusView, di: int, refs, cos: np.ndarray) -> dict[st
 
 
 class _PassageTexts:
-    """The evidence texts of one document's listed passages, read as the budgeted fusion
-    asks for them (:func:`~.combine.fuse_within_budget` stops once the budget is full, so
-    most of the ``evidence_pool`` passages of each list are never looked at).
+    """The evidence texts of one document's listed passages, read only for the passages
+    the budgeted fusion checks for redundancy.
 
-    A miss reads the asked node and the next :data:`TEXT_BATCH` unread ones in rotation
-    order (the lists interleaved, the order the fusion takes them) in one
-    :meth:`CorpusView.prefetch`, so a document costs one or two store queries instead of
-    reading every listed node (issue 37: ~35k stored nodes a warm 5k filter). The texts
-    and characters equal :func:`~.corpus.node_text` of each node.
+    :func:`~.combine.fuse_within_budget` walks every list to the end while the budget is
+    not full, but it needs a passage's *text* (its shingles) only when the passage fits;
+    the lengths come from :func:`~.corpus.evidence_chars` (one small array per document).
+    A text miss reads the asked node and the next :data:`TEXT_BATCH` unread ones in
+    rotation order (the lists interleaved, as the fusion takes them) in one
+    :meth:`CorpusView.prefetch` (issue 37: a warm 5k filter read ~37k stored nodes a
+    condition only to measure them). Texts and lengths equal :func:`~.corpus.node_text`'s.
     """
 
-    TEXT_BATCH = 24
+    TEXT_BATCH = 8
 
     def __init__(self, view: CorpusView, di: int, lists: dict[str, tuple[np.ndarray, np.ndarray]],
                  rotation: Sequence[str]):
@@ -111,44 +112,24 @@ class _PassageTexts:
         names = [s for s in ("reference", *rotation) if s in lists] + [s for s in lists if s not in rotation
                                                                        and s != "reference"]
         seqs = [np.asarray(lists[s][0]).tolist() for s in names]
-        order = [int(n) for rank in zip_longest(*seqs) for n in rank if n is not None]
-        self.order = list(dict.fromkeys(order))
+        self.order = list(dict.fromkeys(int(n) for rank in zip_longest(*seqs) for n in rank if n is not None))
         self.pos = {n: i for i, n in enumerate(self.order)}
         self.text: dict[int, str] = {}
-        self.chars = _LazyChars(self)
+        lengths = evidence_chars(view, di)
+        self.chars = {n: int(lengths[n]) for n in self.order}
 
     def __getitem__(self, nid: int) -> str:
         t = self.text.get(nid)
         if t is None:
-            self._read(nid)
+            at = self.pos.get(nid, len(self.order))
+            batch = [nid] + [n for n in self.order[at + 1:at + 1 + 4 * self.TEXT_BATCH] if n not in self.text][
+                :self.TEXT_BATCH]
+            v, di = self.view, self.di
+            v.prefetch((di, n) for n in batch)
+            for n in batch:
+                self.text[n] = node_text(v.node(di, n), v.docs[di].tree.title if n == 0 else "")
             t = self.text[nid]
         return t
-
-    def _read(self, nid: int) -> None:
-        at = self.pos.get(nid, len(self.order))
-        batch = [nid] + [n for n in self.order[at + 1:at + 1 + 4 * self.TEXT_BATCH] if n not in self.text][
-            :self.TEXT_BATCH]
-        v, di = self.view, self.di
-        v.prefetch((di, n) for n in batch)
-        for n in batch:
-            node = v.node(di, n)
-            self.text[n] = node_text(node, v.docs[di].tree.title if n == 0 else "")
-
-
-class _LazyChars(dict):
-    """``{node_id: characters}`` of a :class:`_PassageTexts`, read on first ``get``."""
-
-    def __init__(self, texts: "_PassageTexts"):
-        super().__init__()
-        self._texts = texts
-
-    def get(self, nid, default=None):
-        try:
-            return len(self._texts[int(nid)])
-        except (IndexError, KeyError):
-            return default
-
-    __getitem__ = get
 
 
 class Retriever:

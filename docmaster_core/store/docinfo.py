@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-__all__ = ["load_arrays", "save_arrays", "prune", "docinfo_dir"]
+__all__ = ["load_arrays", "save_arrays", "prune", "forget", "docinfo_dir"]
 
 
 def docinfo_dir(ws_path: str | Path) -> Path:
@@ -62,6 +62,16 @@ def save_arrays(ws_path, kind: str, doc_id: str, tag: str, **arrays: np.ndarray)
         return True
     except OSError:
         return False
+
+
+def forget(ws_path, doc_id: str, kinds: Iterable[str]) -> None:
+    """Delete the files of ``doc_id`` of the given kinds (derived from something that
+    changed in place, e.g. the evidence lengths ``chars`` after new summaries)."""
+    for kind in kinds:
+        try:
+            _file(ws_path, kind, doc_id).unlink()
+        except OSError:
+            pass
 
 
 def prune(ws_path, keep: Iterable[str]) -> int:

@@ -724,12 +724,16 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         self._write_vectors(rec.doc_id, embeddings)
 
     def update_summaries(self, doc_id: str, summaries: dict[int, str]) -> None:
-        """Set node summaries (one transaction)."""
+        """Set node summaries (one transaction); the document's stored evidence lengths
+        (``collection/docinfo/chars``, which count section summaries) are dropped."""
+        from .docinfo import forget
+
         with self.transaction() as con:
             con.executemany(
                 "UPDATE nodes SET summary=? WHERE doc_id=? AND node_id=?",
                 [(storable_text(s), doc_id, int(i)) for i, s in summaries.items()],
             )
+        forget(self.path, doc_id, ["chars"])
 
     # ------------------------------------------------------------------ index and runs
     params_key = staticmethod(params_key)
