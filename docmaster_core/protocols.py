@@ -5,7 +5,8 @@ beyond the data model), so that every algorithm is annotated with what it needs:
 * :class:`Embedder` - texts to unit vectors (all-MiniLM-L6-v2, 384-d, by default);
 * :class:`CorpusReader` - what retrieval and evaluation read from a workspace;
 * :class:`RunRecorder` - where filter and question runs are recorded;
-* :class:`RunStore` - both (what filtering, QA and evaluation take as ``ws``).
+* :class:`RunStore` - both (what filtering, QA and evaluation take as ``ws``);
+* :class:`CandidateScorer` - where a filter's candidates are scored (this process or Ray).
 
 :class:`~docmaster_core.store.workspace.Workspace` implements the last two; the backends in
 :mod:`docmaster_core.llm` implement :class:`LLM`.
@@ -22,7 +23,7 @@ from .model import Answer, Decision, DocumentTree, Evidence
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .store.workspace import DocumentRecord
 
-__all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder", "RunStore", "UsageLog"]
+__all__ = ["LLM", "Embedder", "CorpusReader", "RunRecorder", "RunStore", "UsageLog", "CandidateScorer"]
 
 
 @runtime_checkable
@@ -107,6 +108,29 @@ class RunRecorder(Protocol):
 @runtime_checkable
 class RunStore(CorpusReader, RunRecorder, Protocol):
     """A corpus that also records runs (what filtering, QA and evaluation need)."""
+
+
+@runtime_checkable
+class CandidateScorer(Protocol):
+    """Where a filter's candidate documents get their exact evidence (stage two of a
+    filter at scale), e.g. :class:`~docmaster_core.filtering.ray_scoring.RayCandidateScoring`.
+
+    Attributes:
+        where: Where it scores, as the run's ``params["scored_on"]`` says it
+            (``"ray (2 workers)"``).
+    """
+
+    where: str
+
+    def collect(self, retr: Any, condition: str, strategies: Sequence[str], top_k: int,
+                view: Any) -> tuple[list, dict[str, list[np.ndarray]]]:
+        """What :func:`~docmaster_core.filtering.run.collect_evidence` returns for the
+        documents of ``view`` (the candidate view), in view order.
+
+        Raises:
+            RetrievalError: the scoring failed (one line naming the cause).
+        """
+        ...
 
 
 @runtime_checkable

@@ -216,11 +216,12 @@ class RayCandidateScoring:
 
 
 class _BoundScoring:
-    """:class:`RayCandidateScoring` with a run's index parameters and retrieval settings."""
+    """:class:`RayCandidateScoring` with a run's index parameters and retrieval settings (a
+    :class:`~docmaster_core.protocols.CandidateScorer`)."""
 
     def __init__(self, scoring: RayCandidateScoring, index_params: dict | None, retrieval: dict | None):
         self._scoring, self._index_params, self._retrieval = scoring, index_params, retrieval
-        self.workers = scoring.workers
+        self.where = f"ray ({scoring.workers} workers)"
 
     def collect(self, retr, condition: str, strategies: Sequence[str], top_k: int, view):
         return self._scoring.collect(retr, condition, strategies, top_k, view, self._index_params, self._retrieval)

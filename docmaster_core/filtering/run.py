@@ -64,7 +64,7 @@ import numpy as np
 from ..errors import LLMBudgetExceeded, LLMError, RetrievalError
 from ..model import Decision, Evidence
 from ..config import RetrievalSettings
-from ..protocols import LLM, Embedder, RunStore
+from ..protocols import LLM, CandidateScorer, Embedder, RunStore
 from .llm_decisions import decide_with_review, llm_strategies, user_decision
 from .decider import DEFAULT_CALIBRATION
 from .offline import Cut, calibrated_document_decisions, offline_decisions
@@ -382,7 +382,7 @@ def run_filter(
     options: FilterOptions | None = None,
     *,
     retriever: Retriever | None = None,
-    scorer: Any = None,
+    scorer: CandidateScorer | None = None,
     **overrides: Any,
 ) -> FilterRun:
     """Filter the documents of a workspace by ``condition`` (SPEC F6).
@@ -401,10 +401,8 @@ def run_filter(
         retriever: The :class:`Retriever` searched, the one way the index is given
             (default: one over ``ws`` without hyper-edge indexes).
         scorer: Where the candidates' evidence is collected when the candidate stage
-            runs: an object with ``collect(retr, condition, strategies, top_k, view)``
-            returning what :func:`collect_evidence` returns (e.g.
-            :class:`~docmaster_core.filtering.ray_scoring.RayCandidateScoring`); None:
-            this process. A run without the candidate stage is always scored here
+            runs (:class:`~docmaster_core.protocols.CandidateScorer`, e.g. the Ray
+            scoring of :mod:`.ray_scoring`); None: this process. A run without the candidate stage is always scored here
             (``run.params["scored_on"]`` says where).
         **overrides: Fields of :class:`FilterOptions` replacing those of ``options``
             (``run_filter(..., top_k=5)``).
@@ -462,7 +460,7 @@ def run_filter(
     scored_on = "local"
     if scorer is not None and cand is not None:
         docs, cos_by = scorer.collect(retr, cond, strats, k, run_view)
-        scored_on = f"ray ({scorer.workers} workers)"
+        scored_on = scorer.where
     else:
         docs, cos_by = collect_evidence(retr, cond, strats, k, doc_ids=run_doc_ids, view=run_view)
     t_retrieve = time.perf_counter() - t0
@@ -612,6 +610,10 @@ def candidate_view(view, doc_indices, ws, lex=None):
         ws: The workspace (for the lexical index).
         lex: The loaded :class:`~docmaster_core.store.lexical_index.LexicalIndex` (None:
             loaded here; a view without a collection store keeps per-view BM25).
+
+    Returns:
+        The sub-view (:class:`~docmaster_core.retrieval.corpus.CorpusView`), documents in
+        ``view`` order.
     """
     from ..store.lexical_index import lexical_index
 
