@@ -40,8 +40,16 @@ class ParsingSettings(_Section):
 
     parser: Literal["auto", "fast", "pymupdf", "layout", "mineru"] = Field(
         "auto", description="Backend: fast (alias pymupdf) = the heuristic PyMuPDF parser; layout = PyMuPDF's "
-                            "layout model (pymupdf4llm); auto = MinerU output/installation when available, else fast "
+                            "layout model (pymupdf4llm) on every page; auto = MinerU output/installation when available, "
+                            "else fast with the layout model on the pages that need it (layout_gate) "
                             "(docs/results/parsing_layout.md).",
+    )
+    layout_gate: bool = Field(
+        True, description="parser=auto, when it falls back to the fast parser: send the pages that hold display "
+                          "formulas or tables the fast parser missed to the layout model (pymupdf4llm) and take its "
+                          "formula/table regions there; pages read so are listed in metadata['layout_pages']. Off "
+                          "when pymupdf4llm is not installed. parser=fast never runs the model "
+                          "(docs/results/parsing_layout.md).",
     )
     layout_features: Literal["imf+rf", "rf"] = Field(
         "imf+rf", description="Layout backend: model variant; imf+rf = with image features (default), rf = "

@@ -96,6 +96,46 @@ def _model(features: str):
     return m
 
 
+def run_layout(doc, features: str = "imf+rf", pages: list[int] | None = None) -> tuple[list[Any], dict[int, list]]:
+    """Run PyMuPDF's layout model (OCR off) on ``pages`` of an open document.
+
+    Args:
+        doc: An open ``pymupdf.Document``.
+        features: Model variant, ``"imf+rf"`` (with image features) or ``"rf"``.
+        pages: 0-based page numbers; ``None`` = every page.
+
+    Returns:
+        (pymupdf4llm's page records (``page_number`` 1-based, ``boxes`` with
+        ``x0..y1`` in PDF points, ``boxclass``, ``table``), the raw model output per
+        0-based page (tables without a grid included)).
+
+    Raises:
+        ImportError: pymupdf4llm / pymupdf.layout not installed.
+    """
+    import pymupdf
+    import pymupdf4llm  # noqa: F401  (activates the layout module)
+    from pymupdf4llm.helpers import document_layout as dl
+    from pymupdf4llm.ocr import OCRMode
+
+    model = _model(features)
+    raw: dict[int, list] = {}
+
+    def predict(page, *a, **k):
+        out = model.predict(page, *a, **k)
+        raw[page.number] = [dict(b) for b in out] if out else []
+        return out
+
+    with _LOCK:
+        saved = pymupdf._get_layout
+        pymupdf._get_layout = predict
+        try:
+            parsed = dl.parse_document(doc, pages=pages, use_ocr=OCRMode.NEVER, force_text=False, embed_images=False,
+                                       write_images=False, show_progress=False)
+        finally:
+            pymupdf._get_layout = saved
+    return parsed.pages, raw
+
+
 # --------------------------------------------------------------------------------------
 # geometry helpers
 # --------------------------------------------------------------------------------------
@@ -286,31 +326,8 @@ class LayoutParser:
 
     # ------------------------------------------------------------------ stages
     def _layout(self, doc) -> tuple[list[Any], dict[int, list]]:
-        """Run the layout model on every page (OCR off); returns pymupdf4llm's pages and
-        the raw model output per 0-based page (tables without a grid included)."""
-        import pymupdf
-        import pymupdf4llm  # noqa: F401  (activates the layout module)
-        from pymupdf4llm.helpers import document_layout as dl
-        from pymupdf4llm.ocr import OCRMode
-
-        features = getattr(self.settings, "layout_features", "imf+rf")
-        model = _model(features)
-        raw: dict[int, list] = {}
-
-        def predict(page, *a, **k):
-            out = model.predict(page, *a, **k)
-            raw[page.number] = [dict(b) for b in out] if out else []
-            return out
-
-        with _LOCK:
-            saved = pymupdf._get_layout
-            pymupdf._get_layout = predict
-            try:
-                parsed = dl.parse_document(doc, use_ocr=OCRMode.NEVER, force_text=False, embed_images=False,
-                                           write_images=False, show_progress=False)
-            finally:
-                pymupdf._get_layout = saved
-        return parsed.pages, raw
+        """Run the layout model on every page (see :func:`run_layout`)."""
+        return run_layout(doc, getattr(self.settings, "layout_features", "imf+rf"))
 
     def _parse_open(self, doc, path, name: str, t0: float) -> ParsedDocument:
         n_pages = doc.page_count
