@@ -94,11 +94,13 @@ def formula_signals(p: PageInfo, body: float) -> list[Line]:
 
 
 def table_signals(p: PageInfo, body: float) -> list[Any]:
-    """Evidence of a table the fast parser did not make: table items of a "Table N"
-    caption without rows, or >= 4 body lines of one column in a row that each hold
+    """Evidence of a table the fast parser did not make: "Table N" captions for which
+    it found no region at all (``method == "caption-only"``; a region it read without
+    a grid is mostly boxed text, a prompt or a listing, where the model finds no table
+    either), or >= 4 body lines of one column in a row that each hold
     a wide gap between pieces or end in >= 2 numbers."""
-    out: list[Any] = [it for it in p.items
-                      if it.get("type") == NodeType.TABLE and not (it.get("extra") or {}).get("rows")]
+    out: list[Any] = [it for it in p.items if it.get("type") == NodeType.TABLE
+                      and (it.get("extra") or {}).get("method") == "caption-only"]
     run: list[Line] = []
     best: list[Line] = []
     for l in sorted((q for q in p.lines if q.role in ("", "heading?")), key=lambda q: (q.col, q.y0)):
@@ -153,9 +155,10 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
                          raw: list[dict]) -> dict[str, int]:
     """Take from the model's regions of one page those of the gated kinds.
 
-    ``formula`` regions: their body / equation lines (centre inside the box) become one
-    equation group (a region that holds more than 12 words of prose outside math
-    fonts is ignored). ``table`` regions that do not overlap a table the fast parser read
+    ``formula`` regions: the body / equation lines whose smallest enclosing model
+    region is the formula (centre inside; body lines with >= 3 words and < 20 % math
+    font stay text) become one equation group per text column
+    (a region that holds more than 12 words of prose outside math fonts is ignored). ``table`` regions that do not overlap a table the fast parser read
     (with rows) become table items (rows from the model's grid, else a word grid of
     the lines); the nearest caption-only table item within 40 pt above or below gives
     its caption and is replaced; the region's body lines get ``role = "region"``.
@@ -179,19 +182,31 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
     LayoutParser._gridless_tables(regs, raw)
     if "formula" in reasons:
         gid = 1 + max((l.group for l in p.lines if l.role == "equation"), default=0) + 1000
-        for r in regs:
-            if r.cls != "formula":
-                continue
-            ls = [l for l in p.lines if l.role in ("", "equation") and _inside(l, r.bbox)]
-            if not ls or sum(l.nwords for l in ls if l.math < 0.3) > 12:
-                continue
-            if len({l.group for l in ls if l.role == "equation"}) == 1 and all(l.role == "equation" for l in ls):
-                continue  # the fast parser has this display already
-            for l in ls:
-                l.role = "equation"
-                l.group = gid
-            gid += 1
-            taken["formula"] += 1
+        # each line belongs to the smallest model region holding its centre
+        area = lambda bb: (bb[2] - bb[0]) * (bb[3] - bb[1])  # noqa: E731
+        owned: dict[int, list[Line]] = defaultdict(list)
+        for l in p.lines:
+            if l.role not in ("", "equation") or (l.role == "" and l.nwords >= 3 and l.math < 0.2):
+                continue  # prose lines ("Lemma 10 It holds that") stay text
+            inside = [k for k, r in enumerate(regs) if _inside(l, r.bbox)]
+            if inside:
+                k = min(inside, key=lambda k: area(regs[k].bbox))
+                if regs[k].cls == "formula":
+                    owned[k].append(l)
+        for k in sorted(owned):
+            by_col: dict[int, list[Line]] = defaultdict(list)
+            for l in owned[k]:  # a region across both columns of a page is one display per column
+                by_col[l.col].append(l)
+            for ls in by_col.values():
+                if sum(l.nwords for l in ls if l.math < 0.3) > 12:
+                    continue  # prose the model took for a formula
+                if len({l.group for l in ls if l.role == "equation"}) == 1 and all(l.role == "equation" for l in ls):
+                    continue  # the fast parser has this display already
+                for l in ls:
+                    l.role = "equation"
+                    l.group = gid
+                gid += 1
+                taken["formula"] += 1
     if "table" in reasons:
         lp = LayoutParser(ctx.settings)
         for r in regs:
