@@ -47,7 +47,7 @@ def _fake_layout(monkeypatch, boxes_by_page: dict[int, list[tuple]]):
 
     asked: list[list[int]] = []
 
-    def run_layout(doc, features="imf+rf", pages=None):
+    def run_layout(doc, features="imf+rf", pages=None, threads=None):
         asked.append(list(pages or []))
         lpages = [SimpleNamespace(page_number=p + 1, boxes=[
             SimpleNamespace(x0=b[0], y0=b[1], x1=b[2], y1=b[3], boxclass=cls, table=None)

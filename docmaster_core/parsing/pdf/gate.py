@@ -265,7 +265,8 @@ def run_gate(ctx: ParseContext, doc, pages: list[PageInfo]) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     try:
-        lpages, raw = run_layout(doc, getattr(ctx.settings, "layout_features", "imf+rf"), [pno for pno, _ in gated])
+        lpages, raw = run_layout(doc, getattr(ctx.settings, "layout_features", "imf+rf"), [pno for pno, _ in gated],
+                                 threads=getattr(ctx.settings, "layout_threads", None))
     except Exception as exc:  # the fast reading stands
         ctx.warnings.append(f"layout model failed on the gated pages: {type(exc).__name__}: {exc}")
         return {"layout_pages": [], "layout_seconds": round(time.perf_counter() - t0, 3)}
