@@ -160,8 +160,9 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
     font stay text) become one equation group per text column
     (a region that holds more than 12 words of prose outside math fonts is ignored). ``table`` regions that do not overlap a table the fast parser read
     (with rows) become table items (rows from the model's grid, else a word grid of
-    the lines); the nearest caption-only table item within 40 pt above or below gives
-    its caption and is replaced; the region's body lines get ``role = "region"``.
+    the lines); the nearest caption-only table item within 40 pt above or below (else
+    the page's only one, when the model found one table there) gives its caption and
+    is replaced; the region's body lines get ``role = "region"``.
 
     Args:
         ctx: The parse context (settings, body size, ligatures).
@@ -229,6 +230,10 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
                 xo = max(0.0, min(ib[2], r.bbox[2]) - max(ib[0], r.bbox[0])) / max(1e-3, min(ib[2] - ib[0], r.bbox[2] - r.bbox[0]))
                 if gap <= 40 and xo >= 0.3 and (best is None or gap < best):
                     cap_it, best = it, gap
+            if cap_it is None:  # one caption without a table on the page, one table without a caption
+                lone = [it for it in tables if (it.get("extra") or {}).get("method") == "caption-only"]
+                if len(lone) == 1 and sum(1 for q in regs if q.cls == "table") == 1:
+                    cap_it = lone[0]
             cap = ((cap_it.get("extra") or {}).get("caption") or "") if cap_it is not None else ""
             if cap_it is not None:
                 p.items[:] = [it for it in p.items if it is not cap_it]
