@@ -34,6 +34,9 @@ from .common import EQNUM_RE, Line, PageInfo, ParseContext, box_union
 from .marks import _math_like
 from .tables import is_numeric_row_text
 
+__all__ = ["gate_reasons", "formula_signals", "table_signals", "apply_layout_regions", "run_gate", "layout_note",
+           "layout_gate_available"]
+
 log = logging.getLogger(__name__)
 
 _WARNED = False
@@ -157,8 +160,9 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
 
     ``formula`` regions: the body / equation lines whose smallest enclosing model
     region is the formula (centre inside; body lines with >= 3 words and < 20 % math
-    font stay text) become one equation group per text column
-    (a region that holds more than 12 words of prose outside math fonts is ignored). ``table`` regions that do not overlap a table the fast parser read
+    font stay text) become one equation group per text column (a group holding more
+    than 12 words of prose outside math fonts is left alone). ``table`` regions that
+    do not overlap a table the fast parser read
     (with rows) become table items (rows from the model's grid, else a word grid of
     the lines); the nearest caption-only table item within 40 pt above or below (else
     the page's only one, when the model found one table there) gives its caption and

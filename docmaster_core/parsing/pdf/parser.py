@@ -9,6 +9,9 @@ Stages (one module each, testable alone on a page a test builds):
 4. :mod:`.marks` — captions, display equations, strongly styled numbered headings.
 5. :mod:`.figures` / :mod:`.tables` (driven by :mod:`.regions`) — figure and table
    regions.
+   Then, with ``gate=True`` (``parser="auto"``), :mod:`.gate` — pages holding display
+   formulas or tables the stages above missed go to the layout model, whose formula /
+   table regions replace the fast reading there.
 6. :mod:`.headings` / :mod:`.outline` — headings from fonts and numbering, or from
    the PDF outline.
 7. :mod:`.order` — reading order and paragraphs -> elements.
