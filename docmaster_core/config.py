@@ -40,12 +40,25 @@ class ParsingSettings(_Section):
 
     parser: Literal["auto", "fast", "pymupdf", "layout", "mineru"] = Field(
         "auto", description="Backend: fast (alias pymupdf) = the heuristic PyMuPDF parser; layout = PyMuPDF's "
-                            "layout model (pymupdf4llm); auto = MinerU output/installation when available, else fast "
+                            "layout model (pymupdf4llm) on every page; auto = MinerU output/installation when available, "
+                            "else fast with the layout model on the pages that need it (layout_gate) "
                             "(docs/results/parsing_layout.md).",
+    )
+    layout_gate: bool = Field(
+        True, description="parser=auto, when it falls back to the fast parser: send the pages that hold display "
+                          "formulas or tables the fast parser missed to the layout model (pymupdf4llm) and take its "
+                          "formula/table regions there; pages read so are listed in metadata['layout_pages']. Off "
+                          "when pymupdf4llm is not installed. parser=fast never runs the model "
+                          "(docs/results/parsing_layout.md).",
     )
     layout_features: Literal["imf+rf", "rf"] = Field(
         "imf+rf", description="Layout backend: model variant; imf+rf = with image features (default), rf = "
                               "without (about 2.5x faster, misses some display formulas).",
+    )
+    layout_threads: int | None = Field(
+        1, ge=1, description="ONNX Runtime intra-op threads of the layout model (layout backend and gate); None = one "
+                             "per physical core (ONNX Runtime's default). 1 measured faster than the default on a "
+                             "loaded 2-core machine (0.43 vs 0.67 s a gated page; docs/results/parsing_layout.md).",
     )
     page_limit: int = Field(2000, ge=1, description="Documents with more pages are refused (bounded memory).")
     max_file_mb: float = Field(200.0, gt=0, description="Files larger than this (MiB) are refused.")

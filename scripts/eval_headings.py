@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     ap.add_argument("--files", default="*.pdf", help="glob inside the corpus folder")
     ap.add_argument("-v", "--verbose", action="store_true", help="list misses and false positives per file")
-    ap.add_argument("--parser", choices=["fast", "pymupdf", "layout"], default="fast",
-                    help="parser backend (fast = heuristic PyMuPDF parser, alias pymupdf; layout = PyMuPDF layout model)")
+    ap.add_argument("--parser", choices=["fast", "pymupdf", "layout", "auto"], default="fast",
+                    help="parser backend (fast = heuristic PyMuPDF parser, alias pymupdf; layout = PyMuPDF layout model; auto = fast + the layout model on gated pages)")
     ap.add_argument("--max-pages", type=int, default=None, help="only documents with at most N pages")
     args = ap.parse_args(argv)
     files = sorted(Path(p) for p in glob.glob(str(Path(args.corpus) / args.files)))

@@ -490,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="+", help="PDF files, folders, or MinerU *_content_list.json files")
     common(sp)
     sp.add_argument("--parser", choices=["auto", "fast", "pymupdf", "layout", "mineru"],
-                    help="parser backend (default auto; fast = heuristic PyMuPDF, alias pymupdf; layout = PyMuPDF layout model)")
+                    help="parser backend (default auto = fast + the layout model on pages with missed formulas/tables; fast = heuristic PyMuPDF only, alias pymupdf; layout = PyMuPDF layout model on every page)")
     sp.add_argument("--page-limit", dest="page_limit", type=_positive_int, metavar="N",
                     help="refuse documents with more than N pages (default 2000; env DOCMASTER_PARSING__PAGE_LIMIT)")
     sp.add_argument("--no-index", action="store_true", help="skip the semantic index step")

@@ -139,6 +139,8 @@ class PreparedDocument:
         embeddings: float32 array (|V|, d) of unit rows, row i = node i; ``None`` until
             :func:`embed_prepared`.
         embedding_model: Name of the embedder that made ``embeddings``.
+        parser_note: The parser's one-line note for the ingest report (e.g. "2 of 15
+            pages read with the layout model (formula 2)"), "" when none.
     """
 
     tree: DocumentTree
@@ -148,6 +150,7 @@ class PreparedDocument:
     timings: dict[str, float]
     embeddings: np.ndarray | None = None
     embedding_model: str = ""
+    parser_note: str = ""
 
 
 def parse_file(path: Path, parsing) -> tuple[ParsedDocument, float]:
@@ -193,7 +196,8 @@ def build_prepared(parsed: ParsedDocument, path: Path, sha: str, parsing, t_pars
     if not any(n.type.is_content for n in tree.nodes):
         raise ParseError(f"{path.name}: no content found")
     texts = [node_embedding_text(tree, n.id) for n in tree.nodes]
-    return PreparedDocument(tree, texts, parsed.parser, list(parsed.page_sizes), {"parse": t_parse, "tree": t_tree})
+    return PreparedDocument(tree, texts, parsed.parser, list(parsed.page_sizes), {"parse": t_parse, "tree": t_tree},
+                            parser_note=str((parsed.metadata or {}).get("layout_note") or ""))
 
 
 def embed_prepared(prep: PreparedDocument, embedder) -> PreparedDocument:

@@ -293,7 +293,8 @@ class IngestStage:
             timings["index"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - t_start
         self.ws.update_timings(rec.doc_id, timings)
-        why = "stored with fallback summaries: LLM calls failed" if gaps else ""
+        why = "; ".join(x for x in ("stored with fallback summaries: LLM calls failed" if gaps else "",
+                                     prep.parser_note) if x)
         return IngestResult(str(p), "ingested", rec.doc_id, why, rec.n_pages, rec.n_nodes, rec.counts, timings, gaps)
 
     def resummarize(self, doc_ids: Sequence[str] | None = None) -> dict[str, int]:

@@ -9,7 +9,7 @@ Backends:
 * ``"mineru"`` — an installed MinerU run as a subprocess (:class:`MinerUParser`).
 * ``"mineru-import"`` — MinerU output produced elsewhere (:func:`import_mineru`).
 * ``"auto"`` — MinerU output next to the PDF if present, else an installed MinerU,
-  else PyMuPDF (see :class:`AutoParser`).
+  else PyMuPDF with the layout model on the pages that need it (see :class:`AutoParser`).
 
 PyMuPDF is imported lazily by the backends, so importing this package is cheap.
 """
@@ -45,9 +45,12 @@ class AutoParser:
     Order: (1) MinerU output beside the PDF (``<stem>_content_list.json``,
     ``<stem>/**/*_content_list.json``, ...; see :func:`find_mineru_output`) is
     imported; (2) else, when the ``mineru`` command is on PATH, it is run; (3) else
-    the fast PyMuPDF parser is used. ``parsed.parser`` names the backend that ran.
-    The ``layout`` backend is not chosen automatically: it is 10-20x slower on a CPU
-    and, on the outlined corpus PDFs, not better at headings than the fast parser
+    the fast PyMuPDF parser is used, with the layout-model gate when
+    ``settings.layout_gate`` (default on; :mod:`.pdf.gate`): pages holding display
+    formulas or tables the fast parser missed are read with the layout model, which
+    takes only those regions (``metadata["layout_pages"]``). ``parsed.parser`` names
+    the backend that ran. The ``layout`` backend on every page is not chosen
+    automatically: ~40x slower on a CPU and lower heading precision
     (docs/results/parsing_layout.md); ask for it with ``parser="layout"``.
 
     Attributes:
@@ -73,7 +76,7 @@ class AutoParser:
         mineru = MinerUParser(self.settings)
         if mineru.command is not None:
             return mineru.parse(path)
-        return PyMuPDFParser(self.settings).parse(path)
+        return PyMuPDFParser(self.settings, gate=self.settings.layout_gate).parse(path)
 
 
 def get_parser(name: str = "auto", settings: ParsingSettings | None = None) -> Parser:

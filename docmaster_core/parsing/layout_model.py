@@ -84,16 +84,95 @@ def layout_available() -> bool:
     return True
 
 
-def _model(features: str):
+def _model(features: str, threads: int | None = None):
     """The layout model for a feature set ("imf+rf" default, "rf" without image
-    features), created once per process."""
-    m = _MODELS.get(features)
+    features) and ONNX Runtime thread count, created once per process (call inside
+    ``_ort_threads(threads)`` so that the sessions get the count)."""
+    key = f"{features}/{threads or 0}"
+    m = _MODELS.get(key)
     if m is None:
         from pymupdf.layout import DocumentLayoutAnalyzer as DLA
 
         m = DLA.get_model(feature_set_name=features, n_workers=1, use_sort=True, table_grid_model_ver="V4")
-        _MODELS[features] = m
+        _MODELS[key] = m
     return m
+
+
+def run_layout(doc, features: str = "imf+rf", pages: list[int] | None = None,
+               threads: int | None = None) -> tuple[list[Any], dict[int, list]]:
+    """Run PyMuPDF's layout model (OCR off) on ``pages`` of an open document.
+
+    Args:
+        doc: An open ``pymupdf.Document``.
+        features: Model variant, ``"imf+rf"`` (with image features) or ``"rf"``.
+        pages: 0-based page numbers; ``None`` = every page.
+        threads: ONNX Runtime intra-op threads of the model's sessions (``None`` =
+            ONNX Runtime's default, one per physical core). Sessions are made with
+            the count of their first call (the model is cached per process).
+
+    Returns:
+        (pymupdf4llm's page records (``page_number`` 1-based, ``boxes`` with
+        ``x0..y1`` in PDF points, ``boxclass``, ``table``), the raw model output per
+        0-based page (tables without a grid included)).
+
+    Raises:
+        ImportError: pymupdf4llm / pymupdf.layout not installed.
+    """
+    import pymupdf
+    import pymupdf4llm  # noqa: F401  (activates the layout module)
+    from pymupdf4llm.helpers import document_layout as dl
+    from pymupdf4llm.ocr import OCRMode
+
+    raw: dict[int, list] = {}
+    model = None
+
+    def predict(page, *a, **k):
+        out = model.predict(page, *a, **k)
+        raw[page.number] = [dict(b) for b in out] if out else []
+        return out
+
+    with _LOCK, _ort_threads(threads):
+        model = _model(features, threads)
+        saved = pymupdf._get_layout
+        pymupdf._get_layout = predict
+        try:
+            parsed = dl.parse_document(doc, pages=pages, use_ocr=OCRMode.NEVER, force_text=False, embed_images=False,
+                                       write_images=False, show_progress=False)
+        finally:
+            pymupdf._get_layout = saved
+    return parsed.pages, raw
+
+
+class _ort_threads:
+    """Context: ONNX Runtime sessions created inside get ``intra_op_num_threads =
+    n`` (and one inter-op thread); ``n=None`` changes nothing."""
+
+    def __init__(self, n: int | None) -> None:
+        self.n = n
+        self.saved = None
+
+    def __enter__(self):
+        if not self.n:
+            return self
+        import onnxruntime as ort
+
+        self.saved = ort.InferenceSession
+        orig, n = ort.InferenceSession, int(self.n)
+
+        def make(path_or_bytes, sess_options=None, *a, **k):
+            so = sess_options or ort.SessionOptions()
+            so.intra_op_num_threads = n
+            so.inter_op_num_threads = 1
+            return orig(path_or_bytes, so, *a, **k)
+
+        ort.InferenceSession = make
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is not None:
+            import onnxruntime as ort
+
+            ort.InferenceSession = self.saved
 
 
 # --------------------------------------------------------------------------------------
@@ -286,31 +365,9 @@ class LayoutParser:
 
     # ------------------------------------------------------------------ stages
     def _layout(self, doc) -> tuple[list[Any], dict[int, list]]:
-        """Run the layout model on every page (OCR off); returns pymupdf4llm's pages and
-        the raw model output per 0-based page (tables without a grid included)."""
-        import pymupdf
-        import pymupdf4llm  # noqa: F401  (activates the layout module)
-        from pymupdf4llm.helpers import document_layout as dl
-        from pymupdf4llm.ocr import OCRMode
-
-        features = getattr(self.settings, "layout_features", "imf+rf")
-        model = _model(features)
-        raw: dict[int, list] = {}
-
-        def predict(page, *a, **k):
-            out = model.predict(page, *a, **k)
-            raw[page.number] = [dict(b) for b in out] if out else []
-            return out
-
-        with _LOCK:
-            saved = pymupdf._get_layout
-            pymupdf._get_layout = predict
-            try:
-                parsed = dl.parse_document(doc, use_ocr=OCRMode.NEVER, force_text=False, embed_images=False,
-                                           write_images=False, show_progress=False)
-            finally:
-                pymupdf._get_layout = saved
-        return parsed.pages, raw
+        """Run the layout model on every page (see :func:`run_layout`)."""
+        return run_layout(doc, getattr(self.settings, "layout_features", "imf+rf"),
+                          threads=getattr(self.settings, "layout_threads", None))
 
     def _parse_open(self, doc, path, name: str, t0: float) -> ParsedDocument:
         n_pages = doc.page_count

@@ -9,6 +9,9 @@ Stages (one module each, testable alone on a page a test builds):
 4. :mod:`.marks` — captions, display equations, strongly styled numbered headings.
 5. :mod:`.figures` / :mod:`.tables` (driven by :mod:`.regions`) — figure and table
    regions.
+   Then, with ``gate=True`` (``parser="auto"``), :mod:`.gate` — pages holding display
+   formulas or tables the stages above missed go to the layout model, whose formula /
+   table regions replace the fast reading there.
 6. :mod:`.headings` / :mod:`.outline` — headings from fonts and numbering, or from
    the PDF outline.
 7. :mod:`.order` — reading order and paragraphs -> elements.
@@ -78,8 +81,11 @@ class PyMuPDFParser:
 
     name = "pymupdf"
 
-    def __init__(self, settings: ParsingSettings | None = None) -> None:
+    def __init__(self, settings: ParsingSettings | None = None, gate: bool = False) -> None:
         self.settings = settings or ParsingSettings()
+        #: Run the layout-model gate (:mod:`.gate`) after the regions stage. ``False`` for
+        #: ``parser="fast"``; the ``auto`` backend sets it from ``settings.layout_gate``.
+        self.gate = bool(gate)
 
     def parse(self, path: str | Path) -> ParsedDocument:
         """Parse a PDF into elements in reading order.
@@ -99,7 +105,11 @@ class PyMuPDFParser:
             (``"outline"``/``"fonts"``), ``two_column_pages``, ``multi_column_pages``,
             counters of dropped lines, ``signature_paragraphs`` (TEXT elements tagged
             ``extra["role"] = "signature"``), ``find_tables_calls``, ``seconds``
-            (extract/tables/total), ``table_seconds``, ``warnings``.
+            (extract/tables/total, and ``layout`` with the gate), ``table_seconds``, ``warnings``.
+            With the gate on: ``layout_pages`` (``[{"page": 1-based, "reasons":
+            ["formula", "table"], "taken": {"formula": n, "table": m}}]``, the pages
+            read with the layout model and why) and ``layout_note`` (one line, "" when
+            no page went).
 
         Raises:
             ParseError: unreadable input (see :func:`open_pdf`).
@@ -151,6 +161,11 @@ class PyMuPDFParser:
             nt, tt = page_regions(ctx, doc, pno, p, p.images)
             ctx.table_calls += nt
             t_tables += tt
+        gate = {"layout_pages": [], "layout_seconds": 0.0}
+        if self.gate:
+            from .gate import run_gate
+
+            gate = run_gate(ctx, doc, pages)
         outline, used_outline = self._headings(ctx, doc, pages)
         elements = reading_order(pages, ctx.body_size)
         n_signature = mark_signature_blocks(elements)
@@ -172,6 +187,12 @@ class PyMuPDFParser:
             },
             "warnings": ctx.warnings,
         }
+        if self.gate:
+            from .gate import layout_note
+
+            meta["layout_pages"] = gate["layout_pages"]
+            meta["layout_note"] = layout_note(gate["layout_pages"], n_pages)
+            meta["seconds"]["layout"] = gate["layout_seconds"]
         return ParsedDocument(
             path=str(path), title=doc_title, n_pages=n_pages, elements=elements, parser=self.name,
             outline=outline, page_sizes=[(p.width, p.height) for p in pages], metadata=meta,
