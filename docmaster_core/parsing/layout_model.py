@@ -422,7 +422,7 @@ class LayoutParser:
             lp = by_page.get(pno)
             boxes = [_Box((float(b.x0), float(b.y0), float(b.x1), float(b.y1)), b.boxclass, k, b.table)
                      for k, b in enumerate(lp.boxes)] if lp is not None else []
-            self._gridless_tables(boxes, raw.get(pno, []))
+            self.gridless_tables(boxes, raw.get(pno, []))
             self._assign_lines(p, boxes, n_dropped)
             page_boxes.append(boxes)
         title = self._doc_title(doc, page_boxes, body)
@@ -445,7 +445,7 @@ class LayoutParser:
                               outline=outline, page_sizes=[(p.width, p.height) for p in pages], metadata=meta)
 
     @staticmethod
-    def _gridless_tables(boxes: list[_Box], raw: list) -> None:
+    def gridless_tables(boxes: list[_Box], raw: list) -> None:
         """pymupdf4llm drops table regions without a grid; add them back as tables
         (their rows come from a word grid)."""
         for r in raw:
@@ -583,7 +583,7 @@ class LayoutParser:
                     toc_lines.extend(clean_text(l.text) for l in _ordered(b.lines))  # a contents list
                     continue
                 if cls == "table":
-                    el = self._table(b, boxes, pg, body, lig, pages[pno])
+                    el = self.table_element(b, boxes, pg, body, lig, pages[pno])
                     if el is not None:
                         elements.append(el)
                     continue
@@ -762,7 +762,22 @@ class LayoutParser:
         extra = {"caption": cap, "figure_bbox": b.bbox, "figure_text": b.text, "layout_class": "picture"}
         return [Element(NodeType.IMAGE, cap, pg, b.bbox, extra=extra)]
 
-    def _table(self, b: _Box, boxes: list[_Box], pg: int, body: float, lig: dict[int, str], p: PageInfo) -> Element | None:
+    def table_element(self, b: _Box, boxes: list[_Box], pg: int, body: float, lig: dict[int, str], p: PageInfo) -> Element | None:
+        """The TABLE element of one model ``table`` region (also used by the layout gate,
+        :mod:`.pdf.gate`).
+
+        Rows come from the model's table grid (cell texts repaired with the ligature map
+        ``lig``), else from a word grid of the region's lines, else one row per line;
+        ``b.extra["caption"]`` (set when the caption was paired) becomes
+        ``extra["caption"]``.
+
+        Args:
+            b: The region (box in PDF points). pg: its 1-based page. body: the body font
+            size (points). ``boxes`` and ``p`` are the page's regions and lines.
+
+        Returns:
+            The element, or None when it has neither rows nor a caption.
+        """
         from .pdf.tables import rows_to_markdown, word_grid
 
         rows: list[list[str]] = []

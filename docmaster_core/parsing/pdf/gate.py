@@ -31,7 +31,7 @@ from typing import Any
 
 from ...model import NodeType
 from .common import EQNUM_RE, Line, PageInfo, ParseContext, box_union
-from .marks import _math_like
+from .marks import math_like
 from .tables import is_numeric_row_text
 
 __all__ = ["gate_reasons", "formula_signals", "table_signals", "apply_layout_regions", "run_gate", "layout_note",
@@ -77,7 +77,7 @@ def formula_signals(p: PageInfo, body: float) -> list[Line]:
     A line counts when its role is still body text (``""``) and it is (a) an equation
     number alone ("(3)") right of the column centre, (b) a short line (<= 3 words)
     with >= 50 % of its characters in math fonts, or (c) a centred / indented narrow
-    line with operators and <= 6 words (:func:`~.marks._math_like`) set in a math font
+    line with operators and <= 6 words (:func:`~.marks.math_like`) set in a math font
     for >= 30 % or ending in an equation number.
     """
     colx = _colx(p)
@@ -91,7 +91,7 @@ def formula_signals(p: PageInfo, body: float) -> list[Line]:
             out.append(l)
         elif l.math >= 0.5 and l.nwords <= 3 and len(t.replace(" ", "")) >= 3 and (l.x1 - l.x0) < 0.85 * max(cx1 - cx0, 1):
             out.append(l)
-        elif _math_like(l, colx, body) and (l.math >= 0.3 or EQNUM_RE.search(t)):
+        elif math_like(l, colx, body) and (l.math >= 0.3 or EQNUM_RE.search(t)):
             out.append(l)
     return out
 
@@ -184,7 +184,7 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
     taken = {"formula": 0, "table": 0}
     regs = [_Box((float(b.x0), float(b.y0), float(b.x1), float(b.y1)), b.boxclass, k, b.table)
             for k, b in enumerate(boxes)]
-    LayoutParser._gridless_tables(regs, raw)
+    LayoutParser.gridless_tables(regs, raw)
     if "formula" in reasons:
         gid = 1 + max((l.group for l in p.lines if l.role == "equation"), default=0) + 1000
         # each line belongs to the smallest model region holding its centre
@@ -221,7 +221,7 @@ def apply_layout_regions(ctx: ParseContext, p: PageInfo, pno: int, reasons: list
             if any((it.get("extra") or {}).get("rows") and _overlap(it["bbox"], r.bbox) >= 0.5 for it in tables):
                 continue  # the fast parser read this table already: its reading stands
             r.lines = [l for l in p.lines if l.role == "" and _inside(l, r.bbox)]
-            el = lp._table(r, [], pno + 1, ctx.body_size, ctx.ligatures, p)
+            el = lp.table_element(r, [], pno + 1, ctx.body_size, ctx.ligatures, p)
             if el is None or not el.extra.get("rows"):
                 continue
             # the caption: the nearest table item without rows just above or below the region

@@ -147,7 +147,7 @@ def mark_equations(p: PageInfo, body: float) -> None:
             lines[i].group = gid
         gid += 1
 
-def _math_like(l: Line, colx: dict, body: float) -> bool:
+def math_like(l: Line, colx: dict, body: float) -> bool:
     """A centred or indented, narrow line with an operator and few words: a line of
     a display equation that alone does not look like math (``softmax(...) V``)."""
     if l.role or l.nchars < 2:
@@ -177,7 +177,7 @@ def _extend_equation(lines: list[Line], g: list[int], flags: list[bool], colx: d
         for j in cand:
             q = lines[j]
             gap = (edge - q.y1) if direction < 0 else (q.y0 - edge)
-            if gap > 0.8 * body or flags[j] or not _math_like(q, colx, body):
+            if gap > 0.8 * body or flags[j] or not math_like(q, colx, body):
                 break
             g.append(j)
             edge = q.y0 if direction < 0 else q.y1
