@@ -119,7 +119,8 @@ class ShardScorer:
             RetrievalError: a document is not in the workspace the actor sees.
         """
         from ..config import RetrievalSettings
-        from .run import candidate_view, collect_evidence
+        from ..retrieval.candidates import candidate_view
+        from .run import collect_evidence
 
         self.embedder.pin(vectors)
         r = self.dm.retriever(index_params, RetrievalSettings(**retrieval) if retrieval is not None else None)

@@ -71,8 +71,7 @@ from .offline import Cut, calibrated_document_decisions, offline_decisions
 from .options import FilterOptions
 from .results import compare_runs, move_cut
 from ..retrieval.retriever import Retriever, check_top_k
-from ..retrieval.candidates import Candidates, candidate_documents
-from ..retrieval.corpus import sub_view
+from ..retrieval.candidates import Candidates, candidate_documents, candidate_view
 from ..retrieval.keyword import COLLECTION_BM25
 from ..retrieval.semantic import node_cosines
 from .decider import LexicalStats
@@ -84,7 +83,6 @@ from ..text.terms import condition_terms
 
 __all__ = [
     "collect_evidence",
-    "candidate_view",
     "calibrated_document_decisions",
     "offline_decisions",
     "Cut",
@@ -595,37 +593,6 @@ def _stage_one(retr: Retriever, view, cond: str, cs, doc_ids: Sequence[str] | No
         sub.aux(("doc_terms", float(related_weight)),
                 lambda: _candidate_doc_terms(sub, rows, lex, want, related_weight))
     return cand, sub
-
-
-def candidate_view(view, doc_indices, ws, lex=None):
-    """The view stage two scores: ``view``'s documents ``doc_indices`` (a
-    :func:`~docmaster_core.retrieval.corpus.sub_view`), whose BM25 scores come from the
-    workspace's persisted collection index (:data:`~docmaster_core.retrieval.keyword.COLLECTION_BM25`:
-    the whole collection's statistics, so that the scores of a document do not depend on
-    which other documents are candidates, or on the shard that scores it).
-
-    Args:
-        view: The workspace's view (rows = collection store rows).
-        doc_indices: Document indices in ``view``.
-        ws: The workspace (for the lexical index).
-        lex: The loaded :class:`~docmaster_core.store.lexical_index.LexicalIndex` (None:
-            loaded here; a view without a collection store keeps per-view BM25).
-
-    Returns:
-        The sub-view (:class:`~docmaster_core.retrieval.corpus.CorpusView`), documents in
-        ``view`` order.
-    """
-    from ..store.lexical_index import lexical_index
-
-    idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
-    sub = sub_view(view, idx)
-    if lex is None and view.collection is not None:
-        lex = lexical_index(ws, view.collection)
-    if lex is not None:
-        rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in idx.tolist()]) \
-            if idx.size else np.zeros(0, np.int64)  # the sub-view's rows in the store
-        sub.aux(COLLECTION_BM25, lambda: (lex, rows))
-    return sub
 
 
 def _candidate_doc_terms(sub, rows: np.ndarray, lex, terms: list[str], related_weight: float) -> DocTerms:

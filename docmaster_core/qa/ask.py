@@ -507,16 +507,17 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
 def _question_candidates(retr: Retriever, q: str, doc_ids: list[str], cs) -> tuple[Retriever, list[str], dict]:
     """Stage 1 for a question at scale: the candidate documents of the dense (question
     vector) and BM25 (question terms) collection indexes among ``doc_ids``, and a
-    retriever over a view of just them."""
-    from ..retrieval.candidates import candidate_documents
-    from ..retrieval.corpus import sub_view
+    retriever over a view of just them (its BM25 scores from the collection index, as a
+    filter's candidates: :func:`~docmaster_core.retrieval.candidates.candidate_view`)."""
+    from ..retrieval.candidates import candidate_documents, candidate_view
     from ..store.lexical_index import lexical_index
     from ..text.terms import condition_terms
 
     view = retr.view
-    cand = candidate_documents(view, lexical_index(retr.ws, view.collection), retr.encode(q)[None, :],
-                               [condition_terms(q)], cs, doc_mask=view.doc_mask(doc_ids))
-    sub = sub_view(view, cand.doc_indices)
+    lex = lexical_index(retr.ws, view.collection)
+    cand = candidate_documents(view, lex, retr.encode(q)[None, :], [condition_terms(q)], cs,
+                               doc_mask=view.doc_mask(doc_ids))
+    sub = candidate_view(view, cand.doc_indices, retr.ws, lex)  # BM25 with the collection's statistics
     ids = [d.doc_id for d in sub.docs]
     return retr.with_view(sub), ids, {**cand.to_dict(), "not_candidates": len(doc_ids) - len(ids),
                                        "pool_docs": cs.pool_docs}

@@ -32,7 +32,7 @@ import numpy as np
 from ..model import NodeType
 from .corpus import TYPE_CODES, CorpusView
 
-__all__ = ["Candidates", "candidate_documents", "dense_document_ranking", "lexical_document_ranking"]
+__all__ = ["Candidates", "candidate_documents", "candidate_view", "dense_document_ranking", "lexical_document_ranking"]
 
 
 @dataclass
@@ -170,3 +170,36 @@ def candidate_documents(view: CorpusView, lexical, queries: np.ndarray, term_lis
     idx = np.array(sorted(dense | lex), dtype=np.int64)
     kind = index_kind(view.emb.shape[0], settings.dense_exact_max_rows) if view.collection is not None else "in-memory"
     return Candidates(idx, len(dense), len(lex), asked, {"dense": t1 - t0, "lexical": t2 - t1}, kind)
+
+
+def candidate_view(view, doc_indices, ws, lex=None):
+    """The view stage two scores: ``view``'s documents ``doc_indices`` (a
+    :func:`~docmaster_core.retrieval.corpus.sub_view`), whose BM25 scores come from the
+    workspace's persisted collection index (:data:`~docmaster_core.retrieval.keyword.COLLECTION_BM25`:
+    the whole collection's statistics, so that the scores of a document do not depend on
+    which other documents are candidates, or on the shard that scores it).
+
+    Args:
+        view: The workspace's view (rows = collection store rows).
+        doc_indices: Document indices in ``view``.
+        ws: The workspace (for the lexical index).
+        lex: The loaded :class:`~docmaster_core.store.lexical_index.LexicalIndex` (None:
+            loaded here; a view without a collection store keeps per-view BM25).
+
+    Returns:
+        The sub-view (:class:`~docmaster_core.retrieval.corpus.CorpusView`), documents in
+        ``view`` order.
+    """
+    from ..store.lexical_index import lexical_index
+    from .corpus import sub_view
+    from .keyword import COLLECTION_BM25
+
+    idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
+    sub = sub_view(view, idx)
+    if lex is None and view.collection is not None:
+        lex = lexical_index(ws, view.collection)
+    if lex is not None:
+        rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in idx.tolist()]) \
+            if idx.size else np.zeros(0, np.int64)  # the sub-view's rows in the store
+        sub.aux(COLLECTION_BM25, lambda: (lex, rows))
+    return sub
