@@ -324,3 +324,48 @@ def test_evidence_lengths_are_the_passage_texts_and_follow_new_summaries(tmp_pat
     again = corpus.load_corpus(dm.ws)
     n = again.docs[0].tree.nodes[sec.id]
     assert evidence_chars(again, 0)[sec.id] == len(node_text(n, "")) > len(sec.content) + 200
+
+
+def test_store_wide_row_arrays_equal_the_per_document_ones(tmp_path, generated, embedder):
+    """Issue 37: ``collection_indexes()`` writes roles, parents and evidence lengths as
+    arrays over every store row (``collection/rows``); a candidate view reads its rows from
+    them and gets the per-document values; new summaries drop the lengths, added
+    documents make every kind stale, and the filter's decisions do not change."""
+    import shutil
+
+    from docmaster_core.retrieval.candidates import candidate_view
+    from docmaster_core.retrieval.corpus import evidence_chars
+    from docmaster_core.retrieval.tree_traversal import section_parents
+    from docmaster_core.store.row_arrays import row_array, view_row_array
+    from docmaster_core.tree.roles import view_roles
+
+    ws_path = tmp_path / "ws"
+    shutil.copytree(generated, ws_path)
+    corpus.clear_corpus_cache()
+    dm = _dm(ws_path, embedder)
+    before = [dm.filter(c, decider="calibrated", save=False, calibration=CALIB,
+                        candidates=CandidateSettings(min_docs=0, pool_docs=16)) for c in CONDITIONS]
+    dm.collection_indexes()
+    view = dm.retriever().view
+    assert all(row_array(view.collection, k) is not None for k in ("roles", "parents", "chars"))
+    plain = corpus.sub_view(view, [1, 5, 9])  # per-document files
+    cand = candidate_view(view, [1, 5, 9], dm.ws)  # store-wide rows
+    assert view_row_array(plain, "roles") is None and view_row_array(cand, "roles") is not None
+    assert np.array_equal(view_roles(plain), view_roles(cand))
+    for j, dv in enumerate(cand.docs):
+        assert np.array_equal(section_parents(cand, dv), np.asarray(dv.tree.parents()))
+        assert np.array_equal(evidence_chars(cand, j), evidence_chars(plain, j))
+    corpus.clear_corpus_cache()
+    after = [_dm(ws_path, embedder).filter(c, decider="calibrated", save=False, calibration=CALIB,
+                                           candidates=CandidateSettings(min_docs=0, pool_docs=16)) for c in CONDITIONS]
+    for a, b in zip(before, after):
+        assert [(d.doc_id, d.decisions["combined"].decision, d.decisions["combined"].evidence_ids)
+                for d in a.documents] == [(d.doc_id, d.decisions["combined"].decision,
+                                           d.decisions["combined"].evidence_ids) for d in b.documents]
+    dv = view.docs[0]
+    dm.ws.update_summaries(dv.doc_id, {0: "x"})
+    assert row_array(view.collection, "chars") is None and row_array(view.collection, "roles") is not None
+    add_toy_document(dm.ws, embedder, "orchids.pdf", "Zygomorphic Orchid Flowers",
+                     [("Petals", ["Orchid petals are bilaterally symmetric."])])
+    corpus.clear_corpus_cache()
+    assert row_array(corpus.load_corpus(dm.ws).collection, "roles") is None  # other documents now
