@@ -117,3 +117,20 @@ def fresh_chat():
         for log in Path(root).glob("*/chat/history.json"):
             log.unlink(missing_ok=True)
     yield
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """Ray for one test module: the head at ``DOCMASTER_TEST_RAY_ADDRESS`` when set
+    (``.ci/run`` starts one on 127.0.0.1 with 2 CPUs), else a local instance with 2 CPUs;
+    disconnected (and a local instance stopped) after the module."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    quiet = dict(log_to_driver=False, logging_level="ERROR")
+    address = os.environ.get("DOCMASTER_TEST_RAY_ADDRESS") or None
+    if address:
+        ray.init(address=address, **quiet)
+    else:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, **quiet)
+    yield ray
+    ray.shutdown()

@@ -95,18 +95,7 @@ def test_settings_from_env(monkeypatch, capsys, tmp_path):
     assert err[0].startswith("error: invalid setting ingest.executor (DOCMASTER_INGEST__EXECUTOR):"), err
 
 
-# ------------------------------------------------------------------ Ray runs (one Ray for the module)
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    quiet = dict(log_to_driver=False, logging_level="ERROR")
-    if RAY_ADDRESS:
-        ray.init(address=RAY_ADDRESS, **quiet)
-    else:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, **quiet)
-    yield ray
-    ray.shutdown()
+# ------------------------------------------------------------------ Ray runs (one Ray for the module: conftest.ray_cluster)
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,12 @@
 
 The tests connect to the Ray head at ``DOCMASTER_TEST_RAY_ADDRESS`` when it is set
 (``.ci/run`` starts one on 127.0.0.1 with 2 CPUs), else they start a local Ray instance
-with 2 CPUs, once for this module. The workspace is a generated collection of 40
+with 2 CPUs, once for this module (``conftest.ray_cluster``). The workspace is a generated collection of 40
 documents; the candidate stage is forced (``min_docs=0``) so that 40 documents take the
 path of a collection at scale.
 """
 from __future__ import annotations
 
-import os
 import pickle
 from dataclasses import replace
 
@@ -23,7 +22,6 @@ from docmaster_core.pipeline import DocMaster
 from support.toy import build_toy_workspace, generated_docs
 from test_filter_qa import CONDITIONS
 
-RAY_ADDRESS = os.environ.get("DOCMASTER_TEST_RAY_ADDRESS") or None
 SECRET = "sk-test-scoring-never-leaves-the-driver-81c2"
 CALIB = replace(DEFAULT_CALIBRATION, pool=8)
 STRATS = ("tree", "semantic", "hyperedge", "combined")
@@ -36,17 +34,6 @@ def generated(tmp_path_factory, embedder):
     return path
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    quiet = dict(log_to_driver=False, logging_level="ERROR")
-    if RAY_ADDRESS:
-        ray.init(address=RAY_ADDRESS, **quiet)
-    else:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, **quiet)
-    yield ray
-    ray.shutdown()
 
 
 def _dm(path, embedder, **llm):
