@@ -276,32 +276,24 @@ class DocMaster(IngestStage, IndexStage):
         lexical_index(self.ws, view.collection)
         t2 = _time.perf_counter()
         # the per-document arrays stage 2 reads (roles, tree parents, hyper-edges, term
-        # counts, name tokens, evidence lengths), in batches of documents so that memory
-        # stays bounded (a no-op when they are on disk); then the store-wide row arrays of
-        # roles, parents and lengths (store/row_arrays.py)
+        # counts, name tokens, evidence lengths), in batches of documents so that memory stays bounded; a
+        # no-op when they are on disk
         from .retrieval.corpus import evidence_chars, sub_view
         from .qa.names import doc_name_tokens
         from .retrieval.keyword import doc_term_counts
-        from .retrieval.tree_traversal import section_index, section_parents
-        from .store.row_arrays import write_row_arrays
+        from .retrieval.tree_traversal import section_index
         from .tree.roles import view_roles
 
         r = self.retriever()
-        rows: dict[str, list[np.ndarray]] = {"roles": [], "parents": [], "chars": []}  # store-wide row arrays
         for a in range(0, len(view.docs), 256):
             sub = sub_view(view, range(a, min(a + 256, len(view.docs))))
-            roles = view_roles(sub)
+            view_roles(sub)
             section_index(sub)
             r.hyperedges(sub)
             for dv in sub.docs:
                 doc_term_counts(sub, dv)
                 doc_name_tokens(sub, dv)
-                rows["chars"].append(evidence_chars(sub, dv.index))
-                rows["roles"].append(roles[dv.rows])
-                rows["parents"].append(section_parents(sub, dv))
-        coll = view.collection
-        if [d.doc_id for d in view.docs] == list(coll.doc_ids) and coll.rows == view.emb.shape[0]:
-            write_row_arrays(coll, lambda kind, i: rows[kind][i])
+                evidence_chars(sub, dv.index)
         t3 = _time.perf_counter()
         return {"rows": view.collection.rows, "dense_s": t1 - t0, "lexical_s": t2 - t1, "docinfo_s": t3 - t2,
                 "index": index_kind(view.collection.rows, cs.dense_exact_max_rows)}

@@ -191,7 +191,6 @@ def candidate_view(view, doc_indices, ws, lex=None):
         ``view`` order.
     """
     from ..store.lexical_index import lexical_index
-    from ..store.row_arrays import STORE_ROWS
     from .corpus import sub_view
     from .keyword import COLLECTION_BM25
 
@@ -203,5 +202,4 @@ def candidate_view(view, doc_indices, ws, lex=None):
         rows = np.concatenate([np.arange(view.offsets[i], view.offsets[i + 1]) for i in idx.tolist()]) \
             if idx.size else np.zeros(0, np.int64)  # the sub-view's rows in the store
         sub.aux(COLLECTION_BM25, lambda: (lex, rows))
-        sub.aux(STORE_ROWS, lambda: (view.collection, rows))  # roles, parents, lengths from collection/rows
     return sub

@@ -421,22 +421,17 @@ def evidence_chars(view: CorpusView, doc_index: int) -> np.ndarray:
     """Characters of :func:`node_text` of every node of one document (what the budgeted
     combined evidence counts against its budget), without reading the nodes again.
 
-    Read from ``collection/rows/chars.npy`` when the store has it
-    (:mod:`~docmaster_core.store.row_arrays`), else kept in the view's byte-bounded
-    :attr:`CorpusView.doc_cache` and on disk (``collection/docinfo/chars``, tagged with
-    the node count) and computed from the tree the first time (issue 37: the budgeted evidence read every pooled passage of every
+    Kept in the view's byte-bounded :attr:`CorpusView.doc_cache` and on disk
+    (``collection/docinfo/chars``, tagged with the node count); computed from the tree
+    the first time (issue 37: the budgeted evidence read every pooled passage of every
     candidate from SQLite only to know its length).
 
     Returns:
         int32 (n_nodes,) character counts, in node id order (ROOT: its document title).
     """
     from ..store.docinfo import load_arrays, save_arrays
-    from ..store.row_arrays import view_row_array
 
     dv = view.docs[doc_index]
-    stored = view_row_array(view, "chars")  # one array over the store's rows
-    if stored is not None:
-        return stored[dv.start:dv.start + dv.n_nodes]
     key = ("chars", dv.doc_id, dv.n_nodes)
     got = view.doc_cache.get(key)
     if got is not None:

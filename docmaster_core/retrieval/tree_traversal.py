@@ -22,12 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..store.docinfo import load_arrays, save_arrays
-from ..store.row_arrays import view_row_array
 
 from ..model import NodeType
 from .corpus import TYPE_CODES, CorpusView
 
-__all__ = ["SectionIndex", "section_index", "section_parents", "section_scores", "tree_search"]
+__all__ = ["SectionIndex", "section_index", "section_scores", "tree_search"]
 
 _TITLE = TYPE_CODES[NodeType.TITLE]
 _ROOT = TYPE_CODES[NodeType.ROOT]
@@ -54,8 +53,17 @@ class SectionIndex:
         d = view.emb.shape[1]
         size = np.ones(n, dtype=np.int64)
         parent_row = np.full(n, -1, dtype=np.int64)
+        cache = view.doc_cache
         for dv in view.docs:
-            par = section_parents(view, dv)
+            key = ("parents", dv.doc_id, dv.n_nodes)
+            par = cache.get(key)
+            if par is None:
+                got = load_arrays(view.ws_path, "parents", dv.doc_id, str(dv.n_nodes))
+                par = got["parents"] if got is not None else None
+                if par is None or par.shape != (dv.n_nodes,):
+                    par = np.asarray(dv.tree.parents())
+                    save_arrays(view.ws_path, "parents", dv.doc_id, str(dv.n_nodes), parents=par)
+                cache.put(key, par, par.nbytes + 100)
             s = np.ones(dv.n_nodes, dtype=np.int64)
             for i in range(dv.n_nodes - 1, 0, -1):  # pre-order: children after parents
                 s[par[i]] += s[i]
@@ -98,31 +106,6 @@ class SectionIndex:
         self.centroid = np.where(norms > 0, cent / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
         self.has_content = norms[:, 0] > 0
         self.back = view.back_matter[self.rows]
-
-
-def section_parents(view: CorpusView, dv) -> np.ndarray:
-    """The parent node id of every node of one document (-1 for ROOT).
-
-    Read from ``collection/rows/parents.npy`` when the store has it
-    (:mod:`~docmaster_core.store.row_arrays`), else from the view's document cache or
-    ``collection/docinfo/parents`` (written from the tree the first time).
-
-    Returns:
-        int (n_nodes,) parent ids in node id order.
-    """
-    stored = view_row_array(view, "parents")
-    if stored is not None:
-        return stored[dv.start:dv.start + dv.n_nodes]
-    key = ("parents", dv.doc_id, dv.n_nodes)
-    par = view.doc_cache.get(key)
-    if par is None:
-        got = load_arrays(view.ws_path, "parents", dv.doc_id, str(dv.n_nodes))
-        par = got["parents"] if got is not None else None
-        if par is None or par.shape != (dv.n_nodes,):
-            par = np.asarray(dv.tree.parents())
-            save_arrays(view.ws_path, "parents", dv.doc_id, str(dv.n_nodes), parents=par)
-        view.doc_cache.put(key, par, par.nbytes + 100)
-    return par
 
 
 def section_index(view: CorpusView) -> SectionIndex:

@@ -28,7 +28,6 @@ stored precision; docs/results/scale.md measures the filter's quality with both.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import fcntl
 import json
 import os
@@ -97,16 +96,6 @@ class Collection:
     def rows(self) -> int:
         """Rows R of the store."""
         return int(self.starts[-1])
-
-    def docs_key(self) -> str:
-        """A key of the store's documents and their row offsets (24 hex characters):
-        derived files that are aligned with the rows are valid while it is the same."""
-        h = hashlib.sha256()
-        for d in self.doc_ids:
-            h.update(d.encode())
-            h.update(b"\0")
-        h.update(np.asarray(self.starts, dtype=np.int64).tobytes())
-        return h.hexdigest()[:24]
 
 
 def _key(rec, mtime_ns: int) -> list:

@@ -26,6 +26,7 @@ index.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -53,6 +54,15 @@ def _bm25s():
     except ImportError as e:  # pragma: no cover - install problem
         raise RetrievalError("bm25s is not installed (pip install -r requirements.txt)") from e
     return bm25s
+
+
+def _docs_key(coll: Collection) -> str:
+    h = hashlib.sha256()
+    for d in coll.doc_ids:
+        h.update(d.encode())
+        h.update(b"\0")
+    h.update(np.asarray(coll.starts, dtype=np.int64).tobytes())
+    return h.hexdigest()[:24]
 
 
 def _info(d: Path) -> dict:
@@ -186,7 +196,7 @@ def lexical_index(ws, coll: Collection) -> LexicalIndex:
     """
     bm25s = _bm25s()
     d = coll.path / "lexical"
-    want = {"format": _FORMAT, "generation": coll.generation, "rows": coll.rows, "docs": coll.docs_key()}
+    want = {"format": _FORMAT, "generation": coll.generation, "rows": coll.rows, "docs": _docs_key(coll)}
 
     def load(info: dict) -> LexicalIndex:
         idx = bm25s.BM25.load(str(d / "bm25"), mmap=True)

@@ -724,11 +724,9 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         self._write_vectors(rec.doc_id, embeddings)
 
     def update_summaries(self, doc_id: str, summaries: dict[int, str]) -> None:
-        """Set node summaries (one transaction); the stored evidence lengths, which count
-        section summaries (the document's ``collection/docinfo/chars`` and the store-wide
-        ``collection/rows/chars.npy``), are dropped."""
+        """Set node summaries (one transaction); the document's stored evidence lengths
+        (``collection/docinfo/chars``, which count section summaries) are dropped."""
         from .docinfo import forget
-        from .row_arrays import drop
 
         with self.transaction() as con:
             con.executemany(
@@ -736,7 +734,6 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
                 [(storable_text(s), doc_id, int(i)) for i, s in summaries.items()],
             )
         forget(self.path, doc_id, ["chars"])
-        drop(self.path, "chars")
 
     # ------------------------------------------------------------------ index and runs
     params_key = staticmethod(params_key)

@@ -152,13 +152,6 @@ def view_roles(view) -> np.ndarray:
         return r
 
     def build() -> np.ndarray:
-        from ..store.row_arrays import view_row_array
-
-        stored = view_row_array(view, "roles") if hasattr(view, "aux") else None
-        if stored is not None:  # one array over the store's rows (issue 37)
-            r = np.array(stored, dtype=np.int8)
-            r[view.back_matter] = ROLE_CODE["back"]
-            return r
         parts = [one(dv) for dv in view.docs]
         r = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int8)  # a copy: cached parts stay as they are
         r[view.back_matter] = ROLE_CODE["back"]
