@@ -97,3 +97,53 @@ def test_rows_below_the_similarity_floor_say_so():
     rows = {r["file"]: r for r in ranked_rows(raw)}
     assert rows["d1.pdf"]["certainty"] == "below the similarity floor"
     assert rows["d3.pdf"]["certainty"] == "sure" and rows["d2.pdf"]["certainty"] == "sure"
+
+
+def test_a_sure_keep_is_on_topic_in_meaning_and_in_words():
+    """Absolute relevance (issue 32): a kept document is sure only when its closest passage
+    is close in meaning *and* it holds the condition's distinctive words."""
+    ev, cos, stats = _collection()
+    n = len(ev)
+    best = np.array([float(c.max()) for c in cos])
+    words = np.where(np.arange(n) % 2 == 0, 1.0, 0.0)  # every other document holds the words
+    calib = OfflineCalibration(sure_yes_z=3.0)  # the toy collection's best scores are about 4.5
+    plain, _ = calibrated_document_decisions(CONDITION, ev, cos, calib, stats)
+    got, cut = calibrated_document_decisions(CONDITION, ev, cos, calib, stats, term_share=words)
+    assert [d.decision for d in got] == [d.decision for d in plain]  # many on topic: same keeps
+    sure = [i for i, d in enumerate(got) if d.decision and not d.uncertain]
+    assert sure and all(words[i] == 1.0 and best[i] >= calib.abs_cos for i in sure)
+    # a kept document above sure-yes with the meaning but not the words is uncertain, and says why
+    why = [d for i, d in enumerate(got) if d.decision and d.uncertain and words[i] == 0.0
+           and d.evidence_score >= cut.sure_yes]
+    assert why and all("not both" in d.rationale for d in why)
+
+
+def test_with_one_document_on_topic_only_it_is_kept():
+    """When a single document is about the condition, documents kept only relative to a
+    collection that is not about it are dropped as uncertain (issue 32)."""
+    ev, cos, stats = _collection()
+    n = len(ev)
+    low = [np.minimum(c, np.float32(0.45)) for c in cos]  # nothing is close in meaning ...
+    share = np.zeros(n)
+    share[3] = 1.0  # ... and one document (not the best-scoring one) holds the words
+    base, _ = calibrated_document_decisions(CONDITION, ev, low, DEFAULT_CALIBRATION, stats)
+    got, cut = calibrated_document_decisions(CONDITION, ev, low, DEFAULT_CALIBRATION, stats, term_share=share)
+    assert sum(d.decision for d in base) > 1 and base[3].decision
+    assert [i for i, d in enumerate(got) if d.decision] == [3] and cut.kept == 1 and cut.one_on_topic
+    assert got[3].uncertain  # the words without the meaning: uncertain
+    dropped = [d for i, d in enumerate(got) if base[i].decision and i != 3]
+    assert dropped and all(d.uncertain and "Only one document of this collection is about the condition" in d.rationale for d in dropped)
+    # nothing on topic: nothing kept
+    none, cut0 = calibrated_document_decisions(CONDITION, ev, low, DEFAULT_CALIBRATION, stats, term_share=np.zeros(n))
+    assert not any(d.decision for d in none) and cut0.none_meets and not cut0.one_on_topic
+
+
+def test_scores_equal_but_for_float_noise_rank_by_position():
+    """Ranks do not depend on the last float32 bits of the cosines (a Ray shard against the
+    whole view): scores within 1e-4 z rank by position, eligible documents first."""
+    from docmaster_core.filtering.offline import _ranks
+
+    z = np.array([-0.6744911, 2.0, -0.6744905, 5.0, 9.0])
+    z2 = np.array([-0.6744909, 2.0, -0.6744906, 5.0, 9.0])  # the same run scored elsewhere
+    eligible = np.array([True, True, True, True, False])
+    assert _ranks(z, eligible).tolist() == _ranks(z2, eligible).tolist() == [3, 2, 4, 1, 5]

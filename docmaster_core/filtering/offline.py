@@ -22,6 +22,7 @@ from .decider import (
     dense_score,
     lexical_score,
     lexical_stats,
+    clearly_on_topic,
     on_topic,
 )
 from .evidence import distinctive_share, document_signals, lexical_parts
@@ -49,6 +50,8 @@ class Cut:
         none_meets: No document of the run is on topic (:func:`~docmaster_core.filtering.decider.on_topic`):
             no document meets the condition, none is kept, and the documents the cut
             would have kept are uncertain.
+        one_on_topic: Exactly one document of the run is on topic: only it may be kept;
+            the other documents the cut would have kept are uncertain drops.
 
     ``to_dict`` adds ``eligible`` (how many documents passed the dense floor: ranks
     ``1..eligible``; the others rank after them whatever their score).
@@ -64,10 +67,12 @@ class Cut:
     sure_yes: float | None = None
     uncertain: int = 0
     none_meets: bool = False
+    one_on_topic: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = {"rule": self.rule, "threshold": round(self.threshold, 4), "kept": self.kept, "of": self.of,
-               "best": round(self.best, 4), "uncertain": self.uncertain, "none_meets": self.none_meets}
+               "best": round(self.best, 4), "uncertain": self.uncertain, "none_meets": self.none_meets,
+               "one_on_topic": self.one_on_topic}
         if self.eligible is not None:  # ranks above this count passed the dense floor; the rest rank after them
             out["eligible"] = int(np.asarray(self.eligible).sum())
         if self.sure_no is not None and self.sure_yes is not None:
@@ -75,11 +80,23 @@ class Cut:
         return out
 
 
-def _ranks(z: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+def _ranks(z: np.ndarray, eligible: np.ndarray, tie: float = 1e-4) -> np.ndarray:
     """1-based ranks, int64 (D,): the eligible documents (those the rule may keep) first,
-    each group by descending score (ties by position), so that the kept documents are
-    always ranks 1..N."""
-    order = np.lexsort((-np.asarray(z, dtype=np.float64), ~np.asarray(eligible, dtype=bool)))
+    each group by descending score, so that the kept documents are always ranks 1..N.
+
+    Scores within ``tie`` (z units) of their neighbour in the sorted order are a tie and
+    rank by position: cosines of the same rows differ in their last float32 bits with the
+    BLAS blocking (a Ray shard's rows against the whole view's, another CPU's kernels), and
+    that noise, scaled by the robust z, must not reorder two documents whose scores are
+    equal in all but those bits (near-duplicate documents), so the ranks do not depend on
+    where the documents were scored.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    el = np.asarray(eligible, dtype=bool)
+    first = np.lexsort((-z, ~el))  # eligible first, then by score
+    zs, es = z[first], el[first]
+    group = np.cumsum(np.r_[True, (es[1:] != es[:-1]) | (np.abs(np.diff(zs)) > tie)])
+    order = first[np.lexsort((first, group))]  # within a tie, by position
     r = np.empty(order.size, dtype=np.int64)
     r[order] = np.arange(1, order.size + 1)
     return r
@@ -145,7 +162,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     thr = float(st["threshold"])
     unsure = eligible & (z >= st["sure_no"]) & (z < st["sure_yes"])
     topical = np.ones(len(z), dtype=bool)
-    none_meets = False
+    none_meets = lone_topic = False
+    dropped_off_topic = np.zeros(len(z), dtype=bool)
     if term_share is not None:
         best_cos = np.array([float(np.max(c)) if len(c) else 0.0 for c in cos_by_doc])
         if topic_cos is not None:
@@ -156,10 +174,18 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             unsure = unsure | dec
             dec = np.zeros_like(dec)
         else:
-            unsure = unsure | (dec & ~topical)
+            if topical.sum() == 1:
+                # one document is about the condition: the others' scores were measured against a
+                # collection that is not, so only it may be kept (the others become uncertain drops)
+                lone_topic = True
+                dropped_off_topic = dec & ~topical
+                unsure = unsure | dropped_off_topic
+                dec = dec & topical
+            # sure only on topic in meaning and in words; with one of the two (or neither) uncertain
+            unsure = unsure | (dec & ~clearly_on_topic(best_cos, term_share, calib))
     cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
               eligible=eligible, sure_no=float(st["sure_no"]), sure_yes=float(st["sure_yes"]), uncertain=int(unsure.sum()),
-              none_meets=none_meets)
+              none_meets=none_meets, one_on_topic=lone_topic)
     out = []
     for i, (evs, c) in enumerate(zip(ev_by_doc, cos_by_doc)):
         if not evs:
@@ -187,12 +213,21 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         if none_meets:
             rationale = ("No document of this collection meets the condition: none holds a passage close in meaning "
                          "to it or uses its distinctive words, so nothing is kept. " + rationale)
+        elif dropped_off_topic[i]:
+            rationale += (" Only one document of this collection is about the condition (holds a passage close in "
+                          "meaning to it or its distinctive words); this one scores high only against documents that "
+                          "are not about it either, so it is not kept.")
         elif not topical[i] and dec[i]:
             rationale += (" Its closest passage is only loosely similar to the condition and it uses few of the "
                           "condition's distinctive words, so it is uncertain at most.")
-        if unsure[i]:
+        if unsure[i] and st["sure_no"] <= z[i] < st["sure_yes"]:
             rationale += (f" Uncertain: its score lies between {st['sure_no']:.2g} and {st['sure_yes']:.2g}, "
                           "where the cut is often wrong; check this document.")
+        elif unsure[i] and dec[i] and topical[i]:
+            rationale += (" Uncertain: it is close to the condition in meaning or uses its distinctive words, "
+                          "not both; check this document.")
+        elif unsure[i]:
+            rationale += " Uncertain: check this document."
         out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated",
                             evidence_score=float(z[i]), rank=int(ranks[i]), uncertain=bool(unsure[i])))
     return out, cut
