@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ui.plain import GROUP_RE
 from support.browser_driver import (
     CHROMIUM,
     app_server,
@@ -74,7 +75,7 @@ def _chart(page, timeout: float = 30.0) -> dict:
 
 
 def _points(chart: dict) -> dict[int, tuple[str, str]]:
-    """``{node: (cluster id, colour)}``; a legend name is "C3 · its telling words (size)", of
+    """``{node: (cluster id, colour)}``; a legend name is "Topic 3 · its telling words (size)", of
     which the id is what follows a cluster across redraws."""
     return {int(n): (t["name"].split(" · ")[0], t["color"]) for t in chart["traces"] for n in t["nodes"]}
 
@@ -206,8 +207,8 @@ def test_graph_opens_on_a_body_hyperedge_not_front_matter(umap_server):
         if "attention" not in selected_text(selectbox(page, "Document")).lower():
             timed(page, open_options(page, "Document", "attention").click)
         wait_idle(page)
-        shown = selected_text(selectbox(page, "Hyper-edge"))
-        he = int(re.match(r"H(\d+) ", shown).group(1))
+        shown = selected_text(selectbox(page, "Group of passages"))
+        he = int(GROUP_RE.match(shown).group(1))  # "Group 26 · topic: ..."
         assert roles[he] not in ("front", "back", "appendix"), (shown, roles[he])
         # the graph is drawn when the page is done: fixed positions, no physics to settle
         frame = page.frame_locator("iframe[title*='agraph']").first
