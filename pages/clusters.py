@@ -20,6 +20,7 @@ from ui.plain import (
     APART_LABEL,
     BROKEN_HELP,
     BROKEN_LABEL,
+    collection_topics_line,
     PAIR_HELP,
     PASSAGES_HELP,
     PASSAGES_LABEL,
@@ -227,6 +228,8 @@ m[2].metric(MUST_PAIRS_LABEL, int(stats.get("must", 0)), help=MUST_PAIRS_HELP)
 m[3].metric(APART_LABEL, int(stats.get("cannot", 0)), help=APART_HELP)
 m[4].metric(BROKEN_LABEL, int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
             help=BROKEN_HELP)
+if mode == "collection":
+    st.caption(collection_topics_line(stats))
 n_must, n_cannot = int(stats.get("must", 0)), int(stats.get("cannot", 0))
 n_violated = int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0))
 if n_must + n_cannot == 0:

@@ -568,3 +568,8 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     assert pairs, "no table of marked pairs"
     assert list(pairs[0].value.columns) == list(PAIR_COLUMNS)
     assert set(pairs[0].value["marked"]) <= {"together", "apart"}
+    # the whole collection: a line says what the topics leave out and follow
+    at.radio(key="w_clusters_mode").set_value("collection")
+    run_app(at)
+    assert any("the topics follow" in c.value for c in at.caption)
+    assert not [m.label for m in at.metric if _JARGON.search(m.label)]

@@ -17,7 +17,7 @@ __all__ = [
     "GROUPS_LABEL", "GROUPS_HELP", "PASSAGES_LABEL", "PASSAGES_HELP", "TOPICS_LABEL", "TOPICS_HELP",
     "LINKS_LABEL", "LINKS_HELP", "TOGETHER_LABEL", "TOGETHER_HELP", "APART_LABEL", "APART_HELP",
     "BROKEN_LABEL", "BROKEN_HELP", "GRAPH_LEGEND", "LINK_TITLE", "PAIR_COLUMNS", "PAIR_HELP",
-    "pair_rows",
+    "pair_rows", "collection_topics_line",
 ]
 
 #: "What am I looking at?" of the Hyper-edge graph page (drawn by :func:`ui.layout.page_header`).
@@ -115,4 +115,21 @@ def pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "passage a": f"#{r['node a']}", "passage b": f"#{r['node b']}", "pair score": r["SEC"],
                     "marked": "together" if r["label"] == "must-link" else "apart",
                     "same topic": r["same cluster"], "text a": r["text a"], "text b": r["text b"]})
+    return out
+
+
+def collection_topics_line(stats: Mapping[str, Any]) -> str:
+    """What the collection's topics leave out and follow, from the collection index's stats
+    (``boilerplate_left_out``, ``boilerplate_by_reason``, ``centered``)."""
+    by = dict(stats.get("boilerplate_by_reason") or {})
+    words = {"short": "short lines (signatures, titles)", "repeated": "text repeated across documents",
+             "front": "cover pages and preambles", "back": "reference lists"}
+    parts = [f"{n} {words.get(r, r)}" for r, n in by.items() if n]
+    out = ("Left out of the topics: " + ", ".join(parts) + ". ") if parts else ""
+    if float(stats.get("centered", 0) or 0) > 0:
+        out += ("These documents are alike, so the topics follow what passages say inside them (clauses, sections) "
+                "rather than what each document is about; the map places passages by their whole meaning, so one "
+                "topic's dots can lie apart.")
+    else:
+        out += "The documents differ in subject, so the topics follow what the passages are about."
     return out
