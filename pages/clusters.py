@@ -339,7 +339,8 @@ if rows:
                      subset=["marked"]),
         hide_index=True,
         width="stretch",
-        column_config={k: st.column_config.Column(help=v) for k, v in PAIR_HELP.items()},
+        column_config={**{k: st.column_config.Column(help=v) for k, v in PAIR_HELP.items()},
+                       "pair score": st.column_config.NumberColumn(help=PAIR_HELP["pair score"], format="%.3f")},
     )
 else:
     st.info("No pairs marked ('Passage pairs to check' is 0, or there are fewer than two passages).")

@@ -127,8 +127,8 @@ topic_names = document_topic_names(dm, idx, tree)
 
 
 def _topic(c: int) -> str:
-    """``topic 6: termination, notice`` (the document's cluster c in words)."""
-    return "no topic" if c < 0 else f"{c}: {topic_words(topic_names.get(c), 2)}"
+    """``party, agreement (6)``: the document's cluster c in words, its number after."""
+    return "no topic" if c < 0 else f"{topic_words(topic_names.get(c), 2)} ({c})"
 
 # ---------------------------------------------------------------- selection and which part to draw
 # Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
@@ -280,7 +280,7 @@ for h in drawn:
                     "color": {"background": _color(h.cluster), "border": "#111827"}} \
         if h.id == selected_he else {"color": _color(h.cluster)}
     name = f" · {names[h.id]}" if names.get(h.id) else ""
-    _add(Node(id=f"h:{h.id}", title=html.escape(f"{group_label(h.id)}{name} · topic {_topic(h.cluster)} · "
+    _add(Node(id=f"h:{h.id}", title=html.escape(f"{group_label(h.id)}{name} · topic: {_topic(h.cluster)} · "
                                                  + shorten(h.summary, 300)),
               shape="box", size=12, **_text(f"h:{h.id}", f"G{h.id}" if h.id in labelled else " ",
                                             {"size": 13, "color": "#ffffff"}),
@@ -290,7 +290,7 @@ for h in drawn:
         for nid in h.node_ids:
             n = tree.nodes[nid]
             dot = look.get(f"t:{nid}")
-            _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(f"passage #{nid} · topic "
+            _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(f"passage #{nid} · topic: "
                                                                         f"{_topic(label_of.get(nid, -1))} · "
                                                                         + shorten(n.content, 300)), shape="dot",
                       color=_color(label_of.get(nid, -1)), size=dot.size if dot else 6,
@@ -375,7 +375,7 @@ with right:
     state.put(state.HYPEREDGE_BY_DOC, by_doc)
     h = he_by_id[he_id]
     sec = tree.nodes[h.section_id]
-    st.markdown(f"**{group_label(h.id)}** · topic {md_escape(_topic(h.cluster))} · {len(h.node_ids)} passages")
+    st.markdown(f"**{group_label(h.id)}** · topic: {md_escape(_topic(h.cluster))} · {len(h.node_ids)} passages")
     st.caption(md_escape("Section: " + section_line(sec.section_path if h.section_id else [tree.title or rec.file_name])))
     st.markdown("**Summary**")
     st.markdown(md_escape(h.summary or "(no summary)"))
@@ -409,14 +409,14 @@ with right:
         st.caption("Linked because their passages share a topic (must-links between hyper-edges); the most "
                    "similar first.")
         if more:
-            st.caption(f"and {more} more (less similar; all on topic {md_escape(_topic(h.cluster))}: draw *one "
+            st.caption(f"and {more} more (less similar; all on the topic {md_escape(_topic(h.cluster))}: draw *one "
                        "topic* to see them).")
     else:
         st.caption("No group of another section shares this topic.")
     st.markdown("**Member passages**")
     for nid in h.node_ids:
         n = tree.nodes[nid]
-        with st.expander(md_escape(f"#{nid} · p. {n.page_start} · topic {_topic(label_of.get(nid, -1))} · "
+        with st.expander(md_escape(f"#{nid} · p. {n.page_start} · topic: {_topic(label_of.get(nid, -1))} · "
                                    f"{shorten(n.content, 60)}")):
             st.markdown(md_escape(n.content))
     if h.node_ids:

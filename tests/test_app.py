@@ -553,7 +553,7 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
         assert GROUP_RE.match(opt) and " · topic: " in opt, opt
         assert not re.match(r"H\d+ ", opt)
     he = at.session_state[doc_key(at, "w_he_select")]
-    assert any(m.value.startswith(f"**Group {he}** · topic ") for m in at.markdown)
+    assert any(m.value.startswith(f"**Group {he}** · topic: ") for m in at.markdown)
     assert not any(_JARGON.search(s.label) for s in at.slider)
 
     at.switch_page("pages/clusters.py")

@@ -43,13 +43,13 @@ PASSAGES_HELP = "Paragraphs of running text (the tree's TEXT nodes); headings, t
 TOPICS_LABEL = "topics"
 TOPICS_HELP = ("Groups of passages that say similar things, across sections (PC-KMeans clusters, Eq. 2; the "
                "'Number of topics (K)' slider on the Semantic clusters page asks for K of them; some may stay empty).")
-LINKS_LABEL = "links between groups"
+LINKS_LABEL = "group links"
 LINKS_HELP = ("Pairs of groups in different sections whose passages share a topic (the paper's must-links between "
               "hyper-edges; the red dashed lines of the graph).")
-TOGETHER_LABEL = "pairs marked together"
+TOGETHER_LABEL = "marked together"
 TOGETHER_HELP = ("Passage pairs marked as belonging to the same topic (must-link anchor pairs: the top-k pairs by SEC, "
                  "Eq. 1, labelled by the LLM); splitting one costs the grouping w.")
-APART_LABEL = "pairs marked apart"
+APART_LABEL = "marked apart"
 APART_HELP = "Passage pairs marked as different topics (cannot-link anchor pairs); joining one costs the grouping w."
 BROKEN_LABEL = "marks broken"
 BROKEN_HELP = "Marked pairs the final topics do not follow (violated must-link and cannot-link constraints)."
