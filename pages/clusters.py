@@ -1,4 +1,4 @@
-"""Semantic clusters: UMAP (PCA until UMAP is ready) of TEXT nodes coloured by PC-KMeans
+"""Semantic clusters ("topics"): UMAP (PCA until UMAP is ready) of TEXT nodes coloured by PC-KMeans
 cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering."""
 from __future__ import annotations
 
@@ -15,7 +15,30 @@ from ui import state
 from ui.cluster_colors import match_clusters
 from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
 from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
-from ui.projection import SHOWN_METHOD, collection_layout, document_layout, pca_2d, shown_method, status_line
+from ui.plain import (
+    APART_HELP,
+    APART_LABEL,
+    BROKEN_HELP,
+    BROKEN_LABEL,
+    collection_topics_line,
+    PAIR_HELP,
+    PASSAGES_HELP,
+    PASSAGES_LABEL,
+    TOPIC_RE,
+    TOPICS_LABEL,
+    pair_rows,
+    topic_label,
+)
+from ui.projection import (
+    SHOWN_METHOD,
+    UMAP_READY,
+    collection_layout,
+    document_layout,
+    pca_2d,
+    shown_method,
+    status_line,
+    umap_banner,
+)
 from ui.layout import page_header
 from ui.text import hover_escape, md_escape, shorten
 from ui.widgets import choose_document, documents_or_stop, load_tree_cached, open_docmaster_or_stop
@@ -58,7 +81,10 @@ with st.container(border=True):
     with c_mode:
         state.seed_widget(W_MODE, state.get(state.CLUSTER_MODE, "document"))
         mode = st.radio("Scope", ["document", "collection"], key=W_MODE, horizontal=True,
-                        format_func={"document": "one document", "collection": "whole collection"}.get)
+                        format_func={"document": "one document", "collection": "whole collection"}.get,
+                        help="Topics of one document's passages, or of every document's passages together "
+                             "(the collection: short lines, cover pages' lines and text repeated across documents "
+                             "are left out).")
         state.put(state.CLUSTER_MODE, mode)
     with c_a:
         state.seed_widget(W_ALPHA, params["alpha"])
@@ -68,17 +94,17 @@ with st.container(border=True):
     with c_k:
         state.seed_widget(W_K, params["k"])
         st.slider("Passage pairs to check (k)", 0, 100, step=1, key=W_K, on_change=_store_params,
-                  help="How many of the most similar passage pairs the LLM labels 'belong together' (must-link) or "
-                       "'keep apart' (cannot-link): the top-k SEC pairs, the anchor pairs of the paper.")
+                  help="How many of the most similar passage pairs are marked 'belong together' (must-link) or "
+                       "'keep apart' (cannot-link) by the LLM: the top-k SEC pairs, the anchor pairs of the paper.")
     with c_K:
         state.seed_widget(W_KK, params["K"])
-        st.slider("Number of groups (K)", 1, 30, step=1, key=W_KK, on_change=_store_params,
-                  help="How many groups the passages are split into: PC-KMeans clusters (capped by the number of "
-                       "TEXT nodes).")
+        st.slider("Number of topics (K)", 1, 30, step=1, key=W_KK, on_change=_store_params,
+                  help="How many topics the passages are split into: PC-KMeans clusters (capped by the number of "
+                       "passages, TEXT nodes).")
     with c_w:
         state.seed_widget(W_W, params["w"])
         st.slider("How firmly pairs are kept (w)", 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params,
-                  help="0: the LLM's labels are ignored; higher: a group breaks them only when it must. Eq. (2) "
+                  help="0: the marked pairs are ignored; higher: a topic breaks a mark only when it must. Eq. (2) "
                        "penalty per violated must-link / cannot-link.")
 params = index_params()
 backend = dm.llm.backend_name
@@ -88,15 +114,16 @@ if mode == "document":
     rec = choose_document(dm, W_DOC)
     tree = load_tree_cached(ws, rec.doc_id, rec.added_at)
     try:
-        with st.spinner(f"PC-KMeans for alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} ..."):
+        with st.spinner(f"Finding {params['K']} topics (PC-KMeans, alpha={params['alpha']}, k={params['k']}, "
+                        f"w={params['w']}) ..."):
             idx = cluster_run(dm, ws, rec.doc_id, rec.added_at, params["alpha"], params["k"], params["K"],
                               params["w"], backend)
     except DocMasterError as e:
-        st.error(md_escape(f"Could not build the clustering: {e}"))
+        st.error(md_escape(f"Could not find the topics: {e}"))
         st.stop()
     ids = idx.text_node_ids
     if ids.size == 0:
-        st.warning("This document has no TEXT nodes to cluster.")
+        st.warning("This document has no passages of running text to group into topics.")
         st.stop()
     emb = np.asarray(dm.embeddings(rec.doc_id))[ids]
     labels = idx.labels
@@ -115,17 +142,17 @@ if mode == "document":
 else:
     docs_key = tuple((d.doc_id, d.added_at) for d in docs)
     try:
-        with st.status(f"Collection clustering over {len(docs)} documents ...", expanded=False) as status:
+        with st.status(f"Finding topics over {len(docs)} documents ...", expanded=False) as status:
             coll = collection_run(dm, ws, docs_key, params["alpha"], params["k"], params["K"], params["w"], backend)
-            status.update(label=f"Collection clustering over {len(docs)} documents", state="complete")
+            status.update(label=f"Topics over {len(docs)} documents", state="complete")
     except DocMasterError as e:
-        st.error(md_escape(f"Could not build the collection clustering: {e}"))
+        st.error(md_escape(f"Could not find the collection's topics: {e}"))
         st.stop()
     by_id = {d.doc_id: d for d in docs}
     trees = {d: load_tree_cached(ws, d, by_id[d].added_at) for d in coll["doc_ids"]}
     ids = coll["node_ids"]
     if ids.size == 0:
-        st.warning("The collection has no TEXT nodes to cluster.")
+        st.warning("The collection has no passages of running text to group into topics.")
         st.stop()
     labels = coll["labels"]
     doc_of = [coll["doc_ids"][int(j)] for j in coll["node_doc"]]
@@ -186,52 +213,61 @@ n_members = {c: drawn.count(c) for c in set(drawn)}
 
 
 def cluster_title(c: int) -> str:
-    """``C3 · termination, notice, terminate (41)``."""
-    words = ", ".join(terms.get(c) or []) or "no distinctive terms"
-    return f"C{c} · {words} ({n_members.get(c, 0)})"
+    """``Topic 3 · termination, notice, terminate (41)``."""
+    return topic_label(c, terms.get(c), n_members.get(c, 0))
+
 
 m = st.columns(5)
-m[0].metric("TEXT nodes", int(ids.size))
-m[1].metric("clusters", n_drawn,
-            help=f"Clusters drawn in the chart (K = {params['K']} asked; PC-KMeans can leave clusters empty).")
+left_out = int(stats.get("boilerplate_left_out", 0))
+m[0].metric(PASSAGES_LABEL, int(ids.size),
+            help=PASSAGES_HELP + (f" {left_out} short, cover-page or repeated passages are left out of the "
+                                  "collection's topics." if left_out else ""))
+m[1].metric(TOPICS_LABEL, n_drawn,
+            help=f"Topics drawn in the chart ({params['K']} asked, K; PC-KMeans can leave clusters empty).")
 m[2].metric(MUST_PAIRS_LABEL, int(stats.get("must", 0)), help=MUST_PAIRS_HELP)
-m[3].metric("cannot-link pairs", int(stats.get("cannot", 0)),
-            help="Passage pairs the LLM labelled cannot-link: PC-KMeans pays w to put them in one cluster.")
-m[4].metric("violated", int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
-            help="anchor constraints violated by the final assignment")
+m[3].metric(APART_LABEL, int(stats.get("cannot", 0)), help=APART_HELP)
+m[4].metric(BROKEN_LABEL, int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
+            help=BROKEN_HELP)
+if mode == "collection":
+    st.caption(collection_topics_line(stats))
 n_must, n_cannot = int(stats.get("must", 0)), int(stats.get("cannot", 0))
 n_violated = int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0))
 if n_must + n_cannot == 0:
-    st.caption(f"w has nothing to act on: this clustering has no must-link or cannot-link pairs (k = {params['k']}), "
-               "so moving the w slider changes nothing. Raise k to label anchor pairs.")
+    st.caption(f"'How firmly pairs are kept' changes nothing here: no pair is marked together or apart "
+               f"(k = {params['k']}). Raise 'Passage pairs to check' to mark some.")
 elif n_violated == 0:
-    st.caption(f"w has nothing to act on at w = {params['w']:g}: none of the {n_must} must-link and {n_cannot} "
-               "cannot-link pairs is violated, so a larger w has nothing to penalise"
-               + (" (there are no cannot-links)." if n_cannot == 0 else "."))
+    st.caption(f"'How firmly pairs are kept' has nothing to act on at w = {params['w']:g}: the topics already "
+               f"follow all {n_must} pairs marked together and {n_cannot} marked apart, so a firmer setting "
+               "changes nothing" + (" (no pair is marked apart)." if n_cannot == 0 else "."))
 
 frame = pd.DataFrame(
     {
         "x": coords[:, 0],
         "y": coords[:, 1],
-        "cluster": [f"C{stable[int(c)]}" for c in labels],
+        "cluster": [f"Topic {stable[int(c)]}" for c in labels],
         "node": [int(i) for i in ids],
         "page": pages,
         **_hover_columns(key, files, sections, texts),
     }
 )
-order = sorted(frame["cluster"].unique(), key=lambda c: int(c[1:]))
+def _num(c: str) -> int:
+    """The topic number of a frame cell ``Topic 3``."""
+    return int(TOPIC_RE.match(c).group(1))
+
+
+order = sorted(frame["cluster"].unique(), key=_num)
 # one graph_objects trace per cluster (plotly.express costs ~0.5 s of validation for ~1,000 points)
 palette = px.colors.qualitative.Dark24
 show_file = mode == "collection"
-hover = ("cluster %{customdata[0]} · node %{customdata[1]} · page %{customdata[2]}<br>"
+hover = ("%{customdata[0]} · passage #%{customdata[1]} · page %{customdata[2]}<br>"
          + ("file %{customdata[3]}<br>" if show_file else "")
          + "section %{customdata[4]}<br>%{customdata[5]}<extra></extra>")
 fig = go.Figure()
 for c in order:
     sub = frame[frame["cluster"] == c]
     fig.add_trace(go.Scatter(
-        x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=cluster_title(int(c[1:])),
-        marker={"size": 9, "opacity": 0.85, "color": palette[int(c[1:]) % len(palette)],
+        x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=cluster_title(_num(c)),
+        marker={"size": 9, "opacity": 0.85, "color": palette[_num(c) % len(palette)],
                 "line": {"width": 0.5, "color": "white"}},
         customdata=sub[["cluster", "node", "page", "file", "section", "passage"]].to_numpy(dtype=object),
         hovertemplate=hover,
@@ -239,40 +275,46 @@ for c in order:
 fig.update_layout(
     height=560,
     margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    legend_title_text="Group: its most telling words (passages)",
-    xaxis={"title": f"{method} 1", "showticklabels": False},
-    yaxis={"title": f"{method} 2", "showticklabels": False},
-    title={"text": f"{method} projection of {int(ids.size)} TEXT nodes", "font": {"size": 14}},
+    legend_title_text="Topic: its most telling words (passages)",
+    xaxis={"title": "", "showticklabels": False},
+    yaxis={"title": "", "showticklabels": False},
+    title={"text": f"{int(ids.size)} passages, similar ones close together ({method} map)", "font": {"size": 14}},
 )
 if held:
-    st.info("The UMAP layout of this view is ready. The chart stays on PCA until you switch.")
+    st.info(UMAP_READY)
     st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
               icon=":material/scatter_plot:")
 elif method == "PCA":
     if umap_state == "computing":
-        st.info(status_line(umap_state), icon=":material/hourglass_top:")
-    else:
-        st.caption(md_escape(status_line(umap_state)))
-    if umap_state == "computing":
         _name = lay["name"]
 
+        # one banner, inside the fragment: "not ready yet" is replaced by "ready ... Switch"
+        # when the layout is stored (both were shown at once before, issue 36)
         @st.fragment(run_every=3)
         def _wait_for_umap() -> None:
-            if dm.layout_status(_name) == "ready":
-                st.info("The UMAP layout of this view is ready. The chart stays on PCA until you switch.")
+            now = dm.layout_status(_name)
+            banner = umap_banner(now)
+            if banner == "ready":
+                st.info(UMAP_READY)
                 if st.button("Switch to the UMAP layout", key="w_clusters_to_umap_f", icon=":material/scatter_plot:"):
                     _switch_to_umap(lay)
                     st.rerun()
+            elif banner == "waiting":
+                st.info(status_line("computing"), icon=":material/hourglass_top:")
+            else:
+                st.caption(md_escape(status_line(now)))
 
         _wait_for_umap()
+    else:
+        st.caption(md_escape(status_line(umap_state)))
 
 st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
 sizes = frame.groupby("cluster", sort=False).size().reindex(order)
-with st.expander("Cluster sizes and sample passages"):
+with st.expander("Topics: size and sample passages"):
     rows = []
     for c in order:
         sel = frame.index[frame["cluster"] == c][:3]
-        rows.append({"cluster": c, "telling words": ", ".join(terms.get(int(c[1:])) or []), "size": int(sizes[c]),
+        rows.append({"topic": c, "telling words": ", ".join(terms.get(_num(c)) or []), "passages": int(sizes[c]),
                      "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
@@ -287,15 +329,18 @@ else:
 if rows:
     who = ("the offline backend (no model: together when their cosine is high enough)" if backend == "offline"
            else "the LLM")
-    st.caption(f"The k pairs of passages that score highest on meaning and closeness in the tree (SEC, Eq. 1), each "
-               f"marked by {who} as belonging together (must-link) or apart (cannot-link); the grouping pays w for "
-               "each mark it breaks (PC-KMeans, Eq. 2).")
-    df = pd.DataFrame(rows)
+    st.caption(f"The k pairs of passages that score highest on meaning and closeness in the tree, each "
+               f"marked by {who} as belonging together or apart; the topics break a mark only when 'How firmly "
+               "pairs are kept' allows it. (The paper's anchor pairs: SEC, Eq. 1; must-link / cannot-link; "
+               "PC-KMeans, Eq. 2.)")
+    df = pd.DataFrame(pair_rows(rows))
     st.dataframe(
-        df.style.map(lambda v: "color: #15803d" if v == "must-link" else ("color: #b91c1c" if v == "cannot-link" else ""),
-                     subset=["label"]),
+        df.style.map(lambda v: "color: #15803d" if v == "together" else ("color: #b91c1c" if v == "apart" else ""),
+                     subset=["marked"]),
         hide_index=True,
         width="stretch",
+        column_config={**{k: st.column_config.Column(help=v) for k, v in PAIR_HELP.items()},
+                       "pair score": st.column_config.NumberColumn(help=PAIR_HELP["pair score"], format="%.3f")},
     )
 else:
-    st.info("No anchor pairs (k = 0 or fewer than two TEXT nodes).")
+    st.info("No pairs marked ('Passage pairs to check' is 0, or there are fewer than two passages).")

@@ -17,6 +17,7 @@ from ui.indexing import (
     MUST_PAIRS_HELP,
     MUST_PAIRS_LABEL,
     build_document_index,
+    document_topic_names,
     index_params,
     load_document_index,
     top_links,
@@ -36,6 +37,21 @@ from ui.graph import (
     short_heading,
     strongest_partners,
     tree_positions,
+)
+from ui.plain import (
+    GRAPH_LEGEND,
+    GROUPS_HELP,
+    GROUPS_LABEL,
+    LINK_TITLE,
+    PASSAGES_HELP,
+    PASSAGES_LABEL,
+    TOPICS_HELP,
+    TOPICS_LABEL,
+    group_label,
+    group_option,
+    params_line,
+    topic_label,
+    topic_words,
 )
 from ui.render import render_page_image, section_line
 from ui.layout import page_header
@@ -70,16 +86,15 @@ tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
 W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER = (
     state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER))
 params = index_params()
-st.caption(
-    f"Index parameters: alpha={params['alpha']}, k={params['k']}, K={params['K']}, w={params['w']} "
-    "(change them on the Semantic clusters page)."
-)
+st.caption(params_line(params))
 idx = load_document_index(dm, rec.doc_id, params)
 if idx is None:
-    st.info("No semantic index is stored for this document and these parameters yet.")
+    st.info("No semantic index is stored for this document and these parameters yet: its passages are not "
+            "grouped yet.")
     if st.button("Build the index now", type="primary", icon=":material/build:", key="w_he_build"):
         try:
-            with st.spinner("SEC anchor pairs, LLM labels, PC-KMeans and hyper-edges ..."):
+            with st.spinner("Pairing similar passages, marking the pairs, finding topics and grouping passages "
+                            "(SEC anchor pairs, LLM labels, PC-KMeans, hyper-edges) ..."):
                 build_document_index(dm, rec.doc_id, params)
         except DocMasterError as e:
             st.error(md_escape(f"Index build failed: {e}"))
@@ -89,7 +104,7 @@ if idx is None:
 
 hes = idx.hyperedges
 if not hes:
-    st.warning("This document has no hyper-edges (no TEXT nodes).")
+    st.warning("This document has no groups of passages (no paragraphs of running text).")
     st.stop()
 # front and back matter get no links (the engine's rule; also applied to indexes stored before it)
 roles = hyperedge_roles(tree, hes)
@@ -102,12 +117,18 @@ he_of_node = {n: h.id for h in hes for n in h.node_ids}
 
 s = idx.stats
 m = st.columns(6)
-m[0].metric("hyper-edges", len(hes))
+m[0].metric(GROUPS_LABEL, len(hes), help=GROUPS_HELP)
 m[1].metric("sections", len({h.section_id for h in hes}))
-m[2].metric("TEXT nodes", int(s.get("text_nodes", len(he_of_node))))
+m[2].metric(PASSAGES_LABEL, int(s.get("text_nodes", len(he_of_node))), help=PASSAGES_HELP)
 m[3].metric(HE_LINKS_LABEL, len(links), help=HE_LINKS_HELP)
 m[4].metric(MUST_PAIRS_LABEL, int(s.get("must", 0)), help=MUST_PAIRS_HELP)
-m[5].metric("clusters", int(s.get("clusters", 0)))
+m[5].metric(TOPICS_LABEL, int(s.get("clusters", 0)), help=TOPICS_HELP)
+topic_names = document_topic_names(dm, idx, tree)
+
+
+def _topic(c: int) -> str:
+    """``party, agreement (6)``: the document's cluster c in words, its number after."""
+    return "no topic" if c < 0 else f"{topic_words(topic_names.get(c), 2)} ({c})"
 
 # ---------------------------------------------------------------- selection and which part to draw
 # Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
@@ -127,7 +148,7 @@ large = len(hes) > READABLE_HYPEREDGES
 
 def _section_name(i: int) -> str:
     title = tree.title or rec.file_name if i == 0 else tree.nodes[i].content
-    return shorten(("Whole document: " if i == 0 else "") + (title or "(untitled)"), 60) + f" ({counts.get(i, 0)} hyper-edges)"
+    return shorten(("Whole document: " if i == 0 else "") + (title or "(untitled)"), 60) + f" ({counts.get(i, 0)} groups)"
 
 
 def _widen() -> None:
@@ -140,8 +161,9 @@ state.seed_widget(W_VIEW, "section" if large else "all")
 v1, v2, v3 = st.columns([2, 4, 1], vertical_alignment="bottom")
 with v1:
     view = st.radio("Draw", ["section", "cluster", "all"], key=W_VIEW, horizontal=True,
-                    format_func={"section": "one section", "cluster": "one cluster", "all": "whole document"}.get,
-                    help=f"{len(hes)} hyper-edges in all; about {READABLE_HYPEREDGES} fit the frame at a readable size.")
+                    format_func={"section": "one section", "cluster": "one topic", "all": "whole document"}.get,
+                    help=f"{len(hes)} groups of passages (hyper-edges) in all; about {READABLE_HYPEREDGES} fit the "
+                         "frame at a readable size.")
 with v2:
     if view == "section":
         if st.session_state.get(W_SCOPE_SECTION) not in counts:
@@ -151,8 +173,10 @@ with v2:
     elif view == "cluster":
         if st.session_state.get(W_SCOPE_CLUSTER) not in clusters_all:
             st.session_state[W_SCOPE_CLUSTER] = he_by_id[selected_he].cluster
-        scope_cluster = st.selectbox("Cluster", clusters_all, key=W_SCOPE_CLUSTER,
-                                     format_func=lambda c: f"C{c} ({sum(h.cluster == c for h in hes)} hyper-edges)")
+        scope_cluster = st.selectbox("Topic", clusters_all, key=W_SCOPE_CLUSTER,
+                                     format_func=lambda c: f"{topic_label(c, topic_names.get(c))} "
+                                     f"· {sum(h.cluster == c for h in hes)} groups",
+                                     help="The groups whose passages share this topic (PC-KMeans cluster).")
 with v3:
     if view == "section":
         st.button("Widen", key=state.doc_key("w_he_widen", rec.doc_id), on_click=_widen, icon=":material/zoom_out:",
@@ -176,12 +200,14 @@ n_passages = sum(len(h.node_ids) for h in drawn)
 c_pass, c_links = st.columns([1, 2], vertical_alignment="bottom")
 with c_pass:
     state.seed_widget(W_PASSAGES, n_passages <= 15)
-    show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} TEXT nodes in the drawn part")
+    show_passages = st.toggle("Show passages", key=W_PASSAGES, help=f"{n_passages} passages (TEXT nodes) in the "
+                              "drawn part, as dots under their group")
 with c_links:
     state.seed_widget(W_TOPLINKS, DEFAULT_TOP_LINKS)
-    per_edge = st.slider("Links drawn per hyper-edge (its most similar partners)", 0, 10, key=W_TOPLINKS,
-                         help="A hyper-edge can share its cluster with dozens of others; drawing every link makes "
-                         "dense clumps. 10 draws every link of most documents.")
+    per_edge = st.slider("Links drawn per group (to its most similar groups)", 0, 10, key=W_TOPLINKS,
+                         help="A group can share its topic with dozens of others; drawing every link makes "
+                         "dense clumps. 10 draws every link of most documents (must-links between hyper-edges, "
+                         "ranked by the cosine of their passages' mean embeddings).")
 try:
     emb = dm.embeddings(rec.doc_id, mmap=True)
 except DocMasterError:
@@ -254,8 +280,9 @@ for h in drawn:
                     "color": {"background": _color(h.cluster), "border": "#111827"}} \
         if h.id == selected_he else {"color": _color(h.cluster)}
     name = f" · {names[h.id]}" if names.get(h.id) else ""
-    _add(Node(id=f"h:{h.id}", title=html.escape(f"H{h.id}{name} · C{h.cluster} · " + shorten(h.summary, 300)),
-              shape="box", size=12, **_text(f"h:{h.id}", f"H{h.id}" if h.id in labelled else " ",
+    _add(Node(id=f"h:{h.id}", title=html.escape(f"{group_label(h.id)}{name} · topic: {_topic(h.cluster)} · "
+                                                 + shorten(h.summary, 300)),
+              shape="box", size=12, **_text(f"h:{h.id}", f"G{h.id}" if h.id in labelled else " ",
                                             {"size": 13, "color": "#ffffff"}),
               **chosen_style, **_at(f"h:{h.id}")))
     edges.append(Edge(source=f"s:{h.section_id}", target=f"h:{h.id}", color="#9ca3af", width=1))
@@ -263,7 +290,9 @@ for h in drawn:
         for nid in h.node_ids:
             n = tree.nodes[nid]
             dot = look.get(f"t:{nid}")
-            _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(shorten(n.content, 300)), shape="dot",
+            _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(f"passage #{nid} · topic: "
+                                                                        f"{_topic(label_of.get(nid, -1))} · "
+                                                                        + shorten(n.content, 300)), shape="dot",
                       color=_color(label_of.get(nid, -1)), size=dot.size if dot else 6,
                       font={"size": dot.font if dot else 10}, **_at(f"t:{nid}")))
             edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=_color(h.cluster), width=1))
@@ -271,28 +300,27 @@ for a, b in drawn_links:
     if a in drawn_ids and b in drawn_ids:
         edges.append(Edge(source=f"h:{a}", target=f"h:{b}", color="#ef4444", width=2, dashes=True,
                           smooth={"type": "curvedCW", "roundness": 0.35},
-                          title="must-link (same PC-KMeans cluster, different sections)"))
+                          title=LINK_TITLE))
 
 left, right = st.columns([2, 1], gap="large")
 with left:
     n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
-    st.markdown("**Legend** · grey box: section · coloured box H*n*: hyper-edge, coloured by its PC-KMeans "
-                "cluster · ● dot: passage · red dashed curve: hyper-edge link (same cluster, different sections). "
-                "Click a hyper-edge to inspect it.")
+    st.markdown(GRAPH_LEGEND)
     used = sorted({h.cluster for h in drawn})
-    st.caption(f"{n_drawn} of {len(links)} hyper-edge links drawn (the top {per_edge} per hyper-edge)."
-               + (" Links join hyper-edges of different sections: draw one cluster or the whole document to see them."
+    st.caption(f"{n_drawn} of {len(links)} links between groups drawn (the top {per_edge} per group)."
+               + (" Links join groups of different sections: draw one topic or the whole document to see them."
                   if n_drawn == 0 and links and view == "section" else ""))
     n_named_secs = sum(1 for k, p in look.items() if k.startswith("s:") and p.readable)
-    st.caption(f"Hyper-edges drawn: {len(drawn)} of {len(hes)}"
+    st.caption(f"Groups drawn: {len(drawn)} of {len(hes)}"
                + (f" (overview: {n_named_secs} sections and {len(labelled)} groups named, the largest and the "
                   "selected one; zoom in or hover for the others)." if overview else
                   f" ({len(labelled)} labelled, the most connected; hover for the others)."
                   if len(labelled) < len(drawn) else ".")
-               + ("" if selected_he in drawn_ids else f" The selected H{selected_he} is outside the drawn part."))
-    with st.expander(f"Cluster colours ({len(used)} clusters drawn)"):
-        legend = pd.DataFrame({"cluster": [f"C{c}" for c in used],
-                               "hyper-edges": [sum(h.cluster == c for h in drawn) for c in used],
+               + ("" if selected_he in drawn_ids else f" The selected {group_label(selected_he)} is outside the "
+                                                           "drawn part."))
+    with st.expander(f"Topic colours ({len(used)} topics drawn)"):
+        legend = pd.DataFrame({"topic": [topic_label(c, topic_names.get(c)) for c in used],
+                               "groups": [sum(h.cluster == c for h in drawn) for c in used],
                                "colour": ["" for _ in used]})
         st.dataframe(legend.style.apply(lambda col: [f"background-color: {_color(c)}" for c in used], subset=["colour"]),
                      hide_index=True, width="content")
@@ -334,19 +362,20 @@ with right:
             st.session_state[W_SCOPE_SECTION] = readable_section(tree, hes, sel)
 
     he_id = st.selectbox(
-        "Hyper-edge",
+        "Group of passages",
         [h.id for h in hes],
         key=W_HE,
         on_change=_follow_selection,
-        format_func=lambda i: f"H{i} · C{he_by_id[i].cluster} · {len(he_by_id[i].node_ids)} passages · "
-        + shorten(he_by_id[i].summary, 60),
+        format_func=lambda i: group_option(i, len(he_by_id[i].node_ids), _topic(he_by_id[i].cluster),
+                                           he_by_id[i].summary),
+        help="Passages of one section that belong together (a hyper-edge of the paper, Sec. 2.3).",
     )
     by_doc = dict(state.get(state.HYPEREDGE_BY_DOC) or {})
     by_doc[rec.doc_id] = he_id
     state.put(state.HYPEREDGE_BY_DOC, by_doc)
     h = he_by_id[he_id]
     sec = tree.nodes[h.section_id]
-    st.markdown(f"**H{h.id}** · cluster C{h.cluster} · {len(h.node_ids)} passages")
+    st.markdown(f"**{group_label(h.id)}** · topic: {md_escape(_topic(h.cluster))} · {len(h.node_ids)} passages")
     st.caption(md_escape("Section: " + section_line(sec.section_path if h.section_id else [tree.title or rec.file_name])))
     st.markdown("**Summary**")
     st.markdown(md_escape(h.summary or "(no summary)"))
@@ -358,13 +387,13 @@ with right:
         vectors = {x.id: idx.hyperedge_embeddings[x.id] for x in mine if x.id < len(idx.hyperedge_embeddings)}
     strongest, more = strongest_partners(he_id, links, vectors, PARTNERS_LISTED)
     if strongest:
-        st.markdown("**Must-linked hyper-edges (other sections)**"
+        st.markdown("**Groups on the same topic in other sections**"
                     + (f" · the {len(strongest)} most similar of {len(strongest) + more}" if more else ""))
         st.dataframe(
             pd.DataFrame(
                 [
                     {
-                        "hyper-edge": f"H{p}",
+                        "group": group_label(p),
                         "similarity": None if sim is None else round(sim, 2),
                         "section": shorten(section_line(tree.nodes[he_by_id[p].section_id].section_path), 50),
                         "summary": shorten(he_by_id[p].summary, 90),
@@ -374,15 +403,21 @@ with right:
             ),
             hide_index=True,
             width="stretch",
+            column_config={"similarity": st.column_config.NumberColumn(
+                help="Cosine of the two groups' mean passage embeddings (1 = the same meaning).")},
         )
+        st.caption("Linked because their passages share a topic (must-links between hyper-edges); the most "
+                   "similar first.")
         if more:
-            st.caption(f"and {more} more (less similar; all in cluster C{h.cluster}: draw *one cluster* to see them).")
+            st.caption(f"and {more} more (less similar; all on the topic {md_escape(_topic(h.cluster))}: draw *one "
+                       "topic* to see them).")
     else:
-        st.caption("No must-links to other sections.")
+        st.caption("No group of another section shares this topic.")
     st.markdown("**Member passages**")
     for nid in h.node_ids:
         n = tree.nodes[nid]
-        with st.expander(md_escape(f"#{nid} · p. {n.page_start} · C{label_of.get(nid, -1)} · {shorten(n.content, 60)}")):
+        with st.expander(md_escape(f"#{nid} · p. {n.page_start} · topic: {_topic(label_of.get(nid, -1))} · "
+                                   f"{shorten(n.content, 60)}")):
             st.markdown(md_escape(n.content))
     if h.node_ids:
         first = tree.nodes[h.node_ids[0]]
@@ -394,4 +429,5 @@ with right:
                              on_change="rerun")
         if region.open:
             with region:
-                render_page_image(rec.source_path, page, boxes, caption=f"{rec.file_name} · page {page} · H{h.id}")
+                render_page_image(rec.source_path, page, boxes, caption=f"{rec.file_name} · page {page} · "
+                                                                       f"{group_label(h.id)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -17,6 +18,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from docmaster_core.errors import ConfigError  # noqa: E402
 from ui.filtering import deciding, doc_match, evidence_list, run_cut  # noqa: E402
+from ui.plain import GROUPS_LABEL, PASSAGES_LABEL, TOPICS_LABEL  # noqa: E402
 
 from support.app import APP, TIMEOUT, collection_table, doc_key, make_pdf, open_app, page_texts, run_app  # noqa: E402,F401
 
@@ -89,8 +91,8 @@ def test_hyperedge_page_select_hyperedge(app_uploaded):
     sb.select(last)
     run_app(at)
     he = at.session_state[doc_key(at, "w_he_select")]
-    assert any(m.value.startswith(f"**H{he}**") for m in at.markdown)
-    assert any(m.label == "hyper-edges" and int(m.value) == len(sb.options) for m in at.metric)
+    assert any(m.value.startswith(f"**Group {he}**") for m in at.markdown)
+    assert any(m.label == GROUPS_LABEL and int(m.value) == len(sb.options) for m in at.metric)
     # the members' page is rendered only once its expander is opened
     assert len(at.image) == 0
     at.session_state[doc_key(at, "w_he_region")] = True
@@ -108,7 +110,7 @@ def test_hyperedge_page_builds_a_missing_index(app_uploaded):
     at.button(key="w_he_build").click()
     run_app(at)
     assert at.selectbox(key=doc_key(at, "w_he_select")).options
-    assert any(m.label == "clusters" and int(m.value) <= 3 for m in at.metric)
+    assert any(m.label == TOPICS_LABEL and int(m.value) <= 3 for m in at.metric)
 
 
 def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
@@ -117,14 +119,14 @@ def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     at.slider(key="w_clusters_K").set_value(2)
     run_app(at)
     now = {m.label: m.value for m in at.metric}
-    assert int(now["clusters"]) <= 2 and now["TEXT nodes"] == first["TEXT nodes"]
+    assert int(now[TOPICS_LABEL]) <= 2 and now[PASSAGES_LABEL] == first[PASSAGES_LABEL]
     assert at.session_state["dm_index_params"]["K"] == 2
     at.slider(key="w_clusters_alpha").set_value(0.3)
     run_app(at)
     at.radio(key="w_clusters_mode").set_value("collection")
     run_app(at)
     coll = {m.label: m.value for m in at.metric}
-    assert int(coll["TEXT nodes"]) > int(first["TEXT nodes"])
+    assert int(coll[PASSAGES_LABEL]) > int(first[PASSAGES_LABEL])
 
 
 def test_filter_two_configurations_and_export(app_uploaded):
@@ -528,3 +530,46 @@ def test_filter_review_answers_update_counts_and_survive_a_reload(app_uploaded, 
     again.toggle(key="w_review_on").set_value(True)
     run_app(again)
     assert any("2 answered" in m.value for m in [*again.markdown, *again.success])
+
+
+_JARGON = re.compile(r"\b(hyper-?edges?|clusters?|TEXT nodes?|must-links?|cannot-links?|SEC|PC-KMeans|anchor)\b|"
+                     r"\bH\d+\b|\bC\d+\b", re.IGNORECASE)
+
+
+def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
+    """Issue 36: the Hyper-edge graph and Clusters pages say what they show ("What am I
+    looking at?"), and their metric labels, choices and table columns are plain words
+    (the paper's names only in help texts)."""
+    from ui.layout import WHAT_LEAD
+    from ui.plain import GROUP_RE, PAIR_COLUMNS, WHAT_CLUSTERS, WHAT_GRAPH
+
+    at = open_app("pages/hyperedges.py")
+    assert any(c.value == WHAT_LEAD + WHAT_GRAPH for c in at.caption)
+    labels = [m.label for m in at.metric]
+    assert labels and not [x for x in labels if _JARGON.search(x)], labels
+    sb = at.selectbox(key=doc_key(at, "w_he_select"))
+    assert sb.label == "Group of passages"
+    for opt in sb.options:
+        assert GROUP_RE.match(opt) and " · topic: " in opt, opt
+        assert not re.match(r"H\d+ ", opt)
+    he = at.session_state[doc_key(at, "w_he_select")]
+    assert any(m.value.startswith(f"**Group {he}** · topic: ") for m in at.markdown)
+    assert not any(_JARGON.search(s.label) for s in at.slider)
+
+    at.switch_page("pages/clusters.py")
+    run_app(at)
+    assert any(c.value == WHAT_LEAD + WHAT_CLUSTERS for c in at.caption)
+    labels = [m.label for m in at.metric]
+    assert labels and not [x for x in labels if _JARGON.search(x)], labels
+    # the sliders say what they do; the symbols are only in brackets
+    assert [s.label for s in at.slider] == ["Meaning vs. place in the tree (alpha)", "Passage pairs to check (k)",
+                                            "Number of topics (K)", "How firmly pairs are kept (w)"]
+    pairs = [df for df in at.dataframe if "marked" in getattr(df.value, "columns", [])]
+    assert pairs, "no table of marked pairs"
+    assert list(pairs[0].value.columns) == list(PAIR_COLUMNS)
+    assert set(pairs[0].value["marked"]) <= {"together", "apart"}
+    # the whole collection: a line says what the topics leave out and follow
+    at.radio(key="w_clusters_mode").set_value("collection")
+    run_app(at)
+    assert any("the topics follow" in c.value for c in at.caption)
+    assert not [m.label for m in at.metric if _JARGON.search(m.label)]

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ui.plain import GROUP_RE
 from support.browser_driver import (
     CHROMIUM,
     app_server,
@@ -74,7 +75,7 @@ def _chart(page, timeout: float = 30.0) -> dict:
 
 
 def _points(chart: dict) -> dict[int, tuple[str, str]]:
-    """``{node: (cluster id, colour)}``; a legend name is "C3 · its telling words (size)", of
+    """``{node: (cluster id, colour)}``; a legend name is "Topic 3 · its telling words (size)", of
     which the id is what follows a cluster across redraws."""
     return {int(n): (t["name"].split(" · ")[0], t["color"]) for t in chart["traces"] for n in t["nodes"]}
 
@@ -130,18 +131,30 @@ def test_clusters_page_never_waits_for_umap_and_leaves_no_zombie(umap_server):
         wait_idle(page)
         chart = _chart(page)
         # drawn without waiting: PCA, and the page says why
-        assert chart["title"].startswith("PCA projection"), chart["title"]
+        assert chart["title"].endswith("(PCA map)"), chart["title"]
         assert page.get_by_text("UMAP layout not ready yet").count() == 1
-        # the background worker stores the layout; the page offers the switch and has not jumped
+        # the background worker stores the layout; the page offers the switch and has not
+        # jumped; never "not ready yet" and "is ready ... Switch" at once (issue 36)
         switch = page.get_by_role("button", name="Switch to the UMAP layout")
-        switch.wait_for(timeout=400_000)
-        assert _chart(page)["title"].startswith("PCA projection")
+        end, polls = time.time() + 400, 0
+        while time.time() < end:
+            waiting = page.get_by_text("UMAP layout not ready yet").count()
+            ready = page.get_by_text("The UMAP layout of this view is ready").count()
+            assert not (waiting and ready), "two contradicting UMAP banners"
+            assert waiting + ready == 1, (waiting, ready)
+            polls += 1
+            if ready and switch.count():
+                break
+            time.sleep(0.25)
+        switch.wait_for(timeout=1_000)
+        assert polls > 1 and page.get_by_text("UMAP layout not ready yet").count() == 0
+        assert _chart(page)["title"].endswith("(PCA map)")
         switch.click()
         wait_idle(page)
         end = time.time() + 30
-        while not _chart(page)["title"].startswith("UMAP projection") and time.time() < end:
+        while not _chart(page)["title"].endswith("(UMAP map)") and time.time() < end:
             time.sleep(0.2)
-        assert _chart(page)["title"].startswith("UMAP projection")
+        assert _chart(page)["title"].endswith("(UMAP map)")
         assert exception_count(page) == 0
     # both documents' layouts are stored; the worker has exited and was reaped
     end = time.time() + 300
@@ -206,13 +219,80 @@ def test_graph_opens_on_a_body_hyperedge_not_front_matter(umap_server):
         if "attention" not in selected_text(selectbox(page, "Document")).lower():
             timed(page, open_options(page, "Document", "attention").click)
         wait_idle(page)
-        shown = selected_text(selectbox(page, "Hyper-edge"))
-        he = int(re.match(r"H(\d+) ", shown).group(1))
+        shown = selected_text(selectbox(page, "Group of passages"))
+        he = int(GROUP_RE.match(shown).group(1))  # "Group 26 · topic: ..."
         assert roles[he] not in ("front", "back", "appendix"), (shown, roles[he])
         # the graph is drawn when the page is done: fixed positions, no physics to settle
         frame = page.frame_locator("iframe[title*='agraph']").first
         assert frame.locator("canvas").count() >= 1
         assert exception_count(page) == 0
+
+
+def _metric_labels(page) -> list[str]:
+    return [x.inner_text().strip() for x in page.locator("[data-testid='stMetricLabel']").all()]
+
+
+_JARGON = re.compile(r"\b(hyper-?edges?|clusters?|TEXT nodes?|must-links?|cannot-links?|SEC|PC-KMeans)\b|"
+                     r"\bH\d+\b|\bC\d+\b", re.IGNORECASE)
+
+
+def test_graph_and_clusters_pages_read_in_plain_words(umap_server):
+    """Issue 36: what a colleague sees on the two pages (rendered labels, not the script):
+    a "What am I looking at?" line, metric labels without the paper's names, groups and
+    topics named in words ("Group 26 · topic: ..."; legend "Topic 3 · words (n)")."""
+    from ui.plain import TOPIC_RE, WHAT_CLUSTERS, WHAT_GRAPH
+
+    url, _ = umap_server
+    with chromium() as page:
+        open_page(page, f"{url}/hyperedges")
+        if "attention" not in selected_text(selectbox(page, "Document")).lower():
+            timed(page, open_options(page, "Document", "attention").click)
+        wait_idle(page)
+        assert page.get_by_text("What am I looking at?").count() == 1
+        assert page.get_by_text(WHAT_GRAPH[:60]).count() == 1
+        labels = _metric_labels(page)
+        assert len(labels) == 6 and not [x for x in labels if _JARGON.search(x)], labels
+        shown = selected_text(selectbox(page, "Group of passages"))
+        assert GROUP_RE.match(shown) and " · topic: " in shown, shown
+        assert not re.search(r"\bH\d+\b|\bC\d+\b", shown), shown
+        assert page.get_by_text(re.compile(r"^Legend · grey box: a section")).count() == 1
+        assert exception_count(page) == 0
+
+        open_page(page, f"{url}/clusters")
+        wait_idle(page)
+        assert page.get_by_text(WHAT_CLUSTERS[:60]).count() == 1
+        labels = _metric_labels(page)
+        assert len(labels) == 5 and not [x for x in labels if _JARGON.search(x)], labels
+        names = [t["name"] for t in _chart(page)["traces"]]
+        assert names and all(TOPIC_RE.match(n) and re.search(r" · .+ \(\d+\)$", n) for n in names), names
+        assert not any("no telling words" in n for n in names), names
+        assert exception_count(page) == 0
+
+
+def test_quick_changes_in_collection_scope_never_blame_another_process(umap_server):
+    """Issue 36: parameter changes in a row on the whole collection (the second and third
+    before the first rebuild ends) never report the app's own write as "another
+    process"; the last one is drawn."""
+    url, _ = umap_server
+    with chromium() as page:
+        open_page(page, f"{url}/clusters")
+        timed(page, page.get_by_text("whole collection").click)
+        wait_idle(page)
+        assert page.locator("[data-testid='stPlotlyChart']").count() == 1
+        before = slider_value(page, "Number of topics (K)")
+        move_slider(page, "Number of topics (K)", 2)
+        time.sleep(0.3)
+        move_slider(page, "alpha", 1)
+        time.sleep(0.3)
+        move_slider(page, "Number of topics (K)", 1)
+        wait_idle(page)
+        assert int(slider_value(page, "Number of topics (K)")) == int(before) + 3
+        assert page.get_by_text("another process").count() == 0
+        assert page.get_by_text("Could not find").count() == 0
+        assert exception_count(page) == 0
+        assert page.locator("[data-testid='stPlotlyChart']").count() == 1
+        # the chart is the collection's, at the new K
+        assert len(_chart(page)["traces"]) <= int(before) + 3
 
 
 @pytest.fixture(scope="module")

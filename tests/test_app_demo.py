@@ -15,6 +15,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from ui.filtering import doc_match, evidence_list  # noqa: E402
+from ui.indexing import HE_LINKS_LABEL, MUST_PAIRS_LABEL  # noqa: E402
+from ui.plain import GROUPS_LABEL, TOPICS_LABEL  # noqa: E402
 from support.app import APP, TIMEOUT, collection_table, doc_key, open_app, page_texts, run_app  # noqa: E402,F401
 
 
@@ -74,7 +76,7 @@ def test_switching_documents_leaves_no_stale_label(app_uploaded, app_env):
     he_b = at.selectbox(key=f"w_he_select_{doc_b}")
     assert he_b.options and not (set(he_b.options) & labels_a)
     assert not any(sb.key == f"w_he_select_{doc_a}" for sb in at.selectbox)
-    assert any(m.value.startswith("**H") for m in at.markdown)
+    assert any(m.value.startswith("**Group ") for m in at.markdown)
 
 def test_tree_expand_and_collapse(app_uploaded):
     """The outline is a collapsible tree: a click on a section row opens the node and
@@ -134,17 +136,17 @@ def test_graph_readable_default_and_one_must_link_count(app_uploaded):
     at = open_app("pages/hyperedges.py")
     doc = at.session_state["dm_doc_id"]
     graph = {m.label: int(m.value) for m in at.metric}
-    assert {"hyper-edge links", "must-link pairs"} <= set(graph)
+    assert {HE_LINKS_LABEL, MUST_PAIRS_LABEL} <= set(graph)
     assert any(m.value.startswith("**Legend**") for m in at.markdown)
 
     def drawn():
-        line = next(c.value for c in at.caption if "hyper-edge links drawn" in c.value)
+        line = next(c.value for c in at.caption if "links between groups drawn" in c.value)
         n, total = re.match(r"(\d+) of (\d+)", line).groups()
         return int(n), int(total)
 
     assert at.slider(key="w_he_top_links").value == 2
     n2, total = drawn()
-    assert total == graph["hyper-edge links"] and n2 <= total
+    assert total == graph[HE_LINKS_LABEL] and n2 <= total
     at.slider(key="w_he_top_links").set_value(0)
     run_app(at)
     assert drawn() == (0, total)
@@ -155,7 +157,7 @@ def test_graph_readable_default_and_one_must_link_count(app_uploaded):
     run_app(at)
     assert at.session_state["dm_doc_id"] == doc and at.radio(key="w_clusters_mode").value == "document"
     clusters = {m.label: int(m.value) for m in at.metric}
-    assert clusters["must-link pairs"] == graph["must-link pairs"]
+    assert clusters[MUST_PAIRS_LABEL] == graph[MUST_PAIRS_LABEL]
 
 def test_top_links_keeps_the_most_similar_partners():
     from types import SimpleNamespace
@@ -411,10 +413,10 @@ def test_example_collection_shows_something_on_every_page(app_env, monkeypatch):
     assert any(" of " in c.value and "nodes visible" in c.value for c in at.caption)
     at.switch_page("pages/hyperedges.py")
     run_app(at)
-    assert any(m.label == "hyper-edges" and int(m.value) >= 1 for m in at.metric)
+    assert any(m.label == GROUPS_LABEL and int(m.value) >= 1 for m in at.metric)
     at.switch_page("pages/clusters.py")
     run_app(at)
-    assert any(m.label == "clusters" and int(m.value) >= 1 for m in at.metric)
+    assert any(m.label == TOPICS_LABEL and int(m.value) >= 1 for m in at.metric)
     at.switch_page("pages/filter.py")
     run_app(at)
     assert at.text_area(key="w_filter_condition").value == EXAMPLE_CONDITION

@@ -141,7 +141,7 @@ def test_whole_document_overview_labels_top_sections_and_largest_groups():
     named = {int(k[2:]) for k in readable if k.startswith("h:")}
     body = sorted((h for h in hes if roles[h.id] == "body"), key=lambda h: (-len(h.node_ids), h.id))
     assert named == {selected} | {h.id for h in body[:8]}
-    assert look[f"h:{selected}"].label == f"H{selected} group name {selected}"
+    assert look[f"h:{selected}"].label == f"G{selected} group name {selected}"
     # the rest: a label too small to draw at zoom 1 (the browser skips it), shown when zoomed in
     for k, p in look.items():
         assert 0 < p.font <= LABEL_FONT

@@ -479,7 +479,7 @@ def overview_layout(tree: Any, hyperedges: Sequence[Any], *, names: Mapping[int,
         ys[f"s:{s}"], band[f"s:{s}"] = ys[f"s:{root}"], avail_h
     he_col = max(depth_of.values()) + 1
     for h in hyperedges:
-        labels[f"h:{h.id}"] = f"H{h.id} {names.get(h.id, '')}".strip()
+        labels[f"h:{h.id}"] = f"G{h.id} {names.get(h.id, '')}".strip()
         col_of[f"h:{h.id}"] = he_col
         for nid in (h.node_ids if show_passages else []):
             labels[f"t:{nid}"] = f"#{nid}"

@@ -15,9 +15,13 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
+from .plain import WHAT_CLUSTERS, WHAT_GRAPH
 from .sidebar import render_backend_badge, render_sidebar
 
-__all__ = ["page_header", "WHAT"]
+__all__ = ["page_header", "WHAT", "WHAT_LEAD"]
+
+#: Starts every page's line of :data:`WHAT`.
+WHAT_LEAD = "**What am I looking at?** "
 
 
 def _legacy_pages_mode() -> bool:
@@ -38,10 +42,8 @@ WHAT = {
               "formulas, and indexed for search.",
     "Tree explorer": "One document as its tree: sections with their paragraphs, tables and formulas; pick a node "
                      "to see its text, its page and its summary.",
-    "Hyper-edge graph": "Passages of one document that belong together across sections (a hyper-edge joins "
-                        "all of them), as a graph.",
-    "Semantic clusters": "Every paragraph as a point, near the paragraphs it resembles; colours are groups of "
-                         "passages, named by their most telling words.",
+    "Hyper-edge graph": WHAT_GRAPH,
+    "Semantic clusters": WHAT_CLUSTERS,
     "Filter": "Keep the documents that meet a condition: each gets a score from its best passages, you see why, "
               "and you can check them yourself (Review).",
     "Chat": "Ask questions about the documents; every answer quotes and cites the passages it comes from.",
@@ -50,7 +52,7 @@ WHAT = {
 
 def page_header(title: str) -> None:
     """Start a page: make sure state and sidebar exist, draw the title, the line saying
-    what the page shows (:data:`WHAT`) and the active LLM backend label ("LLM: offline
+    what the page shows ("What am I looking at?", :data:`WHAT`) and the active LLM backend label ("LLM: offline
     (extractive)" ...)."""
     if not st.session_state.get(state.ROUTER_ACTIVE):
         if _legacy_pages_mode():
@@ -59,5 +61,5 @@ def page_header(title: str) -> None:
         render_sidebar()
     st.title(title)
     if title in WHAT:
-        st.caption(WHAT[title])
+        st.caption(WHAT_LEAD + WHAT[title])
     render_backend_badge()

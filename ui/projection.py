@@ -22,7 +22,7 @@ from docmaster_core.index.layout import pca_2d
 from . import state
 
 __all__ = ["pca_2d", "document_layout", "collection_layout", "queue_missing_layouts", "shown_method",
-           "SHOWN_METHOD", "status_line"]
+           "SHOWN_METHOD", "status_line", "umap_banner", "UMAP_READY"]
 
 #: session key: {layout name: "PCA" | "UMAP"}, the method a view was last drawn with
 SHOWN_METHOD = "dm_cluster_shown_method"
@@ -119,3 +119,16 @@ def status_line(status: str) -> str:
     if status == "disabled":
         return "UMAP is off (DOCMASTER_UI_UMAP=off); this is the PCA view."
     return ""
+
+
+#: The banner shown once a view drawn in PCA has its UMAP layout (with a switch button).
+UMAP_READY = "The UMAP layout of this view is ready. The chart stays on PCA until you switch."
+
+
+def umap_banner(status: str) -> str:
+    """Which one banner the waiting chart shows for a layout status: ``"ready"`` (the
+    switch), ``"waiting"`` (not ready yet: computing, or not queued yet) or ``"other"`` (failed, too
+    few points, off: a caption); never two at once."""
+    if status == "ready":
+        return "ready"
+    return "waiting" if status in ("computing", "absent") else "other"

@@ -450,6 +450,71 @@ class CollectionIndex:
         )
 
 
+#: ``center="auto"``: documents whose mean passage vectors have a mean cosine of at least
+#: this are alike (one kind of document: contracts 0.60, the 88 mixed PDFs 0.40), and
+#: their collection topics follow what passages say inside them.
+ALIKE = 0.5
+
+
+def documents_alike(X: np.ndarray, node_doc: np.ndarray) -> float:
+    """Mean cosine between the documents' mean passage vectors (rows of ``X`` unit-
+    normalised first; 0 with fewer than two documents): near 1 when the documents are of
+    one kind and subject, lower for a mixed collection."""
+    docs = np.unique(node_doc)
+    if docs.size < 2:
+        return 0.0
+    Xn = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    M = np.stack([Xn[node_doc == d].mean(axis=0) for d in docs])
+    M /= np.maximum(np.linalg.norm(M, axis=1, keepdims=True), 1e-12)
+    S = M @ M.T
+    n = docs.size
+    return float((S.sum() - np.trace(S)) / (n * (n - 1)))
+
+
+def _centered(X: np.ndarray, node_doc: np.ndarray, beta: float) -> np.ndarray:
+    """Rows minus ``beta`` times their document's mean row, renormalised."""
+    Xn = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    out = Xn.astype(np.float32, copy=True)
+    for d in np.unique(node_doc):
+        sel = node_doc == d
+        out[sel] -= beta * Xn[sel].mean(axis=0)
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+def _kept_passages(trees: Sequence[DocumentTree], doc_indexes: Mapping[str, DocumentIndex] | None,
+                   rules: Mapping[str, Any] | None) -> dict[str, dict[int, str]] | None:
+    """``{doc id: {node id: reason}}`` of the TEXT nodes left out as boilerplate (None: rules off).
+    Front and back matter are left out only of a document where they are under half of
+    its passages (one without headings is all "front")."""
+    if rules is None:
+        return None
+    from ..tree.roles import ROLES, node_roles
+    from .boilerplate import boilerplate_reasons
+
+    rules = dict(rules)
+    use_roles = bool(rules.pop("roles", False))
+    texts, groups, ids, roles = [], [], [], []
+    for tree in trees:
+        idx = (doc_indexes or {}).get(tree.doc_id)
+        tids = idx.text_node_ids if idx is not None else tree.text_node_ids()
+        names = [ROLES[int(c)] for c in node_roles(tree)[tids]] if use_roles else []
+        if names and sum(r in ("front", "back") for r in names) * 2 >= len(names):
+            names = ["body"] * len(names)  # few or no headings: the roles say nothing, keep the document
+        for j, t in enumerate(tids.tolist()):
+            texts.append(tree.nodes[int(t)].content or "")
+            groups.append(tree.doc_id)
+            ids.append(int(t))
+            if use_roles:
+                roles.append(names[j])
+    reasons = boilerplate_reasons(texts, groups, roles=roles if use_roles else None, **rules)
+    out: dict[str, dict[int, str]] = {}
+    for g, t, r in zip(groups, ids, reasons.tolist()):
+        if r:
+            out.setdefault(g, {})[t] = r
+    return out
+
+
 def _cross_doc_links(emb: np.ndarray, doc: np.ndarray, clusters: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (a < b) of rows from different documents, same cluster, cosine >= threshold."""
     e = emb.astype(np.float32, copy=True)
@@ -486,6 +551,8 @@ def build_collection_index(
     doc_indexes: Mapping[str, DocumentIndex] | None = None,
     n_clusters: int | None = None,
     link_threshold: float = 0.5,
+    boilerplate: Mapping[str, Any] | None = None,
+    center: str | float = 0.0,
 ) -> CollectionIndex:
     """Cluster the TEXT nodes of all documents together and link hyper-edges across documents.
 
@@ -505,6 +572,18 @@ def build_collection_index(
         doc_indexes: Optional prebuilt per-document indices by doc id.
         n_clusters: Collection K (default ``params.K``), capped at the node count.
         link_threshold: Cosine threshold in [-1, 1] for cross-document links.
+        boilerplate: Leave boilerplate passages out of the clustering: keyword arguments
+            of :func:`~docmaster_core.index.boilerplate.boilerplate_reasons` (``min_words``,
+            ``min_docs``, ``min_repeats``) and ``roles`` (bool: front and back matter out
+            too); ``{}`` uses its defaults, None keeps every TEXT node. Left-out passages
+            are in no collection cluster (absent from ``node_ids``), their anchor pairs are
+            dropped, and ``stats["boilerplate_left_out"]`` counts them by reason.
+        center: Subtract this share (0-1) of each document's mean passage vector before
+            clustering (rows renormalised), so that topics follow what passages say
+            *inside* their documents (a contract's clauses) rather than what each
+            document is about; ``"auto"``: 1 when the documents are alike
+            (:func:`documents_alike` >= :data:`ALIKE`), else 0. ``stats["centered"]``
+            and ``stats["documents_alike"]`` say what was done.
 
     Returns:
         A :class:`CollectionIndex`.
@@ -521,6 +600,8 @@ def build_collection_index(
     if len(set(doc_ids)) != len(doc_ids):
         raise ValueError("trees contain duplicate doc ids")
     t0 = time.perf_counter()
+    kept_by_doc = _kept_passages(trees, doc_indexes, boilerplate)
+    left_out: dict[str, int] = {}
     documents: dict[str, DocumentIndex] = {}
     X_parts, nd_parts, ni_parts, ml_parts, cl_parts = [], [], [], [], []
     he_doc, he_ids, he_emb = [], [], []
@@ -539,13 +620,21 @@ def build_collection_index(
             idx = build_document_index(tree, emb, llm, embedder, params)
         documents[tree.doc_id] = idx
         tids = idx.text_node_ids
+        if kept_by_doc is not None:
+            reasons = kept_by_doc.get(tree.doc_id, {})
+            for r in reasons.values():
+                left_out[r] = left_out.get(r, 0) + 1
+            tids = tids[np.asarray([int(t) not in reasons for t in tids.tolist()], dtype=bool)] if reasons else tids
         X_parts.append(emb[tids])
         nd_parts.append(np.full(tids.size, di, dtype=np.int64))
         ni_parts.append(tids)
         pos_of = {int(n): offset + p for p, n in enumerate(tids.tolist())}
-        gp = np.array([[pos_of[int(a)], pos_of[int(b)]] for a, b in idx.anchor_pairs], dtype=np.int64).reshape(-1, 2)
-        ml_parts.append(gp[idx.anchor_labels])
-        cl_parts.append(gp[~idx.anchor_labels])
+        both = [(a in pos_of and b in pos_of) for a, b in idx.anchor_pairs.tolist()]
+        gp = np.array([[pos_of[int(a)], pos_of[int(b)]] for (a, b), ok in zip(idx.anchor_pairs.tolist(), both) if ok],
+                      dtype=np.int64).reshape(-1, 2)
+        lab = np.asarray(idx.anchor_labels, dtype=bool)[np.asarray(both, dtype=bool)] if both else np.zeros(0, bool)
+        ml_parts.append(gp[lab])
+        cl_parts.append(gp[~lab])
         he_doc.extend([di] * len(idx.hyperedges))
         he_ids.extend(h.id for h in idx.hyperedges)
         he_emb.append(np.asarray(idx.hyperedge_embeddings, dtype=np.float32))
@@ -559,7 +648,12 @@ def build_collection_index(
     K = params.K if n_clusters is None else int(n_clusters)
     if K < 1:
         raise ValueError(f"n_clusters must be >= 1, got {K}")
-    labels, centers, objective, fit_stats = _fit_clusters(X, K, params.w, params.random_state, ml, cl)
+    alike = documents_alike(X, node_doc)
+    beta = (1.0 if alike >= ALIKE else 0.0) if center == "auto" else float(center)
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError(f"center must be 'auto' or in [0, 1], got {center!r}")
+    Xc = _centered(X, node_doc, beta) if beta > 0 else X
+    labels, centers, objective, fit_stats = _fit_clusters(Xc, K, params.w, params.random_state, ml, cl)
     t_fit = time.perf_counter()
 
     # collection cluster of every hyper-edge (majority over its members)
@@ -592,6 +686,10 @@ def build_collection_index(
         "clusters": int(centers.shape[0]),
         "hyperedges": int(hyper_doc.size),
         "cross_doc_links": int(links.shape[0]),
+        "boilerplate_left_out": sum(left_out.values()),
+        "boilerplate_by_reason": dict(sorted(left_out.items())),
+        "centered": round(beta, 4),
+        "documents_alike": round(alike, 4),
         **fit_stats,
         "seconds": {"documents_and_pckmeans": round(t_fit - t0, 4), "links": round(t_end - t_fit, 4)},
     }

@@ -42,7 +42,8 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
         groups: Length n, the document of each passage (any hashable ids); None: one
             document.
         min_groups: A term must occur in passages of at least this many documents of the
-            cluster (of a cluster spanning that many; else in one).
+            cluster (of a cluster spanning that many; else in one). A cluster none of whose
+            terms passes this rule is named without it.
 
     Returns:
         ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``.
@@ -93,7 +94,11 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
         om = sparse.csr_matrix((np.ones(pairs.size), (owner, np.arange(pairs.size))), shape=(len(clusters), pairs.size))
         docs = np.asarray((om @ held).todense())  # documents of each cluster holding each term
         spans = np.bincount(owner, minlength=len(clusters))[:, None]
-        w[docs < np.minimum(min_groups, spans)] = 0.0
+        shared = np.where(docs >= np.minimum(min_groups, spans), w, 0.0)
+        # a cluster none of whose words is shared by its documents (mostly one document's
+        # passages) keeps its own words rather than no name
+        unnamed = ~(shared > 0).any(axis=1)
+        w = np.where(unnamed[:, None], w, shared)
     terms = vec.get_feature_names_out()
     out = {}
     for i, c in enumerate(clusters):

@@ -24,6 +24,10 @@ __all__ = ["IndexStage", "COLLECTION_KEY"]
 
 #: The ``doc_id`` under which the collection-level index is stored.
 COLLECTION_KEY = "__collection__"
+#: Boilerplate rules of the collection clustering (``boilerplate_reasons`` keyword arguments; ``roles``: front
+#: and back matter out too), and their version in the stored collection index's key.
+COLLECTION_BOILERPLATE: dict = {"min_words": 8, "min_docs": 2, "min_repeats": 3, "roles": True}
+COLLECTION_BOILERPLATE_VERSION = "v1: short<8 words, repeated in 2+ documents or 3+ times, front/back matter"
 
 
 class IndexStage:
@@ -284,15 +288,24 @@ class IndexStage:
         return self._layout_queue().wait(timeout)
 
     # ------------------------------------------------------------------ collection
-    def _collection_params(self, params: IndexParams, n_clusters: int | None, link_threshold: float) -> dict[str, Any]:
+    def _collection_params(self, params: IndexParams, n_clusters: int | None, link_threshold: float,
+                           center: str | float = "auto") -> dict[str, Any]:
         return {**params.as_dict(), "collection_K": n_clusters, "link_threshold": float(link_threshold),
-                "docs": sorted(d.doc_id for d in self.ws.documents())}
+                "docs": sorted(d.doc_id for d in self.ws.documents()),
+                "boilerplate": COLLECTION_BOILERPLATE_VERSION, "center": center}
 
     def index_collection(self, *, force: bool = False, n_clusters: int | None = None, link_threshold: float = 0.5,
-                         params: Mapping[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:
+                         params: Mapping[str, Any] | None = None, center: str | float = "auto",
+                         **overrides: Any) -> dict[str, Any]:
         """Build (or reuse) the collection-level index: PC-KMeans over all documents'
         TEXT nodes with the union of their anchor pairs, and hyper-edge links across
         documents. Builds the missing per-document indexes first. Returns its stats.
+
+        Boilerplate passages (:data:`COLLECTION_BOILERPLATE`: short lines, text repeated
+        across documents, front and back matter; :mod:`~docmaster_core.index.boilerplate`)
+        are left out of the collection clustering; ``center`` is passed to
+        :func:`~docmaster_core.index.builder.build_collection_index` (``"auto"``: topics
+        inside the documents when they are alike).
 
         Raises:
             WorkspaceLockedError: another process is writing the workspace.
@@ -300,7 +313,7 @@ class IndexStage:
         from .builder import CollectionIndex, build_collection_index
 
         p = self.index_params(params, **overrides)
-        cparams = self._collection_params(p, n_clusters, link_threshold)
+        cparams = self._collection_params(p, n_clusters, link_threshold, center)
         if not force:
             stored = self.ws.load_index(COLLECTION_KEY, cparams)
             if stored is not None:
@@ -313,15 +326,17 @@ class IndexStage:
                 trees.append(self.ws.load_tree(d.doc_id))
                 embs[d.doc_id] = np.asarray(self.ws.load_embeddings(d.doc_id, mmap=False))
             coll = build_collection_index(trees, embs, self.llm, self.embedder, p.settings(), doc_indexes=idxs,
-                                          n_clusters=n_clusters, link_threshold=link_threshold)
+                                          n_clusters=n_clusters, link_threshold=link_threshold,
+                                          boilerplate=COLLECTION_BOILERPLATE, center=center)
             self._save_index(COLLECTION_KEY, cparams, coll.to_json_dict(arrays=True))
         return coll.stats
 
     def load_collection_index(self, *, n_clusters: int | None = None, link_threshold: float = 0.5,
-                              params: Mapping[str, Any] | None = None, **overrides: Any):
+                              params: Mapping[str, Any] | None = None, center: str | float = "auto",
+                              **overrides: Any):
         """The stored :class:`~docmaster_core.index.builder.CollectionIndex` for these parameters, or None."""
         from .builder import CollectionIndex
 
         p = self.index_params(params, **overrides)
-        d = self.ws.load_index(COLLECTION_KEY, self._collection_params(p, n_clusters, link_threshold))
+        d = self.ws.load_index(COLLECTION_KEY, self._collection_params(p, n_clusters, link_threshold, center))
         return None if d is None else CollectionIndex.from_json_dict(d)

@@ -1,0 +1,135 @@
+"""Plain words for the Hyper-edge graph and Semantic clusters pages (issue 36).
+
+The paper's names stay in the help text: a *hyper-edge* is shown as a "group" of
+passages, a PC-KMeans *cluster* as a "topic", *must-link* / *cannot-link* anchor pairs
+as pairs "marked together" / "marked apart", the SEC score (Eq. 1) as the "pair score".
+The pages import their labels from here, and the tests check the same strings. No
+Streamlit import: the strings and formatters are plain Python.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = [
+    "WHAT_GRAPH", "WHAT_CLUSTERS", "GROUP_RE", "TOPIC_RE",
+    "group_label", "topic_label", "topic_words", "group_option", "params_line",
+    "GROUPS_LABEL", "GROUPS_HELP", "PASSAGES_LABEL", "PASSAGES_HELP", "TOPICS_LABEL", "TOPICS_HELP",
+    "LINKS_LABEL", "LINKS_HELP", "TOGETHER_LABEL", "TOGETHER_HELP", "APART_LABEL", "APART_HELP",
+    "BROKEN_LABEL", "BROKEN_HELP", "GRAPH_LEGEND", "LINK_TITLE", "PAIR_COLUMNS", "PAIR_HELP",
+    "pair_rows", "collection_topics_line",
+]
+
+#: "What am I looking at?" of the Hyper-edge graph page (drawn by :func:`ui.layout.page_header`).
+WHAT_GRAPH = ("One document as a map: grey boxes are its sections, each coloured box is "
+              "a *group* of passages of one section that say the same thing (the paper's hyper-edge), coloured by "
+              "its *topic*; red dashed lines join groups of different sections on the same topic. Click a group to "
+              "read its passages on the right.")
+#: "What am I looking at?" of the Semantic clusters page.
+WHAT_CLUSTERS = ("Every dot is a passage; passages that say similar things lie close "
+                 "together. The colours are *topics*: passages grouped by what they say, each named by its most "
+                 "telling words and its number of passages. The sliders change how the topics are formed.")
+
+#: Parses the group number back from :func:`group_label` / :func:`group_option`.
+GROUP_RE = re.compile(r"Group (\d+)\b")
+#: Parses the topic number back from :func:`topic_label`.
+TOPIC_RE = re.compile(r"Topic (\d+)\b")
+
+GROUPS_LABEL = "groups of passages"
+GROUPS_HELP = ("Passages of one section that belong together (the paper's hyper-edges, Sec. 2.3: the LLM groups "
+               "each section's paragraphs; the offline backend groups neighbours by cosine).")
+PASSAGES_LABEL = "passages"
+PASSAGES_HELP = "Paragraphs of running text (the tree's TEXT nodes); headings, tables and figures are not grouped."
+TOPICS_LABEL = "topics"
+TOPICS_HELP = ("Groups of passages that say similar things, across sections (PC-KMeans clusters, Eq. 2; the "
+               "'Number of topics (K)' slider on the Semantic clusters page asks for K of them; some may stay empty).")
+LINKS_LABEL = "group links"
+LINKS_HELP = ("Pairs of groups in different sections whose passages share a topic (the paper's must-links between "
+              "hyper-edges; the red dashed lines of the graph).")
+TOGETHER_LABEL = "marked together"
+TOGETHER_HELP = ("Passage pairs marked as belonging to the same topic (must-link anchor pairs: the top-k pairs by SEC, "
+                 "Eq. 1, labelled by the LLM); splitting one costs the grouping w.")
+APART_LABEL = "marked apart"
+APART_HELP = "Passage pairs marked as different topics (cannot-link anchor pairs); joining one costs the grouping w."
+BROKEN_LABEL = "marks broken"
+BROKEN_HELP = "Marked pairs the final topics do not follow (violated must-link and cannot-link constraints)."
+
+GRAPH_LEGEND = ("**Legend** · grey box: a section · coloured box *G n*: group *n* of passages, coloured by its topic · "
+                "● dot: one passage · red dashed line: two groups of different sections on the same topic. "
+                "Click a group to read it.")
+LINK_TITLE = "same topic, different sections (must-link between hyper-edges)"
+
+#: Column names of the marked-pairs table (the engine's names in :data:`PAIR_HELP`).
+PAIR_COLUMNS = ("passage a", "passage b", "pair score", "marked", "same topic", "text a", "text b")
+PAIR_HELP = {
+    "pair score": "How strongly the two passages are paired: meaning and closeness in the tree (SEC, Eq. 1: "
+                  "alpha·cos − (1−alpha)·H_T/log2|V|).",
+    "marked": "together = must-link, apart = cannot-link (anchor-pair labels).",
+    "same topic": "Whether the final topics put the two passages together.",
+}
+
+
+def group_label(he_id: int) -> str:
+    """``Group 26``: a hyper-edge in plain words."""
+    return f"Group {int(he_id)}"
+
+
+def topic_words(words: Sequence[str] | None, n: int = 3) -> str:
+    """``termination, notice, terminate``, or ``no telling words``."""
+    return ", ".join(list(words or [])[:n]) or "no telling words"
+
+
+def topic_label(c: int, words: Sequence[str] | None = None, size: int | None = None) -> str:
+    """``Topic 6 · termination, notice, terminate (41)``: a cluster in plain words (the
+    number is what follows a topic across slider moves; ``size`` is its passages). A
+    negative cluster (no passage with a topic) is ``no topic``."""
+    if c < 0:
+        return "no topic"
+    return f"Topic {int(c)} · {topic_words(words)}" + (f" ({size})" if size is not None else "")
+
+
+def group_option(he_id: int, n_passages: int, topic: str, summary: str, width: int = 60) -> str:
+    """A hyper-edge as a selectbox option: ``Group 26 · topic: termination, notice · 4
+    passages · <summary>``."""
+    from .text import shorten
+
+    return f"{group_label(he_id)} · topic: {topic} · {n_passages} passages · " + shorten(summary or "", width)
+
+
+def params_line(params: Mapping[str, Any]) -> str:
+    """The grouping settings in words, their symbols in brackets."""
+    return (f"Grouping settings: meaning vs. place {params['alpha']:g}, pairs checked {params['k']}, "
+            f"topics {params['K']}, firmness {params['w']:g} (alpha, k, K, w; change them on the Semantic clusters "
+            "page).")
+
+
+def pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The anchor-pair rows of :func:`ui.indexing.anchor_rows` with plain column names
+    (:data:`PAIR_COLUMNS`) and values (``together`` / ``apart``); other keys (``file``)
+    are kept first."""
+    out = []
+    for r in rows:
+        extra = {k: v for k, v in r.items() if k not in ("node a", "node b", "SEC", "label", "same cluster",
+                                                         "text a", "text b")}
+        out.append({**extra,
+                    "passage a": f"#{r['node a']}", "passage b": f"#{r['node b']}", "pair score": r["SEC"],
+                    "marked": "together" if r["label"] == "must-link" else "apart",
+                    "same topic": r["same cluster"], "text a": r["text a"], "text b": r["text b"]})
+    return out
+
+
+def collection_topics_line(stats: Mapping[str, Any]) -> str:
+    """What the collection's topics leave out and follow, from the collection index's stats
+    (``boilerplate_left_out``, ``boilerplate_by_reason``, ``centered``)."""
+    by = dict(stats.get("boilerplate_by_reason") or {})
+    words = {"short": "short lines (signatures, titles)", "repeated": "text repeated across documents",
+             "front": "cover pages and preambles", "back": "reference lists"}
+    parts = [f"{n} {words.get(r, r)}" for r, n in by.items() if n]
+    out = ("Left out of the topics: " + ", ".join(parts) + ". ") if parts else ""
+    if float(stats.get("centered", 0) or 0) > 0:
+        out += ("These documents are alike, so the topics follow what passages say inside them (clauses, sections) "
+                "rather than what each document is about; the map places passages by their whole meaning, so one "
+                "topic's dots can lie apart.")
+    else:
+        out += "The documents differ in subject, so the topics follow what the passages are about."
+    return out
