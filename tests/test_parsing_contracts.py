@@ -202,3 +202,37 @@ def test_a_title_repeated_as_the_running_header_stays_the_title():
     parsed = PyMuPDFParser().parse(path)
     assert parsed.title == "PonderNet: Learning to Ponder"
     assert parsed.metadata["header_footer_lines_dropped"] >= parsed.n_pages - 1
+
+
+def test_bold_labels_ending_in_a_colon_are_clause_headings_but_recurring_form_fields_are_not(tmp_path):
+    """A contract whose clauses open with a bold label on its own line ("Terms and
+    Termination:", the style of cuad-034): each label is a heading; a form's field labels
+    that recur ("Stakeholder(s):" on every page) or lead a short value stay text."""
+    doc = pymupdf.open()
+    clauses = [("Contribution by Sponsor:", BODY), ("Terms and Termination:", BODY),
+               ("Relationship of Parties:", BODY), ("Intellectual Property:", BODY)]
+    for pno in range(2):
+        page = doc.new_page(width=612, height=792)
+        y = 60.0
+        if pno == 0:
+            page.insert_text((200, y), "SPONSORSHIP AGREEMENT", fontname="hebo", fontsize=12)
+            y += 30
+        for label, text in clauses[2 * pno:2 * pno + 2]:
+            page.insert_text((50, y), label, fontname="hebo", fontsize=8.5)
+            y += 12
+            for k in range(0, len(text), 110):
+                page.insert_text((50, y), text[k:k + 110], fontname="helv", fontsize=8.5)
+                y += 11
+            y += 8
+        for field, value in (("Stakeholder(s):", "Underserved Communities"), ("Program Office:", "Office of Grants")):
+            page.insert_text((50, y), field, fontname="hebo", fontsize=8.5)
+            page.insert_text((50, y + 12), value, fontname="helv", fontsize=8.5)
+            y += 32
+        page.insert_text((50, y), BODY[:100], fontname="helv", fontsize=8.5)
+    path = tmp_path / "sponsorship.pdf"
+    doc.save(path)
+    doc.close()
+    heads = [t for _, t in _titles(PyMuPDFParser().parse(path))]
+    for label, _ in clauses:
+        assert label in heads, heads
+    assert not any(h.startswith(("Stakeholder", "Program Office")) for h in heads), heads

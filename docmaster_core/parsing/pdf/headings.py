@@ -17,6 +17,13 @@ def _is_toc_page(p: PageInfo) -> bool:
             and sum(ch.isalpha() for ch in l.text) >= 3)
     return n >= 6 and n >= 0.3 * max(1, sum(1 for l in p.lines if l.role == ""))
 
+def _title_like(t: str) -> bool:
+    """Every word of ``t`` longer than three letters starts with a capital ("Terms and
+    Termination", "Relationship of Parties"): a label, not a sentence's lead-in ("as follows")."""
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]*", t) if len(w) > 3]
+    return bool(words) and all(w[:1].isupper() for w in words)
+
+
 def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
     """Decide heading lines from numbering and font size/weight (SPEC F1).
 
@@ -34,6 +41,8 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
             if l.role in ("", "heading?"):
                 style_chars[(round(l.size * 2) / 2, l.bold >= 0.8)] += l.nchars
     total = sum(style_chars.values()) or 1
+    # a label ending in ":" that recurs ("Stakeholder(s):", "Phone:") is a form's field, not a heading
+    colon_labels = Counter(normalize_heading(l.text) for p in pages for l in p.lines if l.text.rstrip().endswith(":"))
     feats: dict[int, dict] = {}
     for pno, p in enumerate(pages):
         toc = _is_toc_page(p)
@@ -116,7 +125,10 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
             elif f["num"] is not None and styled_num and standalone and starts and not bad_end and f["words"] <= 20:
                 accepted = "numbering"
             elif f["num"] is None and rare and (styled_size or styled_bold or (styled_caps and l.bold >= 0.5)) \
-                    and standalone and starts and not bad_end and f["words"] <= 14 and not t.endswith(":") \
+                    and standalone and starts and not bad_end and f["words"] <= 14 \
+                    and (not t.endswith(":") or (styled_bold and f["words"] <= 6 and _title_like(t[:-1])
+                                                 and colon_labels[normalize_heading(l.text)] == 1
+                                                 and nxt is not None and len(nxt.text.split()) >= 6)) \
                     and (t[:1].isupper() or t[:1].isdigit() or f["ratio"] >= 1.3):
                 accepted = "font"
             if accepted is None and f["num"] is not None and (l.bold_prefix or l.italic_prefix) and starts and not tabular:
