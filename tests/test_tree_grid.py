@@ -99,10 +99,13 @@ def test_the_note_says_in_plain_words_what_the_grid_shows(tree):
     rows = visible_rows(tree, [n.id for n in tree.nodes if n.children])
     chosen = rows[20]
     note = window_note(outline_window(rows, chosen), chosen)
-    assert f"starts at node #{chosen}" in note and "the one you chose (highlighted)" in note
-    assert f"the {20 - WINDOW_BEFORE} rows above it are hidden" in note
+    # the grid shows WINDOW_BEFORE rows of context above the chosen row, and the note says so
+    assert f"starts {WINDOW_BEFORE} rows above node #{chosen}" in note and "the one you chose (highlighted)" in note
+    assert f"the first {20 - WINDOW_BEFORE} rows of the tree are hidden" in note
     one = window_note(outline_window(rows, rows[WINDOW_BEFORE + 1]), rows[WINDOW_BEFORE + 1])
-    assert one.endswith("; the row above it is hidden.")
+    assert one.endswith("; the first row of the tree is hidden.")
+    top = window_note(outline_window(rows, chosen, before=0), chosen)
+    assert f"starts at node #{chosen}" in top
     whole = window_note(outline_window(rows, chosen, whole=True), chosen, whole=True)
     assert f"chosen node #{chosen} (highlighted) is row 21 of {len(rows)}" in whole
     assert "whole tree is shown from the top" in whole

@@ -203,9 +203,11 @@ def window_note(win: OutlineWindow, chosen: int, whole: bool = False) -> str:
     if win.pos is None:
         return ""
     if win.hidden_above:
-        above = "the row above it is" if win.hidden_above == 1 else f"the {win.hidden_above} rows above it are"
-        return (f"The outline starts at node #{chosen}, the one you chose (highlighted), so you see it "
-                f"without scrolling; {above} hidden.")
+        shown = ("one row" if win.pos == 1 else f"{win.pos} rows") + " above " if win.pos else "at "
+        hidden = "the first row of the tree is" if win.hidden_above == 1 else \
+            f"the first {win.hidden_above} rows of the tree are"
+        return (f"The outline starts {shown}node #{chosen}, the one you chose (highlighted), so you see it "
+                f"without scrolling; {hidden} hidden.")
     if whole and win.pos > WINDOW_BEFORE:
         return (f"The whole tree is shown from the top; the chosen node #{chosen} (highlighted) is row "
                 f"{win.pos + 1} of {win.total}.")
