@@ -34,7 +34,7 @@ from ui.filtering import (
     candidates_line,
 )
 from ui.render import render_evidence, render_page_image
-from ui.review import count_line, render_review
+from ui.review import answers_not_applied, count_line, render_review
 from ui.layout import page_header
 from ui.text import md_escape, shorten
 from ui.widgets import documents_or_stop, open_docmaster_or_stop, open_in_tree, selected_rows
@@ -152,6 +152,10 @@ cond_shown = next(iter(runs.values())).get("condition", "")
 st.caption(md_escape(f"Results for: {cond_shown}"))
 
 # ---------------------------------------------------------------- ranked documents, movable cut
+n_new_answers = answers_not_applied(next(iter(runs.values())), dm.answers(cond_shown)) if cond_shown else 0
+if n_new_answers:
+    st.info(f"{n_new_answers} of your review answers are not in these tables yet (given after this run): press "
+            "**Run** to apply them; every later run uses them.")
 kept_only = st.toggle("Kept documents only", key=W_KEPT_ONLY,
                       help="Hide the documents that the cut (or the model) did not keep.")
 res_cols = st.columns(len(runs), gap="large")
@@ -195,9 +199,8 @@ for col, (name, run) in zip(res_cols, runs.items()):
         df = pd.DataFrame(rows).drop(columns=["doc_id"])
         df["file"] = df["file"].map(lambda f: shorten(f, 48))
 
-        def _cut_line(row, k=kept_n):
-            inside = row["rank"] is not None and row["rank"] <= k
-            return ["background-color: #ecfdf5" if inside else "" for _ in row]
+        def _cut_line(row):
+            return ["background-color: #ecfdf5" if row["kept"] == mark(True) else "" for _ in row]
 
         styled = df.style.apply(_cut_line, axis=1).format({"score": "{:.2f}"}, na_rep="")
         table_key = f"w_filter_table_{name}_{run.get('run_id')}_{int(kept_only)}"
@@ -212,7 +215,8 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.session_state[W_WHICH] = name
         st.caption("Kept documents first, each group by evidence score; documents whose passages are too weakly "
                    "similar to the condition (\"below the similarity floor\") rank after all others whatever their "
-                   "score. Tick a row's box to see its evidence below; green rows are inside the cut.")
+                   "score. Tick a row's box to see its evidence below; green rows are kept (inside the cut, or "
+                   "matches by your answers).")
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:

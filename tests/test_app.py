@@ -513,6 +513,8 @@ def test_filter_review_answers_update_counts_and_survive_a_reload(app_uploaded, 
     texts = [m.value for m in [*at.markdown, *at.success]]
     assert any("2 answered · 1 match · 1 no match" in t for t in texts)
     assert any("relative to your answers" in t for t in texts)
+    # the tables above were decided before the answers: the page says so instead of contradicting them
+    assert any("2 of your review answers are not in these tables yet" in i.value for i in at.info)
     ws = Workspace(app_env["ws"], create=False)
     stored = ws.judgements(cond)
     assert sorted(v for v, _ in stored.values()) == [False, True]
@@ -526,7 +528,8 @@ def test_filter_review_answers_update_counts_and_survive_a_reload(app_uploaded, 
     by_user = {d["doc_id"]: deciding(run_a, d)["decision"] for d in run_a["documents"]
                if deciding(run_a, d).get("decided_by") == "user"}
     assert by_user == {d: v for d, (v, _) in stored.items()}
-    assert any("2 decided by your answers" in m.value for m in again.markdown)
+    assert any("2 decided by your answers, the others by the top" in m.value for m in again.markdown)
+    assert not any("not in these tables yet" in i.value for i in again.info)
     again.toggle(key="w_review_on").set_value(True)
     run_app(again)
     assert any("2 answered" in m.value for m in [*again.markdown, *again.success])

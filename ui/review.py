@@ -16,7 +16,7 @@ import streamlit as st
 from ui.render import render_evidence, render_page_image
 from ui.text import md_escape, shorten
 
-__all__ = ["render_review", "count_line"]
+__all__ = ["render_review", "count_line", "answers_not_applied"]
 
 _SKIPPED = "dm_review_skipped"  # {condition: [doc_id]} skipped in this browser session
 _ANSWER_LABELS = {"match": True, "no match": False, "(remove)": None}
@@ -41,16 +41,36 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
     users = sum(x.get("decided_by") == "user" for x in decs)
     where = "the suggested cut" if kept_n == suggested else f"your cut (suggested: top {suggested})"
     parts = [f"**kept {len(kept)} of {len(docs)} documents**"]
-    if str(run.get("backend", "")).startswith("offline"):
+    offline = str(run.get("backend", "")).startswith("offline")
+    if offline and users:
+        parts[0] += f" ({users} decided by your answers, the others by the top {kept_n} by evidence score, {where})"
+    elif offline:
         parts[0] += f" (the top {kept_n} by evidence score, {where})"
     if unc_k or unc_d:
         parts.append(f"{len(kept) - unc_k} sure and {unc_k} uncertain kept, {unc_d} uncertain and "
                      f"{len(dropped) - unc_d} sure dropped")
     else:
         parts.append(f"{len(dropped)} dropped")
-    if users:
+    if users and not offline:
         parts.append(f"{users} decided by your answers")
     return " · ".join(parts)
+
+
+def answers_not_applied(run: dict[str, Any], answers: dict[str, tuple[bool, str]]) -> int:
+    """How many of the user's stored answers (``dm.answers(condition)``) a run shown on the
+    page does not reflect yet: answers given after it ran, for its documents. They apply
+    from the next run; the page says so instead of showing decisions that contradict them.
+    """
+    s = run.get("strategy", "combined")
+    n = 0
+    for d in run.get("documents", []):
+        got = answers.get(d.get("doc_id"))
+        if got is None:
+            continue
+        dec = (d.get("decisions") or {}).get(s) or {}
+        if dec.get("decided_by") != "user" or dec.get("decision") is not bool(got[0]):
+            n += 1
+    return n
 
 
 def _skipped(condition: str) -> list[str]:
