@@ -135,7 +135,8 @@ if run_clicked:
 
 runs = state.get(state.FILTER_RUNS) or {}
 if not runs:
-    st.info("Enter a condition and run the filter.")
+    st.info("Press \"Run filter with A and B\" to decide this condition for every document." if condition.strip()
+            else "Enter a condition and run the filter.")
     st.stop()
 
 # the evidence panel follows the current runs: after a new run it opens that run's best
