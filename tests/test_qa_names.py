@@ -37,7 +37,8 @@ CONTRACTS = [
 ]
 # a collection large enough for a word in one document to be rare (lower-case names count then)
 _SUPPLIERS = ["Arbelo", "Corvane", "Dunmore", "Elsworth", "Fenwick", "Garrow", "Hexley", "Iverton", "Jessamy",
-              "Korrin", "Lomax", "Morven", "Norcott", "Oakhurst", "Penrith", "Quarles"]
+              "Korrin", "Lomax", "Morven", "Norcott", "Oakhurst", "Penrith", "Quarles", "Rendle", "Sutcliffe",
+              "Thornbury", "Upfield", "Verity", "Wexcombe"]
 _STATES = ["Ohio", "Iowa", "Utah", "Idaho", "Maine", "Texas", "Kansas", "Alaska"]
 CONTRACTS += [_contract(f"dist-{n.lower()}.pdf", f"{n} Components Inc.", f"{n}wood Distribution Ltd.",
                         _STATES[i % len(_STATES)], 6 * (i % 5 + 1)) for i, n in enumerate(_SUPPLIERS)]
@@ -62,6 +63,29 @@ CONTRACTS.append(("dist-foxtrot.pdf", "Distributor Agreement between Foxglove Op
                                     "17. This Agreement shall be construed in accordance with and governed by the laws "
                                     "of the State of Utah."]),
 ]))
+
+
+# a license and its amendment between the same two parties, and another license of one of them
+def _license(file: str, title: str, a: str, b: str, body: list) -> tuple:
+    return (file, title, [
+        (None, [f"This {title} is made on June 1, 2017 by and between {a} (\"Licensor\") and {b} (\"Licensee\")."]),
+        *body,
+    ])
+
+
+CONTRACTS += [
+    _license("lic-sable.pdf", "Content License Agreement", "Sablewick Audio Inc.", "Tremayne Media LLC", [
+        ("1. License", ["Licensor grants Licensee a non-exclusive license to stream the Titles in the Territory."]),
+        ("2. Fees", ["Licensee shall pay Licensor a fee of $2,500 for each Title within thirty days of delivery."]),
+    ]),
+    _license("lic-sable-amendment.pdf", "Amendment No. 1 to the Content License Agreement", "Sablewick Audio Inc.",
+             "Tremayne Media LLC", [
+        ("1. Term", ["The Term of the License Agreement is extended and shall expire on December 31, 2021."]),
+    ]),
+    _license("lic-sable-ulverston.pdf", "Content License Agreement", "Sablewick Audio Inc.", "Ulverston Retail plc", [
+        ("1. Fees", ["Licensee shall pay Licensor a fee of $900 for each Title within sixty days of delivery."]),
+    ]),
+]
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +125,18 @@ def test_two_parties_named_without_the_word_agreement_route_to_their_contract(dm
     assert route_by_names("How many days of notice must Quillfeather give before it terminates?", view) is None
     # two names that no one document holds together route nowhere
     assert route_by_names("Does Quillfeather compete with Pelliton in the Territory?", view) is None
+
+
+def test_two_parties_name_their_contract_and_its_amendment_but_not_another_contract_of_one(dm):
+    view = dm.retriever().view
+    r = route_by_names("On what date does the Term for Sablewick Audio and Tremayne Media expire?", view)
+    assert r is not None and sorted(_files(dm, r.doc_ids)) == ["lic-sable-amendment.pdf", "lic-sable.pdf"]
+    assert {"Sablewick", "Tremayne"} <= set(r.names) and "Sablewick" not in r.need
+    r = route_by_names("How much must Ulverston Retail pay Sablewick Audio for each title?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["lic-sable-ulverston.pdf"]
+    res = dm.ask("On what date does the Term for Sablewick Audio and Tremayne Media expire?", all_docs=True,
+                 save=False)
+    assert res.doc_source == "named" and "December 31, 2021" in res.answer.citations[0].quote
 
 
 def test_ask_answers_from_the_named_contract_with_its_clause_not_its_preamble(dm):
