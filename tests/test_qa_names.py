@@ -344,3 +344,32 @@ def test_term_weights_of_a_named_contract_come_from_the_collection(dm):
     bg = collection_background(dm.retriever().view)
     assert bg.n_nodes == sum(d.n_nodes for d in dm.retriever().view.docs)
     assert bg.df["govern"] >= 20 and bg.df["quillfeather"] >= 1 and bg.df.get("the", 0) == 0
+
+
+def test_a_word_no_contract_uses_is_the_askers_own_and_does_not_decline_a_typed_answer():
+    """"stay in effect", "run", "stop" a renewal: no contract of the collection uses the word, so
+    the named contract lacking it says nothing; a clause word other contracts use still counts,
+    and so does a lay word of a question that asks for a description (a liability "cap")."""
+    from collections import Counter
+
+    from docmaster_core.text import answer_units as S
+
+    wide = S.Background(5000, Counter({"notic": 500, "agre": 3000, "renew": 100, "insur": 60, "liability": 170,
+                                       "day": 600, "distributor": 300, "stop": 2}))
+    one = S.Background(200, Counter({"notic": 20, "agre": 150, "renew": 20, "liability": 4, "day": 30}), idf_from=wide)
+    passage = ["Either party may prevent the renewal by giving sixty (60) days notice before the term ends."]
+    p = S.profile_question("How many days of notice are needed to stop the agreement from renewing?")
+    assert p.answer_type == "number" and "stop" in p.terms
+    assert S.askers_words(p, one, passage) == ["stop"]
+    v = S.verdict(p, one, passage)
+    assert v.found and "stop" not in v.missing_terms
+    # without a typed answer in the passages, or over a scope chosen by hand, the word counts
+    assert S.askers_words(p, one, ["Either party may prevent the renewal by notice."]) == []
+    assert S.askers_words(p, S.Background(one.n_nodes, one.df), passage) == []
+    # a clause word the collection uses ("insurance") is no asker's word
+    q = S.profile_question("How much insurance must the distributor carry, in dollars?")
+    assert "insur" in q.terms and S.askers_words(q, one, ["The distributor shall pay $5,000 within thirty days."]) == [
+        "dollar"]  # the asked unit is no contract's word here
+    # a description question keeps its lay word: "cap" of liability is what it asks about
+    c = S.profile_question("What is the liability cap in the agreement?")
+    assert c.answer_type == "description" and S.askers_words(c, one, ["Liability is limited."]) == []
