@@ -215,6 +215,25 @@ def test_answer_sentences_are_whole():
     assert is_toc_entry("16. Governing Law And Arbitration.................. 7") and not is_toc_entry("See p. 7.")
 
 
+def test_an_item_of_a_clause_list_is_whole_and_a_pdfs_greek_question_mark_ends_a_clause():
+    """Contracts enumerate: "(i) on the date hereof ... the U.S. Affiliate is: (A) ...; and (B) a member
+    of ... FINRA;" (cuad-102), and some PDFs write the ';' as U+037E."""
+    assert is_whole_sentence("(ii) all offers of Securities by us have been effected by the U.S. Affiliate;")
+    assert is_whole_sentence("and (B) a member of and in good standing with the Financial Industry Regulatory "
+                             "Authority, Inc.\u037e")
+    assert is_whole_sentence("or (c) the Licensee becomes insolvent.")
+    assert not is_whole_sentence("and the U.S. Affiliate is a member of the Authority;")  # no enumerator
+    assert not is_whole_sentence("(ii) all offers of Securities by us have been effected by")  # cut at its end
+    assert not is_whole_sentence("(the Agent) shall pay the fee.")  # a bracket, no enumerator
+    long_item = ("(i) on the date hereof the U.S. Affiliate is and was: (A) a broker-dealer duly registered under "
+                 + " ".join(["the laws of each state where it made offers"] * 8)
+                 + "\u037e and (B) a member of and in good standing with the Financial Industry Regulatory Authority, "
+                   "Inc.\u037e")
+    units = answer_sentences(long_item)
+    assert len(units) == 2 and units[1].startswith("and (B) a member") and all(is_whole_sentence(u) for u in units)
+    assert whole_sentences(f"{units[1]} [E1]")
+
+
 def test_a_noun_and_its_verb_share_a_stem():
     """"terminate" in a question finds "termination" in a clause (cuad-101 was declined
     with "they never mention 'terminate'"), and the verdict says found."""
