@@ -55,7 +55,7 @@ depicted show shows shown showed describe described describes report reported re
 mention mentioned mentions say says said state stated states value number amount kind type paper need needs needed
 ask asks asked carry carries carried apply applies applied begin begins began start starts started end ends ended
 document documents article work study authors author section figure table main specific exactly
-typically normally
+typically normally now
 """.split())
 
 _NUMBER_Q = re.compile(
