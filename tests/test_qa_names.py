@@ -392,3 +392,12 @@ def test_a_word_no_contract_uses_is_the_askers_own_and_does_not_decline_a_typed_
     # a description question keeps its lay word: "cap" of liability is what it asks about
     c = S.profile_question("What is the liability cap in the agreement?")
     assert c.answer_type == "description" and S.askers_words(c, one, ["Liability is limited."]) == []
+
+
+def test_now_is_no_topic_term():
+    """"To whom should notices now be addressed?": the contract says "notices ... shall be addressed",
+    never "now", and a question word it lacks must not decline the answer."""
+    from docmaster_core.text import answer_units as S
+
+    assert S.profile_question("To whom should notices for Glu Mobile now be addressed?").terms == [
+        "notic", "glu", "mobil", "address"]
