@@ -225,6 +225,7 @@ def test_an_item_of_a_clause_list_is_whole_and_a_pdfs_greek_question_mark_ends_a
     assert not is_whole_sentence("and the U.S. Affiliate is a member of the Authority;")  # no enumerator
     assert not is_whole_sentence("(ii) all offers of Securities by us have been effected by")  # cut at its end
     assert not is_whole_sentence("(the Agent) shall pay the fee.")  # a bracket, no enumerator
+    assert not is_whole_sentence("(30) days before the expiration of the term then in effect.")  # "thirty" cut off
     long_item = ("(i) on the date hereof the U.S. Affiliate is and was: (A) a broker-dealer duly registered under "
                  + " ".join(["the laws of each state where it made offers"] * 8)
                  + "\u037e and (B) a member of and in good standing with the Financial Industry Regulatory Authority, "
