@@ -37,7 +37,8 @@ CONTRACTS = [
 ]
 # a collection large enough for a word in one document to be rare (lower-case names count then)
 _SUPPLIERS = ["Arbelo", "Corvane", "Dunmore", "Elsworth", "Fenwick", "Garrow", "Hexley", "Iverton", "Jessamy",
-              "Korrin", "Lomax", "Morven", "Norcott", "Oakhurst", "Penrith", "Quarles"]
+              "Korrin", "Lomax", "Morven", "Norcott", "Oakhurst", "Penrith", "Quarles", "Rendle", "Sutcliffe",
+              "Thornbury", "Upfield", "Verity", "Wexcombe"]
 _STATES = ["Ohio", "Iowa", "Utah", "Idaho", "Maine", "Texas", "Kansas", "Alaska"]
 CONTRACTS += [_contract(f"dist-{n.lower()}.pdf", f"{n} Components Inc.", f"{n}wood Distribution Ltd.",
                         _STATES[i % len(_STATES)], 6 * (i % 5 + 1)) for i, n in enumerate(_SUPPLIERS)]
@@ -62,6 +63,29 @@ CONTRACTS.append(("dist-foxtrot.pdf", "Distributor Agreement between Foxglove Op
                                     "17. This Agreement shall be construed in accordance with and governed by the laws "
                                     "of the State of Utah."]),
 ]))
+
+
+# a license and its amendment between the same two parties, and another license of one of them
+def _license(file: str, title: str, a: str, b: str, body: list) -> tuple:
+    return (file, title, [
+        (None, [f"This {title} is made on June 1, 2017 by and between {a} (\"Licensor\") and {b} (\"Licensee\")."]),
+        *body,
+    ])
+
+
+CONTRACTS += [
+    _license("lic-sable.pdf", "Content License Agreement", "Sablewick Audio Inc.", "Tremayne Media LLC", [
+        ("1. License", ["Licensor grants Licensee a non-exclusive license to stream the Titles in the Territory."]),
+        ("2. Fees", ["Licensee shall pay Licensor a fee of $2,500 for each Title within thirty days of delivery."]),
+    ]),
+    _license("lic-sable-amendment.pdf", "Amendment No. 1 to the Content License Agreement", "Sablewick Audio Inc.",
+             "Tremayne Media LLC", [
+        ("1. Term", ["The Term of the License Agreement is extended and shall expire on December 31, 2021."]),
+    ]),
+    _license("lic-sable-ulverston.pdf", "Content License Agreement", "Sablewick Audio Inc.", "Ulverston Retail plc", [
+        ("1. Fees", ["Licensee shall pay Licensor a fee of $900 for each Title within sixty days of delivery."]),
+    ]),
+]
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +125,18 @@ def test_two_parties_named_without_the_word_agreement_route_to_their_contract(dm
     assert route_by_names("How many days of notice must Quillfeather give before it terminates?", view) is None
     # two names that no one document holds together route nowhere
     assert route_by_names("Does Quillfeather compete with Pelliton in the Territory?", view) is None
+
+
+def test_two_parties_name_their_contract_and_its_amendment_but_not_another_contract_of_one(dm):
+    view = dm.retriever().view
+    r = route_by_names("On what date does the Term for Sablewick Audio and Tremayne Media expire?", view)
+    assert r is not None and sorted(_files(dm, r.doc_ids)) == ["lic-sable-amendment.pdf", "lic-sable.pdf"]
+    assert {"Sablewick", "Tremayne"} <= set(r.names) and "Sablewick" not in r.need
+    r = route_by_names("How much must Ulverston Retail pay Sablewick Audio for each title?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["lic-sable-ulverston.pdf"]
+    res = dm.ask("On what date does the Term for Sablewick Audio and Tremayne Media expire?", all_docs=True,
+                 save=False)
+    assert res.doc_source == "named" and "December 31, 2021" in res.answer.citations[0].quote
 
 
 def test_ask_answers_from_the_named_contract_with_its_clause_not_its_preamble(dm):
@@ -177,6 +213,26 @@ def test_answer_sentences_are_whole():
     assert not whole_sentences("It is Texas. [E1] and the term of this agreement is one year from the [E2]")
     assert whole_sentences("Location: White Plains, AL Aircraft: Fisher Aero Celebrity [E1]")  # a form, not prose
     assert is_toc_entry("16. Governing Law And Arbitration.................. 7") and not is_toc_entry("See p. 7.")
+
+
+def test_an_item_of_a_clause_list_is_whole_and_a_pdfs_greek_question_mark_ends_a_clause():
+    """Contracts enumerate: "(i) on the date hereof ... the U.S. Affiliate is: (A) ...; and (B) a member
+    of ... FINRA;" (cuad-102), and some PDFs write the ';' as U+037E."""
+    assert is_whole_sentence("(ii) all offers of Securities by us have been effected by the U.S. Affiliate;")
+    assert is_whole_sentence("and (B) a member of and in good standing with the Financial Industry Regulatory "
+                             "Authority, Inc.\u037e")
+    assert is_whole_sentence("or (c) the Licensee becomes insolvent.")
+    assert not is_whole_sentence("and the U.S. Affiliate is a member of the Authority;")  # no enumerator
+    assert not is_whole_sentence("(ii) all offers of Securities by us have been effected by")  # cut at its end
+    assert not is_whole_sentence("(the Agent) shall pay the fee.")  # a bracket, no enumerator
+    assert not is_whole_sentence("(30) days before the expiration of the term then in effect.")  # "thirty" cut off
+    long_item = ("(i) on the date hereof the U.S. Affiliate is and was: (A) a broker-dealer duly registered under "
+                 + " ".join(["the laws of each state where it made offers"] * 8)
+                 + "\u037e and (B) a member of and in good standing with the Financial Industry Regulatory Authority, "
+                   "Inc.\u037e")
+    units = answer_sentences(long_item)
+    assert len(units) == 2 and units[1].startswith("and (B) a member") and all(is_whole_sentence(u) for u in units)
+    assert whole_sentences(f"{units[1]} [E1]")
 
 
 def test_a_noun_and_its_verb_share_a_stem():
@@ -308,3 +364,41 @@ def test_term_weights_of_a_named_contract_come_from_the_collection(dm):
     bg = collection_background(dm.retriever().view)
     assert bg.n_nodes == sum(d.n_nodes for d in dm.retriever().view.docs)
     assert bg.df["govern"] >= 20 and bg.df["quillfeather"] >= 1 and bg.df.get("the", 0) == 0
+
+
+def test_a_word_no_contract_uses_is_the_askers_own_and_does_not_decline_a_typed_answer():
+    """"stay in effect", "run", "stop" a renewal: no contract of the collection uses the word, so
+    the named contract lacking it says nothing; a clause word other contracts use still counts,
+    and so does a lay word of a question that asks for a description (a liability "cap")."""
+    from collections import Counter
+
+    from docmaster_core.text import answer_units as S
+
+    wide = S.Background(5000, Counter({"notic": 500, "agre": 3000, "renew": 100, "insur": 60, "liability": 170,
+                                       "day": 600, "distributor": 300, "stop": 2}))
+    one = S.Background(200, Counter({"notic": 20, "agre": 150, "renew": 20, "liability": 4, "day": 30}), idf_from=wide)
+    passage = ["Either party may prevent the renewal by giving sixty (60) days notice before the term ends."]
+    p = S.profile_question("How many days of notice are needed to stop the agreement from renewing?")
+    assert p.answer_type == "number" and "stop" in p.terms
+    assert S.askers_words(p, one, passage) == ["stop"]
+    v = S.verdict(p, one, passage)
+    assert v.found and "stop" not in v.missing_terms
+    # without a typed answer in the passages, or over a scope chosen by hand, the word counts
+    assert S.askers_words(p, one, ["Either party may prevent the renewal by notice."]) == []
+    assert S.askers_words(p, S.Background(one.n_nodes, one.df), passage) == []
+    # a clause word the collection uses ("insurance") is no asker's word
+    q = S.profile_question("How much insurance must the distributor carry, in dollars?")
+    assert "insur" in q.terms and S.askers_words(q, one, ["The distributor shall pay $5,000 within thirty days."]) == [
+        "dollar"]  # the asked unit is no contract's word here
+    # a description question keeps its lay word: "cap" of liability is what it asks about
+    c = S.profile_question("What is the liability cap in the agreement?")
+    assert c.answer_type == "description" and S.askers_words(c, one, ["Liability is limited."]) == []
+
+
+def test_now_is_no_topic_term():
+    """"To whom should notices now be addressed?": the contract says "notices ... shall be addressed",
+    never "now", and a question word it lacks must not decline the answer."""
+    from docmaster_core.text import answer_units as S
+
+    assert S.profile_question("To whom should notices for Glu Mobile now be addressed?").terms == [
+        "notic", "glu", "mobil", "address"]

@@ -519,8 +519,11 @@ class OfflineLLM:
             # reading order, v5 quotes every sentence taken from a passage, v6/v7 exempt non-prose, v8 4 sentences,
             # v9 table-of-contents lines last, v10 place answers ("laws of the State of Indiana"),
             # v11 derivational stems ("termination" / "terminate"), v12 more generic verbs ("end", "carry"),
-            # v13 a term or a period asks for a length of time, v15 a paragraph's last sentence without its stop
-            "answer_version": 16,
+            # v13 a term or a period asks for a length of time, v15 a paragraph's last sentence without its stop,
+            # v21 a clause-list item is whole ("(ii) all offers ...;", "and (b) product liability ..."), and a
+            # PDF's U+037E (Greek question mark) ends a clause like ";"; v22 "now" is no topic term, v23 a list
+            # item by a letter or roman enumerator only ("(30) days before ..." is cut)
+            "answer_version": 23,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 

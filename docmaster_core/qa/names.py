@@ -291,20 +291,56 @@ def _refers_to_document(question: str, word: str, nf: NameFields, window: int = 
     return False
 
 
-def _named_together(cands: list[tuple[str, str]], nf: NameFields) -> list[tuple[str, str]]:
-    """The candidates of the one document whose name field holds two or more distinct question
-    words of ``cands`` when no other document's name field holds two of them (else ``[]``)."""
-    words = {w for w, _ in cands}
-    if len(words) < 2:
-        return []
-    holders = []
+def _name_runs(question: str, words: set[str]) -> list[set[str]]:
+    """The question's names as runs of consecutive name candidates: "Eco Science Solutions pay
+    Fruit of Life Productions" gives ``{Eco, Science, Solutions}``, ``{Fruit}``, ``{Life, Productions}``."""
+    out: list[set[str]] = []
+    run: set[str] = set()
+    for w in _WORD.findall(question) + [""]:
+        if w in words:
+            run.add(w)
+            continue
+        if run:
+            out.append(run)
+        run = set()
+    return out
+
+
+def _named_together(question: str, cands: list[tuple[str, str]], nf: NameFields, allowed: set[int] | None = None,
+                    max_named: int = 3) -> tuple[list[tuple[str, str]], list[int]]:
+    """The documents whose name fields hold two distinct names of the question (words of two
+    different runs of names, :func:`_name_runs`): a pair of parties names their contract, and the
+    amendments and schedules between the same parties too; a document holding one party's name
+    only (another contract of that party) is not named. Kept when there are at most
+    ``max_named`` of them. When no document holds two names, the one document (if only one)
+    whose name field holds two words of one name ("Kiosk Concepts") is named.
+
+    Args:
+        question: The question.
+        cands: ``(word as written, token)`` name candidates (distinctive ones).
+        nf: The name fields.
+        allowed: Document indices that may be named (None: all).
+        max_named: Most documents named.
+
+    Returns:
+        ``(candidates held, document indices, most names held first)``; ``([], [])`` when no
+        document, or more than ``max_named``, holds two names.
+    """
+    runs = _name_runs(question, {w for w, _ in cands})
+    held_by: dict[int, set[str]] = {}
     for di, toks in enumerate(nf.tokens):
-        held = {w for w, t in cands if t in toks}
-        if len(held) >= 2:
-            holders.append(held)
-    if len(holders) != 1:
-        return []
-    return [(w, t) for w, t in cands if w in holders[0]]
+        if allowed is None or di in allowed:
+            held = {w for w, t in cands if t in toks}
+            if len(held) >= 2:
+                held_by[di] = held
+    holders = {di: h for di, h in held_by.items() if sum(1 for r in runs if r & h) >= 2}
+    if not holders and len(held_by) == 1:  # one name of two or more words that one document alone holds
+        holders = held_by
+    if not holders or len(holders) > max_named:
+        return [], []
+    held_all = set().union(*holders.values())
+    order = sorted(holders, key=lambda di: (-len(holders[di]), di))
+    return [(w, t) for w, t in cands if w in held_all], order
 
 
 def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *, max_share: float = 0.1,
@@ -325,10 +361,12 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
 
     A candidate counts only where the question refers to a document by it (a file name,
     after "between", or near a noun such as "agreement" or "paper"; :data:`DOC_NOUNS`), so
-    "ranking by PageRank" or "error on ImageNet" route nowhere, or, when none does, where two
-    distinct names are held together by exactly one document's name field (a pair of parties:
-    "must Audible give Amazon.com Commerce Services ..."). The best document must hold
-    one name no other document's name field holds, or two names; else nothing is routed.
+    "ranking by PageRank" or "error on ImageNet" route nowhere. The best document must hold
+    one name no other document's name field holds, or two names. When that names nothing, two
+    distinct names of the question held together by at most ``max_named`` documents' name
+    fields name them all (:func:`_named_together`; a pair of parties: "must Audible give
+    Amazon.com Commerce Services ...", or a contract and its amendments between the same
+    parties: "the Fox and Glu Mobile license under Amendment No. 3"); else nothing is routed.
 
     Returns:
         The :class:`Route`, or None when the question names no document.
@@ -340,13 +378,34 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
     cap = max(1, min(max_docs, int(max_share * nf.n_docs)))
     rare = [(w, t) for w, t in _candidates(question, nf, rare_docs) if 0 < nf.df.get(t, 0) <= cap]
     cands = [(w, t) for w, t in rare if _refers_to_document(question, w, nf)]
-    if not cands:
-        # no word refers to a document by its place in the question ("must Audible give Amazon.com
-        # Commerce Services ..."): names still route when two of them are held together by one
-        # document's name field and by no other (a pair of parties names their contract)
-        cands = _named_together(rare, nf)
-    if not cands:
+    route = _route_by_candidates(question, view, nf, cands, allowed, keep_ratio, max_named) if cands else None
+    if route is not None:
+        return route
+    # no word refers to a document by its place in the question ("must Audible give Amazon.com
+    # Commerce Services ...", "the Cardlytics schedule"), or those that do are not distinctive
+    # enough: names still route when two of them are held together by at most ``max_named``
+    # documents' name fields (a pair of parties names their contract, or their contract and its
+    # amendments: each of them is searched, and the need picks the passage)
+    idx = None if allowed is None else {i for i, d in enumerate(view.docs) if d.doc_id in allowed}
+    held, family = _named_together(question, rare, nf, idx, max_named)
+    if not family:
         return None
+    by_word = {w for w, _ in held}
+    names = list(dict.fromkeys(w for w, _ in held))
+    front = set().union(*(nf.tokens[di] for di in family))
+    need = _need(question, by_word, front)
+    if not [w for w in name_tokens(need) if w not in _FUNCTION and len(w) > 2]:
+        need = question
+    idf = {t: math.log(nf.n_docs / nf.df[t]) for _, t in held}
+    scores = {di: sum(idf[t] for _, t in held if t in nf.tokens[di]) for di in family}
+    return Route([view.docs[di].doc_id for di in family], names, need,
+                 {view.docs[di].doc_id: round(scores[di], 3) for di in family})
+
+
+def _route_by_candidates(question: str, view, nf: NameFields, cands: list[tuple[str, str]],
+                         allowed: set[str] | None, keep_ratio: float, max_named: int) -> Route | None:
+    """The route of :func:`route_by_names` from the name candidates that refer to a document
+    (None when they name none distinctly)."""
     idf = {t: math.log(nf.n_docs / nf.df[t]) for _, t in cands}
     by_word: dict[str, list[str]] = {}
     for w, t in cands:

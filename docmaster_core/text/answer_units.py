@@ -35,7 +35,7 @@ from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units", "names_place"]
+           "rank_answer_units", "names_place", "askers_words"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -55,7 +55,7 @@ depicted show shows shown showed describe described describes report reported re
 mention mentioned mentions say says said state stated states value number amount kind type paper need needs needed
 ask asks asked carry carries carried apply applies applied begin begins began start starts started end ends ended
 document documents article work study authors author section figure table main specific exactly
-typically normally
+typically normally now
 """.split())
 
 _NUMBER_Q = re.compile(
@@ -433,6 +433,46 @@ MIN_BEST_COVERAGE = 0.4
 STRONG_BEST_COVERAGE = 0.5
 
 
+#: A term the whole collection uses in at most this share of its nodes (and at least ``ASKERS_MIN_NODES``)
+#: is no word of the collection's language ("stop" a renewal, "stay" in effect, "run" for a term).
+ASKERS_WORD_SHARE = 0.001
+ASKERS_MIN_NODES = 3
+
+
+def askers_words(profile: QuestionProfile, bg: Background, passage_texts: Sequence[str]) -> list[str]:
+    """The question's terms that are the asker's own words, not the documents' language: the
+    searched documents never use them and the whole collection (``bg.idf_from``) hardly does
+    (in at most ``max(ASKERS_MIN_NODES, ASKERS_WORD_SHARE * nodes)`` nodes), while the question
+    asks for a typed answer (a number, a period, a place) that a sentence of one of the three
+    best passages gives.
+
+    "How much advance notice is needed to *stop* the agreement from renewing?": no contract says
+    "stop" (they say "notice of non-renewal"), so its absence from the named contract says
+    nothing about whether the contract answers; a clause term the named contract lacks but
+    other contracts use ("insurance", "royalty") still counts. Only when the documents were
+    chosen by the question's names (``bg.idf_from`` set, :func:`~docmaster_core.qa.answering.
+    select_passages` with ``whole_documents``); a lay noun of a question that asks for a
+    description ("the liability *cap*") still counts.
+
+    Args:
+        profile: The question.
+        bg: Background of the searched documents, with the collection's as ``idf_from``.
+        passage_texts: The best passages' texts, best first.
+
+    Returns:
+        The terms (stems), in question order; ``[]`` when none or when the rule does not apply.
+    """
+    coll = bg.idf_from
+    if coll is None or profile.answer_type not in ("number", "place"):
+        return []
+    rare = max(ASKERS_MIN_NODES, ASKERS_WORD_SHARE * coll.n_nodes)
+    own = [t for t in profile.terms if not bg.has(t) and coll.df.get(t, 0) <= rare]
+    if not own:
+        return []
+    typed = any(type_match(profile, u) >= 1.0 for p in passage_texts[:3] for u in split_sentences(p, max_words=60))
+    return own if typed else []
+
+
 def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[str]) -> Verdict:
     """Decide whether the documents answer the question.
 
@@ -442,6 +482,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a unit ("in dollars",
     "in milliseconds") that none of the passages gives.
 
+    The asker's own words (:func:`askers_words`) are left out of the question's terms first.
+
     Args:
         profile: The question.
         bg: Background of the searched documents.
@@ -450,6 +492,11 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     terms = profile.terms
     if not terms:
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
+    own = askers_words(profile, bg, passage_texts)
+    if own:
+        terms = [t for t in terms if t not in own]
+        if not terms:
+            return Verdict(True, "the question's only terms are its own words", 1.0, 1.0, [])
     w = np.array([bg.weight(t) for t in terms])
     total = float(w.sum()) or 1.0
     # a passage that names a place answers the class noun of a place question ("which jurisdiction")

@@ -81,7 +81,9 @@ def split_sentences(text: str | None, max_words: int = 60) -> list[str]:
 
 
 _ENUM = re.compile(r"^(?:\(?(?:[a-z]|[ivxlc]{1,5}|\d{1,3}(?:\.\d{1,3})*)[.)]|§\s*\d+[.\d]*)\s+", re.I)
-_CLAUSE = re.compile(r"(?<=;)\s+")
+_ITEM = re.compile(r"^\((?:[a-z]|[ivxlc]{1,5})\)\s", re.I)
+_LAST_ITEM = re.compile(r"^(?:and|or)\s+(?=\((?:[a-z]|[ivxlc]{1,5})\)\s)", re.I)
+_CLAUSE = re.compile(r"(?<=[;\u037e])\s+")  # U+037E (Greek question mark) is how some PDFs write ";"
 _NUMBER_END = re.compile(r"[a-z,]\s+\d{1,2}(?:\.\d{1,2})*\.$")  # "March 18." / "Sections 1.3." ending a piece
 
 
@@ -89,13 +91,20 @@ def is_whole_sentence(text: str | None) -> bool:
     """True when ``text`` starts like a sentence (a capital, a digit, an opening quote or
     bracket, or an enumerator such as ``(a)``, ``iv.``, ``8.05``) and ends like one
     (``.``, ``!``, ``?``, ``;`` or ``:``, closing quotes and brackets aside): not a piece cut
-    out of a sentence."""
+    out of a sentence. An item of a clause list opened by a bracketed letter or roman enumerator is whole
+    whatever the case of its first word ("(ii) all offers ... have been effected ...;"), and so
+    is the list's last item after its "and" / "or" ("and (b) product liability insurance ...")."""
     t = normalize_ws(text).rstrip("\"'\u201d\u2019)]")
     if not t:
         return False
+    # an item of a clause list, "(ii) all offers of Securities ... have been effected by the Agent;", or its
+    # last item, "and (B) a member of ...", starts with its enumerator, whatever the case of the word after it
+    t = _LAST_ITEM.sub("", t)
     head = _ENUM.sub("", t).lstrip("\"'\u201c\u2018([")
     first = head[:1]
-    return (first.isupper() or first.isdigit()) and t[-1] in ".!?;:"
+    # (a letter or roman enumerator: "(30) days before ..." is a cut sentence whose "thirty" went before it)
+    item = first.isalpha() and bool(_ITEM.match(t))
+    return (first.isupper() or first.isdigit() or item) and t[-1] in ".!?;:\u037e"  # U+037E: a PDF's ";"
 
 
 def answer_sentences(text: str | None, long_words: int = 80, heading_words: int = 6) -> list[str]:
@@ -107,7 +116,7 @@ def answer_sentences(text: str | None, long_words: int = 80, heading_words: int 
     ("until March 18.", "under Sections 1.3.") joins a next piece that starts with a digit."""
     out: list[str] = []
     for s in split_sentences(text, max_words=1_000_000):
-        if count_words(s) > long_words and ";" in s:
+        if count_words(s) > long_words and (";" in s or "\u037e" in s):
             out.extend(p for p in _CLAUSE.split(s) if p.strip())
         else:
             out.append(s)
