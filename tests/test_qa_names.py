@@ -402,3 +402,15 @@ def test_now_is_no_topic_term():
 
     assert S.profile_question("To whom should notices for Glu Mobile now be addressed?").terms == [
         "notic", "glu", "mobil", "address"]
+
+
+def test_a_name_beside_the_collection_asked_about_names_no_document(dm):
+    """ "Which contracts mention Kestrelby?" asks every contract about Kestrelby: the plural
+    after "which" is the collection, not a document named Kestrelby (a newcomer's "Which papers
+    use Wikipedia?" was answered from the one paper whose abstract says Wikipedia)."""
+    view = dm.retriever().view
+    for q in ("Which contracts mention Kestrelby?", "Do any of these agreements name Kestrelby as a party?",
+              "Which agreements are with Kestrelby?"):
+        assert route_by_names(q, view) is None, q
+    r = route_by_names("What is the term of the Kestrelby agreement?", view)  # a document named by its party
+    assert r is not None and _files(dm, r.doc_ids) == ["dist-charlie.pdf"]

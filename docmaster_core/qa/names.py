@@ -273,17 +273,27 @@ memorandum deed policy paper papers article report reports document documents ma
 proposal plan charter bylaws""".split())
 
 
+#: Words that make a plural document noun after them the collection a question asks about ("which papers").
+_COLLECTION_WORDS = frozenset("which what many any all every list these those other".split())
+
+
 def _refers_to_document(question: str, word: str, nf: NameFields, window: int = 4) -> bool:
     """A name candidate refers to a document (not to a method or a dataset the question
     mentions) when it is a file name, comes after "between", or stands within ``window`` words
-    of a noun for a document (:data:`DOC_NOUNS`)."""
+    of a noun for a document (:data:`DOC_NOUNS`), unless that noun is the collection the question
+    asks about ("Which *papers* use Wikipedia?": a plural after "which", "any", "these" ...)."""
     if word.lower().strip(".'-/&?") in nf.file_df:
         return True
     words = [w.strip(" ?,.;:'\"()").lower() for w in question.split()]
     core = word.strip(" ?,.;:'\"()").lower()
     at = [i for i, w in enumerate(words) if w == core]
+    # "Which papers use Wikipedia?", "how many of these contracts ...": the noun is the collection
+    # asked about, and a name beside it is what the documents are asked about, not a document's name
+    asked = {i for i, w in enumerate(words) if w in DOC_NOUNS and w.endswith("s")
+             and any(q in _COLLECTION_WORDS for q in words[max(0, i - 3):i])}
     for i in at:
-        near = words[max(0, i - window): i + window + 1]
+        near = [w for j, w in enumerate(words[max(0, i - window): i + window + 1], start=max(0, i - window))
+                if j not in asked]
         if any(w in DOC_NOUNS or w.removesuffix("'s") in DOC_NOUNS for w in near):
             return True
         if "between" in words[:i]:  # "the agreement between A, B and C"
