@@ -387,7 +387,10 @@ STRATEGY_LABELS = {
 #: Help of the compact decision column.
 STRATEGIES_HELP = ("How many of the ways of finding evidence said yes (the document's own decisions are listed under "
                    "Evidence): tree = tree traversal, search = semantic search, groups = hyper-edge matching, all = "
-                   "the combined evidence, chunks = flat chunks (the baseline)")
+                   "the combined evidence, chunks = flat chunks (the baseline). Each way ranks the documents by its "
+                   "own evidence and cuts its own ranking (its scores are not the table's), so they can disagree; "
+                   "the 'kept' column is the decision of the way chosen in 'Decide by', and moving the cut moves that "
+                   "way's cut only (its yes or no, and so this count, can change).")
 #: Label of the compact decision column.
 STRATEGIES_LABEL = "ways saying yes"
 
