@@ -121,14 +121,19 @@ def umap_server(tmp_path_factory, embedder):
         yield url, root / "ws"
 
 
+def _choose_the_transformer_paper(page) -> None:
+    """Pick the Transformer paper in the page's Document selector (when it is not chosen) and wait."""
+    if "attention" not in selected_text(selectbox(page, "Document")).lower():
+        timed(page, open_options(page, "Document", "attention").click)
+    wait_idle(page)
+
+
 def test_clusters_page_never_waits_for_umap_and_leaves_no_zombie(umap_server):
     url, ws = umap_server
     with chromium() as page:
         open_page(page, f"{url}/clusters")
         assert exception_count(page) == 0
-        if "attention" not in selected_text(selectbox(page, "Document")).lower():
-            timed(page, open_options(page, "Document", "attention").click)
-        wait_idle(page)
+        _choose_the_transformer_paper(page)
         chart = _chart(page)
         # drawn without waiting: PCA, and the page says why
         assert chart["title"].endswith("(PCA map)"), chart["title"]
@@ -173,9 +178,7 @@ def test_cluster_colours_and_names_follow_an_alpha_move(umap_server):
     url, _ = umap_server
     with chromium() as page:
         open_page(page, f"{url}/clusters")
-        if "attention" not in selected_text(selectbox(page, "Document")).lower():
-            timed(page, open_options(page, "Document", "attention").click)
-        wait_idle(page)
+        _choose_the_transformer_paper(page)
         before = _points(_chart(page))
         assert slider_value(page, "alpha") == "0.60"
         timed(page, lambda: move_slider(page, "alpha", 6, key="ArrowLeft"))
@@ -216,9 +219,7 @@ def test_graph_opens_on_a_body_hyperedge_not_front_matter(umap_server):
     assert roles[idx.hyperedges[0].id] == "front"  # the paper starts with its copyright notice
     with chromium() as page:
         open_page(page, f"{url}/hyperedges")
-        if "attention" not in selected_text(selectbox(page, "Document")).lower():
-            timed(page, open_options(page, "Document", "attention").click)
-        wait_idle(page)
+        _choose_the_transformer_paper(page)
         shown = selected_text(selectbox(page, "Group of passages"))
         he = int(GROUP_RE.match(shown).group(1))  # "Group 26 · topic: ..."
         assert roles[he] not in ("front", "back", "appendix"), (shown, roles[he])
@@ -245,9 +246,7 @@ def test_graph_and_clusters_pages_read_in_plain_words(umap_server):
     url, _ = umap_server
     with chromium() as page:
         open_page(page, f"{url}/hyperedges")
-        if "attention" not in selected_text(selectbox(page, "Document")).lower():
-            timed(page, open_options(page, "Document", "attention").click)
-        wait_idle(page)
+        _choose_the_transformer_paper(page)
         assert page.get_by_text("What am I looking at?").count() == 1
         assert page.get_by_text(WHAT_GRAPH[:60]).count() == 1
         labels = _metric_labels(page)
