@@ -131,8 +131,10 @@ def test_with_one_document_on_topic_only_it_is_kept():
     assert sum(d.decision for d in base) > 1 and base[3].decision
     assert [i for i, d in enumerate(got) if d.decision] == [3] and cut.kept == 1 and cut.one_on_topic
     assert got[3].uncertain  # the words without the meaning: uncertain
+    assert got[3].rank == 1  # the kept document ranks first, the dropped ones after it
     dropped = [d for i, d in enumerate(got) if base[i].decision and i != 3]
     assert dropped and all(d.uncertain and "Only one document of this collection is about the condition" in d.rationale for d in dropped)
+    assert not any("similarity floor" in d.rationale for d in dropped)  # they did pass the floor
     # nothing on topic: nothing kept
     none, cut0 = calibrated_document_decisions(CONDITION, ev, low, DEFAULT_CALIBRATION, stats, term_share=np.zeros(n))
     assert not any(d.decision for d in none) and cut0.none_meets and not cut0.one_on_topic

@@ -44,7 +44,8 @@ class Cut:
         of: Documents ranked.
         best: The best document's evidence score.
         eligible: bool (D,) documents, in run order, whose best passages pass the dense
-            floor: only those can be kept, and they rank first (not serialised).
+            floor (and, when one document is on topic, are on topic): only those can be
+            kept, and they rank first (not serialised).
         sure_no, sure_yes: The uncertain band (z units, :func:`~docmaster_core.filtering.decider.uncertain_band`).
         uncertain: Documents in the band (kept and dropped ones together).
         none_meets: No document of the run is on topic (:func:`~docmaster_core.filtering.decider.on_topic`):
@@ -157,7 +158,7 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     dec, z, st = calibrated_decisions(d, l, calib, present, extra_z=extra_z)
     if present.any() and not present.all():  # documents without evidence rank last
         z = np.where(present, z, float(z[present].min()) - 1.0)
-    eligible = present & (d >= calib.floor)
+    eligible = above_floor = present & (d >= calib.floor)
     ranks = _ranks(z, eligible)
     thr = float(st["threshold"])
     unsure = eligible & (z >= st["sure_no"]) & (z < st["sure_yes"])
@@ -183,6 +184,9 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                 dec = dec & topical
             # sure only on topic in meaning and in words; with one of the two (or neither) uncertain
             unsure = unsure | (dec & ~clearly_on_topic(best_cos, term_share, calib))
+    if dropped_off_topic.any():  # the kept documents stay ranks 1..N: the dropped ones rank after the eligible
+        eligible = eligible & ~dropped_off_topic
+        ranks = _ranks(z, eligible)
     cut = Cut(str(st["cut"]), thr, int(dec.sum()), int(len(z)), float(z[present].max()) if present.any() else 0.0,
               eligible=eligible, sure_no=float(st["sure_no"]), sure_yes=float(st["sure_yes"]), uncertain=int(unsure.sum()),
               none_meets=none_meets, one_on_topic=lone_topic)
@@ -197,7 +201,7 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         best = next((evs[int(j)] for j in order if evs[int(j)].text.strip()), evs[int(order[0])])
         hits = lex[i][1]
         rule = _rule_sentence(st["mode"], calib, thr, cut.best, int(present.sum()))
-        weak = None if eligible[i] else (d[i], calib.floor)
+        weak = None if above_floor[i] else (d[i], calib.floor)
         conf = float(1.0 / (1.0 + np.exp(-(z[i] - thr))))
         if dec[i]:
             # the passages that carry the decision: top cosines, then passages holding the condition's keywords
