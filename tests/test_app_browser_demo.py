@@ -334,7 +334,9 @@ def test_first_five_minutes_chat_scope_example_answer_and_removal(empty_server):
         navigate(page, "Chat")  # the choice stays for the session
         wait_idle(page)
         assert page.get_by_text(re.compile(r"Answering from: the 1 document kept by filter run")).count() == 1
-        timed(page, page.get_by_text("all documents (3)").click)
+        page.get_by_text("all documents (3)").click()  # a radio choice: its rerun is checked by what it shows
+        expect(page.get_by_text("Answering from: all 3 documents")).to_have_count(1, timeout=120_000)
+        wait_idle(page)
         box = page.locator("[data-testid='stChatInputTextArea']")
         box.fill(EXAMPLE_QUESTION)
         timed(page, lambda: box.press("Enter"), timeout=300)

@@ -12,7 +12,8 @@ every change of the ``data-test-script-state`` attribute of ``[data-testid='stAp
 (``running`` / ``notRunning``) with ``performance.now()``; the interval runs from the
 moment just before the click or key press to the first ``notRunning`` that follows a
 ``running`` after it, i.e. until the server-side rerun has finished and its last
-delta has reached the browser. All times are wall-clock seconds.
+delta has reached the browser. Changes delivered in one observer callback are recorded
+one by one (from each record's ``oldValue``), so a short rerun is never missed. All times are wall-clock seconds.
 """
 from __future__ import annotations
 
@@ -48,9 +49,15 @@ _OBSERVER_JS = """
     if (!app) { setTimeout(attach, 50); return; }
     window.__dmApp = app;
     window.__dmEvents.push([performance.now(), app.getAttribute('data-test-script-state')]);
-    window.__dmObs = new MutationObserver(() =>
-      window.__dmEvents.push([performance.now(), app.getAttribute('data-test-script-state')]));
-    window.__dmObs.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    // one callback may carry several changes (running -> notRunning in one batch): each
+    // record's oldValue is the state before it, so every state in between is recorded
+    window.__dmObs = new MutationObserver((records) => {
+      const now = performance.now();
+      for (let i = 1; i < records.length; i++) window.__dmEvents.push([now, records[i].oldValue]);
+      window.__dmEvents.push([now, app.getAttribute('data-test-script-state')]);
+    });
+    window.__dmObs.observe(app, {attributes: true, attributeOldValue: true,
+                                 attributeFilter: ['data-test-script-state']});
   };
   attach();
 }
