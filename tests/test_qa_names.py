@@ -87,6 +87,18 @@ CONTRACTS += [
     ]),
 ]
 
+# the parties of an endorsement named away from the word "agreement", and a word beside it that only
+# another contract's file name holds (cuad-113 and cuad-156)
+CONTRACTS += [
+    _license("endorse-ashby.pdf", "Endorsement Agreement", "Pinecrest Golfers Incorporated", "Rowan Ashby", [
+        ("6. Compensation", ["Pinecrest shall pay Ashby a royalty of two percent (2%) on all Gross Revenue of the "
+                             "Endorsed Products."]),
+    ]),
+    _license("golfwear-unlimited-use-agreement.pdf", "Use Agreement", "Tamsin Hollis", "Larchmont Apparel Inc.", [
+        ("1. Use", ["Hollis grants Larchmont the right to use her name on its products in the Territory."]),
+    ]),
+]
+
 
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory, embedder):
@@ -414,3 +426,16 @@ def test_a_name_beside_the_collection_asked_about_names_no_document(dm):
         assert route_by_names(q, view) is None, q
     r = route_by_names("What is the term of the Kestrelby agreement?", view)  # a document named by its party
     assert r is not None and _files(dm, r.doc_ids) == ["dist-charlie.pdf"]
+
+
+def test_the_parties_route_over_a_word_beside_agreement_that_another_file_name_holds(dm):
+    """A question naming both parties routes to their contract even when the only word beside
+    "agreement" ("golfwear") is held by another contract's file name alone (cuad-113 / cuad-156)."""
+    view = dm.retriever().view
+    r = route_by_names("What royalty does Pinecrest Golfers pay Rowan Ashby for the use of his name under the "
+                       "golfwear agreement?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["endorse-ashby.pdf"]
+    assert {"Pinecrest", "Rowan", "Ashby"} <= set(r.names)
+    # the word beside "agreement" still routes when no pair of names says otherwise
+    r = route_by_names("What may be used under the golfwear use agreement?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["golfwear-unlimited-use-agreement.pdf"]

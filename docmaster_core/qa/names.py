@@ -372,9 +372,10 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
     A candidate counts only where the question refers to a document by it (a file name,
     after "between", or near a noun such as "agreement" or "paper"; :data:`DOC_NOUNS`), so
     "ranking by PageRank" or "error on ImageNet" route nowhere. The best document must hold
-    one name no other document's name field holds, or two names. When that names nothing, two
-    distinct names of the question held together by at most ``max_named`` documents' name
-    fields name them all (:func:`_named_together`; a pair of parties: "must Audible give
+    one name no other document's name field holds, or two names. When that names nothing, or
+    names a document that holds fewer of the question's names than the documents holding two of
+    them together, two distinct names of the question held together by at most ``max_named``
+    documents' name fields name them all (:func:`_named_together`; a pair of parties: "must Audible give
     Amazon.com Commerce Services ...", or a contract and its amendments between the same
     parties: "the Fox and Glu Mobile license under Amendment No. 3"); else nothing is routed.
 
@@ -389,15 +390,24 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
     rare = [(w, t) for w, t in _candidates(question, nf, rare_docs) if 0 < nf.df.get(t, 0) <= cap]
     cands = [(w, t) for w, t in rare if _refers_to_document(question, w, nf)]
     route = _route_by_candidates(question, view, nf, cands, allowed, keep_ratio, max_named) if cands else None
-    if route is not None:
-        return route
-    # no word refers to a document by its place in the question ("must Audible give Amazon.com
-    # Commerce Services ...", "the Cardlytics schedule"), or those that do are not distinctive
-    # enough: names still route when two of them are held together by at most ``max_named``
-    # documents' name fields (a pair of parties names their contract, or their contract and its
-    # amendments: each of them is searched, and the need picks the passage)
+    # names still route when two of them are held together by at most ``max_named`` documents'
+    # name fields (a pair of parties names their contract, or their contract and its amendments:
+    # each of them is searched, and the need picks the passage): when no word refers to a
+    # document by its place in the question ("must Audible give Amazon.com Commerce Services
+    # ...", "the Cardlytics schedule"), when those that do are not distinctive enough, or when
+    # a document they name holds fewer of the question's names than such a pair's document
+    # ("Golfers Incorporated pay Andy North under his F2 golf clubs endorsement agreement": only
+    # "golf" stands beside "agreement", and another contract's file name holds it)
     idx = None if allowed is None else {i for i, d in enumerate(view.docs) if d.doc_id in allowed}
     held, family = _named_together(question, rare, nf, idx, max_named)
+    if route is not None:
+        row = {d.doc_id: i for i, d in enumerate(view.docs)}
+
+        def n_names(di: int) -> int:
+            return len({w for w, t in rare if t in nf.tokens[di]})
+
+        if not family or min(n_names(row[d]) for d in route.doc_ids) >= max(map(n_names, family)):
+            return route
     if not family:
         return None
     by_word = {w for w, _ in held}
