@@ -236,3 +236,40 @@ def test_bold_labels_ending_in_a_colon_are_clause_headings_but_recurring_form_fi
     for label, _ in clauses:
         assert label in heads, heads
     assert not any(h.startswith(("Stakeholder", "Program Office")) for h in heads), heads
+
+
+_GOODS = ("valves", "pumps", "gaskets", "filters", "hoses", "fittings", "meters", "sensors", "cables", "brackets",
+          "motors", "belts", "bearings", "seals", "clamps", "nozzles", "gauges", "switches", "relays", "fuses",
+          "panels", "frames", "hinges", "latches", "rollers", "springs", "washers")
+_PLACES = ("northern", "southern", "eastern", "western", "central", "coastal", "inland", "harbour", "airport",
+           "river", "mountain")
+
+
+def test_a_footer_row_printed_where_the_page_content_ends_stays_out(tmp_path):
+    """cuad-010 prints "AZUL–ATR   Page 3/9   Amendment N° 1" right after each page's text,
+    at a different height on every page: the page number ("Page N/M") and the short pieces
+    on its row that recur on every page are running text, not content."""
+    doc = pymupdf.open()
+    n = 4
+    for pno in range(n):
+        page = doc.new_page(width=612, height=792)
+        y = 72.0
+        if pno == 0:
+            page.insert_text((200, y), "AMENDMENT TO THE SERVICES AGREEMENT", fontname="hebo", fontsize=12)
+            y += 30
+        for k in range(2 + pno * 3):  # a different amount of text on each page, no line repeated
+            page.insert_text((72, y), f"The Supplier shall deliver the {_GOODS[(pno * 11 + k) % len(_GOODS)]} "
+                             f"to the {_PLACES[k % len(_PLACES)]} warehouse within the agreed time.",
+                             fontname="helv", fontsize=9)
+            y += 14
+        y += 20
+        page.insert_text((72, y), "ORION–VEGA", fontname="helv", fontsize=8)
+        page.insert_text((280, y), f"Page {pno + 1}/{n}", fontname="helv", fontsize=8)
+        page.insert_text((430, y), "Amendment No 2", fontname="helv", fontsize=8)
+    path = tmp_path / "amendment.pdf"
+    doc.save(path)
+    doc.close()
+    parsed = PyMuPDFParser().parse(path)
+    text = " ".join(e.text for e in parsed.elements)
+    assert "ORION" not in text and "Page 2/4" not in text and "Amendment No 2" not in text, text
+    assert text.count("The Supplier shall deliver") == 2 + 5 + 8 + 11

@@ -217,7 +217,8 @@ def page_layout(p: PageInfo, lines: list[Line]) -> None:
 
 
 _RULE_RE = re.compile(r"^[-_=*~.\s]{5,}$")
-_DASHED_PAGENUM_RE = re.compile(r"^(?:[-–—]\s*\d{1,4}\s*[-–—]|page\s+\d{1,4}(?:\s+of\s+\d{1,4})?)$", re.IGNORECASE)
+_DASHED_PAGENUM_RE = re.compile(r"^(?:[-–—]\s*\d{1,4}\s*[-–—]|page\s+\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?)$",
+                                re.IGNORECASE)
 
 
 def _running_key(text: str) -> str:
@@ -234,13 +235,18 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
       ``max(3, 30 %)`` of the pages (a filing's redaction note "***Confidential
       Information has been omitted ..." printed where the original page broke; not
       when such lines are over 15 % of all lines: then they are the content), rule
-      lines of dashes or underscores, page numbers written ``-18-`` or ``Page 3 of 9``,
-      and a bare number or roman numeral that is the first or last line left on a page.
+      lines of dashes or underscores, page numbers written ``-18-``, ``Page 3 of 9`` or
+      ``Page 3/9``, and a bare number or roman numeral that is the first or last line left
+      on a page.
+    * Short lines (at most 6 words, 3 letters or more) on the row of a page number whose
+      text recurs on at least ``max(3, 30 %)`` of the pages: the rest of a footer printed wherever the page's content ended
+      ("AZUL–ATR  Page 3/9  Amendment N° 1" half-way down a page), too short for the rule above.
     """
     n = len(pages)
     keys: dict[tuple, set[int]] = defaultdict(set)
     anywhere: dict[str, set[int]] = defaultdict(set)
     sizes: dict[str, Counter] = defaultdict(Counter)
+    short: dict[str, set[int]] = defaultdict(set)
     for pno, p in enumerate(pages):
         for l in p.lines:
             t = l.text.strip()
@@ -248,6 +254,8 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
                 k = _running_key(t)
                 anywhere[k].add(pno)
                 sizes[k][round(l.size * 2) / 2] += 1
+            if len(t.split()) <= 6 and sum(ch.isalpha() for ch in t) >= 3:
+                short[_running_key(t)].add(pno)
             band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
             if not band:
                 continue
@@ -275,6 +283,12 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
                 l.role = "header"  # (the title, printed larger on page 1 than in the running header, stays)
             elif _DASHED_PAGENUM_RE.match(t):
                 l.role = "pagenum"
+        if n >= 3:  # the rest of a footer on a page number's row
+            rows = [(l.y0, l.y1) for l in p.lines if l.role == "pagenum"]
+            for l in p.lines:
+                if not l.role and len(short.get(_running_key(l.text.strip()), ())) >= need_any and any(
+                        min(l.y1, b) - max(l.y0, a) > 0.5 * min(l.y1 - l.y0, b - a) for a, b in rows):
+                    l.role = "header"
         left = sorted((l for l in p.lines if not l.role), key=lambda l: (l.y0, l.x0))
         for l in (left[:1] + left[-1:]) if len(left) >= 3 else []:
             if PAGENUM_RE.match(l.text.strip()) and l.nchars <= 8:
