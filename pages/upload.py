@@ -27,6 +27,7 @@ from ui.widgets import selected_rows
 W_WS = "w_upload_workspace"
 W_FILES = "w_upload_files"
 W_EXAMPLES = "w_upload_examples"
+K_UPLOAD_GEN = "dm_upload_generation"  # bumped after each ingest from the uploader: the uploader's key
 
 
 def _open_workspace() -> None:
@@ -90,11 +91,14 @@ except DocMasterError as e:
     st.stop()
 
 max_mb = int(st.get_option("server.maxUploadSize"))
+# after an ingest the uploader starts empty (a new key): the files are in the workspace, and an
+# "Ingest N files" button left under them would only offer to ingest them again
+gen = int(st.session_state.get(K_UPLOAD_GEN, 0))
 files = st.file_uploader(
     "PDF files (and MinerU `*_content_list.json` files)",
     type=["pdf", "json"],
     accept_multiple_files=True,
-    key=W_FILES,
+    key=W_FILES if not gen else f"{W_FILES}_{gen}",
     help=f"Drag and drop many files at once. Each file may be at most {max_mb} MB "
     "(server.maxUploadSize in .streamlit/config.toml).",
 )
@@ -115,7 +119,9 @@ if files:
         # a content list whose PDF is in the same batch is picked up by the parser beside it
         pdf_stems = {p.name[:-4] for p in saved if p.suffix.lower() == ".pdf"}
         todo = [p for p in saved if not (p.name.endswith(MINERU_SUFFIX) and p.name[: -len(MINERU_SUFFIX)] in pdf_stems)]
-        _ingest_with_progress(dm, todo)
+        if _ingest_with_progress(dm, todo):  # (a busy workspace ingests nothing: its error and the files stay)
+            st.session_state[K_UPLOAD_GEN] = gen + 1
+            st.rerun()  # the uploader empties; "Last upload" below says what happened
 
 n_docs = len(dm.documents())
 with st.container(border=not n_docs):
@@ -136,6 +142,7 @@ with st.container(border=not n_docs):
 last = state.get(state.INGEST_RESULTS) or []
 if last:
     st.subheader("Last upload")
+    st.caption(md_escape(ingest_summary(last)))
     for r in last:
         if r["status"] == "failed":
             st.error(md_escape(r["reason"] or Path(r["file"]).name), icon=":material/error:")

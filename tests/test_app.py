@@ -36,6 +36,10 @@ def test_upload_ingests_lists_collection_and_failures(app_env, app_uploaded):
     uploads = app_env["ws"] / "uploads"
     assert sorted(p.name for p in uploads.iterdir()) == ["broken.pdf", "retrieval_paper.pdf", "storage.pdf"]
     assert not (app_env["root"] / "retrieval paper.pdf").exists()
+    # the uploader starts empty after the ingest (no "Ingest 3 files" left to press again),
+    # and the last upload says what happened in one line
+    assert not [b for b in at.button if b.key == "w_upload_ingest"]
+    assert any(c.value.startswith("2 of 3 files added to the workspace; 1 failed") for c in at.caption)
 
 
 def test_reopened_workspace_shows_collection_at_once(app_uploaded, app_env):
