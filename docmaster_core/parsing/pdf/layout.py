@@ -239,8 +239,9 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
       ``Page 3/9``, and a bare number or roman numeral that is the first or last line left
       on a page.
     * Short lines (at most 6 words, 3 letters or more) on the row of a page number whose
-      text recurs on at least ``max(3, 30 %)`` of the pages: the rest of a footer printed wherever the page's content ended
-      ("AZUL–ATR  Page 3/9  Amendment N° 1" half-way down a page), too short for the rule above.
+      text recurs on at least ``max(3, 30 %)`` of the pages: the rest of a footer printed
+      wherever the page's content ended ("AZUL–ATR  Page 3/9  Amendment N° 1" half-way down
+      a page), too short for the rule above.
     """
     n = len(pages)
     keys: dict[tuple, set[int]] = defaultdict(set)
