@@ -146,3 +146,17 @@ def test_repair_removes_collection_leftovers_and_an_unreadable_store(tmp_path, e
     assert "collection/manifest.json" in ws.repair()
     again = sync_collection(ws, corpus.node_meta)  # rebuilt from the .npy files
     assert again.rows == coll.rows and again.generation != coll.generation
+
+
+def test_an_unchanged_faiss_index_is_opened_once_per_process(tmp_path, embedder):
+    ws = build_toy_workspace(tmp_path / "ws", embedder, TOY_DOCS[:-1])
+    coll = sync_collection(ws, corpus.node_meta)
+    first = collection_index(coll)  # built and written
+    assert collection_index(coll) is first  # then reused, not read again
+    f, title, secs = TOY_DOCS[-1]
+    add_toy_document(ws, embedder, f, title, secs)
+    coll2 = sync_collection(ws, corpus.node_meta)
+    grown = collection_index(coll2)  # the file was rewritten: a new index
+    assert grown is not first and grown.ntotal == coll2.rows > first.ntotal
+    assert collection_index(coll2) is grown
+    corpus.clear_corpus_cache()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,36 @@ def _new_index(faiss, coll: Collection, kind: str):
     n_train = min(coll.rows, 64 * nlist)
     sample = np.sort(np.random.default_rng(0).choice(coll.rows, n_train, replace=False))
     index.train(np.ascontiguousarray(coll.emb[sample], dtype=np.float32))
+    return index
+
+
+#: Indexes read in this process: ``str(path) -> (key, index)``; ``key`` is the file's
+#: (generation, rows, kind, size, mtime_ns, nprobe), so a rewritten index is read afresh.
+#: A memory-mapped index costs ~0.16 s to open at 20,000 documents (2 searches a filter).
+_OPEN: dict[str, tuple[tuple, object]] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _open_key(path: Path, info: dict, nprobe: int) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (info.get("generation"), info.get("rows"), info.get("kind"), st.st_size, st.st_mtime_ns, int(nprobe))
+
+
+def _read_cached(faiss, path: Path, nprobe: int, info: dict):
+    """:func:`_read`, reusing this process's open index while the file is unchanged
+    (FAISS CPU searches on one index may run from several threads)."""
+    key = _open_key(path, info, nprobe)
+    with _OPEN_LOCK:
+        hit = _OPEN.get(str(path))
+        if key is not None and hit is not None and hit[0] == key:
+            return hit[1]
+    index = _read(faiss, path, nprobe)
+    if key is not None:
+        with _OPEN_LOCK:
+            _OPEN[str(path)] = (key, index)
     return index
 
 
@@ -123,7 +154,7 @@ def collection_index(coll: Collection, exact_max_rows: int = EXACT_MAX_ROWS, npr
     # an index grown past the threshold by appends stays IVF; one below it stays what it is until rebuilt
     ok_kind = info.get("kind", "flat-fp16") == kind or (info.get("kind", "flat-fp16") != "flat-fp16" and kind != "flat-fp16")
     if (info.get("generation") == coll.generation and info.get("rows") == coll.rows and path.exists() and ok_kind):
-        return _read(faiss, path, nprobe)
+        return _read_cached(faiss, path, nprobe, info)
     with collection_lock(d):
         info = _info(d)
         old_kind = info.get("kind", "flat-fp16")
@@ -148,7 +179,12 @@ def collection_index(coll: Collection, exact_max_rows: int = EXACT_MAX_ROWS, npr
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        write_json_atomic(d / "faiss.json", {"generation": coll.generation, "rows": coll.rows, "kind": kind})
+        info = {"generation": coll.generation, "rows": coll.rows, "kind": kind}
+        write_json_atomic(d / "faiss.json", info)
+        key = _open_key(path, info, nprobe)
+        if key is not None:  # the index just written is the one later calls would read
+            with _OPEN_LOCK:
+                _OPEN[str(path)] = (key, index)
         return index
 
 
