@@ -97,3 +97,24 @@ def test_runs_and_index_roundtrip(tmp_path):
     assert len(ws.index_versions()) == 2
     rid = ws.save_run("filter", {"condition": "x"}, {"decisions": {}})
     assert ws.runs("filter")[0]["run_id"] == rid
+
+
+def test_cache_signatures_follow_writes_of_this_and_other_connections(tmp_path):
+    import threading
+
+    ws = Workspace(tmp_path)
+    assert ws.index_versions() == []
+    ws.save_index("d1", {"k": 5}, {"labels": [0]})
+    assert [d for d, _, _ in ws.index_versions()] == ["d1"]  # this connection's own write
+    other = Workspace(tmp_path)  # another connection, as another process holds
+    other.save_index("d2", {"k": 5}, {"labels": [1]})
+    assert [d for d, _, _ in ws.index_versions()] == ["d1", "d2"]  # its commit is seen
+    got = ws.index_versions()
+    got.clear()  # callers get a copy of the remembered list
+    assert len(ws.index_versions()) == 2
+    seen = []
+    t = threading.Thread(target=lambda: seen.append([d for d, _, _ in ws.index_versions()]))
+    t.start(), t.join()  # another thread of this process
+    assert seen == [["d1", "d2"]]
+    other.save_index("d3", {"k": 5}, {"labels": [2]})
+    assert len(ws.index_versions()) == 3 and ws.document_versions() == []

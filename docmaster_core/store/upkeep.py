@@ -171,12 +171,16 @@ class IndexRunStore:
         """Every stored semantic index as ``(doc_id, params_key, created_at)``, sorted.
 
         ``created_at`` is a Unix time in seconds. Used as a cache signature: the list
-        changes whenever an index is built, rebuilt or removed.
+        changes whenever an index is built, rebuilt or removed. Remembered until the
+        database changes (:meth:`~docmaster_core.store.workspace.Workspace.memo`).
         """
-        rows = self._con().execute(
-            "SELECT doc_id, params_key, created_at FROM indexes ORDER BY doc_id, params_key"
-        ).fetchall()
-        return [(str(d), str(k), float(t)) for d, k, t in rows]
+        def read():
+            rows = self._con().execute(
+                "SELECT doc_id, params_key, created_at FROM indexes ORDER BY doc_id, params_key"
+            ).fetchall()
+            return [(str(d), str(k), float(t)) for d, k, t in rows]
+
+        return self.memo("index_versions", read)
 
     def save_run(self, kind: str, params: dict[str, Any], result: dict[str, Any]) -> int:
         """Store a run (filter, ask, eval) and return its run id."""
