@@ -171,3 +171,25 @@ def test_distinctive_share_weighs_the_rare_words(ws_contract, embedder):
     assert share[i] == pytest.approx((w["supplier"] + w["deliver"] + w["products"]) / sum(w.values()))
     assert w["aircraft"] > w["supplier"] and share[i] < 3 / 5
     assert share[[j for j in range(len(view.docs)) if j != i]].max() < share[i]
+
+
+def test_passage_texts_read_once_are_reused_by_the_next_filter(ws_contract, embedder, monkeypatch):
+    from docmaster_core.retrieval import corpus
+
+    settings = RetrievalSettings(evidence_chars=2000)
+    cond = "Which law governs the supply agreement?"
+    first = run_filter(ws_contract, embedder, None, settings, cond, decider="calibrated", save=False)
+    view = corpus.load_corpus(ws_contract)
+    cached = [k for k in view.doc_cache._d if k[0] == "passage_texts"]
+    assert cached  # the combined evidence kept the texts it read, per document
+    read: list[tuple[str, list[int]]] = []
+    loader = view.node_loader
+    monkeypatch.setattr(view, "node_loader", lambda d, ids: read.append((d, ids)) or loader(d, ids))
+    monkeypatch.setattr(view, "_nodes", {})
+    second = run_filter(ws_contract, embedder, None, settings, cond, decider="calibrated", save=False)
+    for a, b in zip(first.documents, second.documents):
+        assert [e.text for e in a.evidence["combined"]] == [e.text for e in b.evidence["combined"]]
+        assert a.decisions["combined"].decision == b.decisions["combined"].decision
+    if view.node_loader is not None and read:
+        # what the second run still reads is the Evidence of every strategy, never to measure overlap
+        assert all(len(ids) <= 64 for _, ids in read)

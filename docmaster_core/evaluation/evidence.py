@@ -40,17 +40,17 @@ def normalised(text: str) -> str:
     return " ".join(_WORD.findall((text or "").lower()))
 
 
-def coverage(gold: str, evidence_shingles: set[tuple[str, ...]], evidence_text: str = "") -> float:
+def coverage(gold: str, evidence_shingles: set[int], evidence_text: str = "") -> float:
     """Share of ``gold``'s shingles present in the evidence (0 for an empty gold passage).
 
     A gold passage shorter than :data:`SHINGLE` words counts 1 when its words occur in a
     row in ``evidence_text`` (:func:`normalised` evidence), else 0."""
-    g = shingles(gold)
-    if not g:
+    words = normalised(gold)
+    if not words:
         return 0.0
-    words = next(iter(g))
-    if len(g) == 1 and len(words) < SHINGLE:
-        return float(f" {' '.join(words)} " in f" {evidence_text} ")
+    if len(words.split()) < SHINGLE:
+        return float(f" {words} " in f" {evidence_text} ")
+    g = shingles(gold)
     return len(g & evidence_shingles) / len(g)
 
 

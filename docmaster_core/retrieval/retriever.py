@@ -102,6 +102,10 @@ class _PassageTexts:
     rotation order (the lists interleaved, as the fusion takes them) in one
     :meth:`CorpusView.prefetch` (issue 37: a warm 5k filter read ~37k stored nodes a
     condition only to measure them). Texts and lengths equal :func:`~.corpus.node_text`'s.
+
+    Texts and shingles read once are kept per document in the view's byte-bounded
+    ``doc_cache`` (shared with the candidate views of a filter at scale), so a document
+    that is a candidate again (the same or another condition) reads no node (:meth:`keep`).
     """
 
     TEXT_BATCH = 8
@@ -114,7 +118,12 @@ class _PassageTexts:
         seqs = [np.asarray(lists[s][0]).tolist() for s in names]
         self.order = list(dict.fromkeys(int(n) for rank in zip_longest(*seqs) for n in rank if n is not None))
         self.pos = {n: i for i, n in enumerate(self.order)}
-        self.text: dict[int, str] = {}
+        dv = view.docs[di]
+        self._key = ("passage_texts", dv.doc_id, dv.n_nodes)
+        cached = view.doc_cache.get(self._key)
+        self.text: dict[int, str] = cached[0] if cached is not None else {}
+        self._shingles: dict[int, set[int]] = cached[1] if cached is not None else {}
+        self._grown = False
         lengths = evidence_chars(view, di)
         self.chars = {n: int(lengths[n]) for n in self.order}
 
@@ -128,8 +137,25 @@ class _PassageTexts:
             v.prefetch((di, n) for n in batch)
             for n in batch:
                 self.text[n] = node_text(v.node(di, n), v.docs[di].tree.title if n == 0 else "")
+            self._grown = True
             t = self.text[nid]
         return t
+
+    def shingles(self, nid: int) -> set[int]:
+        """The word shingles of passage ``nid`` (:func:`~docmaster_core.text.words.shingles`)."""
+        sh = self._shingles.get(nid)
+        if sh is None:
+            sh = self._shingles[nid] = shingles(self[nid])
+            self._grown = True
+        return sh
+
+    def keep(self) -> None:
+        """Put this document's texts and shingles back into the view's ``doc_cache``
+        (declared as ~2 bytes a character and ~80 bytes a shingle)."""
+        if self._grown:
+            nbytes = (sum(2 * len(t) + 80 for t in self.text.values())
+                      + sum(80 * len(x) + 200 for x in self._shingles.values()) + 400)
+            self.view.doc_cache.put(self._key, (self.text, self._shingles), nbytes)
 
 
 class Retriever:
@@ -296,8 +322,9 @@ class Retriever:
             dv = view.docs[di]
             texts = _PassageTexts(view, di, per, EVIDENCE_ROTATION)
             ids, _, w = fuse_within_budget(per, texts.chars, budget, EVIDENCE_ROTATION, first="reference",
-                                            shares=EVIDENCE_SHARES, shingles=lambda n: shingles(texts[n]),
+                                            shares=EVIDENCE_SHARES, shingles=texts.shingles,
                                             max_overlap=float(self.settings.evidence_overlap))
+            texts.keep()
             # the order is the turns'; the score shown with a passage is its cosine with the query
             # (1 / turn would read "1.000" for every strategy's best passage)
             out[di] = (ids, np.asarray(cos[dv.start + ids], dtype=np.float32))

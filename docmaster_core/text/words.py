@@ -166,16 +166,21 @@ def is_toc_entry(text: str | None) -> bool:
     return bool(_TOC_ENTRY.search(text or ""))
 
 
-def shingles(text: str | None, n: int = SHINGLE) -> set[tuple[str, ...]]:
-    """The word ``n``-grams ("shingles", Broder 1997) of ``text``: lower-cased alphanumeric
-    tokens, so hyphenation, line breaks and punctuation do not matter. A text shorter than
-    ``n`` words is one shingle of all its words; empty text gives the empty set."""
+def shingles(text: str | None, n: int = SHINGLE) -> set[int]:
+    """The word ``n``-grams ("shingles", Broder 1997) of ``text``, each as its hash: lower-cased
+    alphanumeric tokens, so hyphenation, line breaks and punctuation do not matter. A text
+    shorter than ``n`` words is one shingle of all its words; empty text gives the empty set.
+
+    Hashes (Python's ``hash`` of the word tuple: equal within one process, not across
+    processes, so never store them) make the same set comparisons as the tuples, bar a
+    64-bit collision, with one tracked object a set instead of one per shingle (evidence
+    of thousands of documents at scale, issue 37)."""
     w = _ALNUM.findall((text or "").lower())
     if not w:
         return set()
     if len(w) < n:
-        return {tuple(w)}
-    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+        return {hash(tuple(w))}
+    return {hash(tuple(w[i:i + n])) for i in range(len(w) - n + 1)}
 
 
 def ends_its_paragraph(unit: str | None, passage: str | None) -> bool:
