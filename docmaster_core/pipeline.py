@@ -20,6 +20,7 @@ from .config import RetrievalSettings, Settings, get_settings
 from .embedding.embedders import Embedder, get_embedder
 from .errors import RetrievalError
 from .filtering.options import FilterOptions
+from .gc_tuning import tune_collector
 from .index.params import IndexParams
 from .index.reuse import GroupCache
 from .index.stage import IndexStage
@@ -51,6 +52,7 @@ class DocMaster(IngestStage, IndexStage):
     ):
         self.settings = settings or get_settings()
         self.ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        tune_collector()  # fewer, equally thorough garbage collections (docmaster_core/gc_tuning.py)
         self._embedder = embedder
         self._llm = llm
         #: one retriever per (index key, retrieval settings), see :meth:`retriever`
