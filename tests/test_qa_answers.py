@@ -7,6 +7,7 @@ offline backend and the session's real embedder.
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -172,3 +173,19 @@ def test_key_match_is_case_and_whitespace_insensitive():
     assert qa_eval.score_case(c, res)["key_on_page"] is True
     res["answer"]["citations"][0]["page"] = 5
     assert qa_eval.score_case(c, res)["key_on_page"] is False
+
+
+def test_the_verb_of_a_how_long_question_is_not_a_term_the_document_must_use():
+    from docmaster_core.text.answer_units import Background, terms_of, verdict
+
+    q = "How long does the distribution agreement last?"  # what is left once the names picked the contract
+    assert "last" not in profile_question(q).terms
+    assert "last" in profile_question("What is the last day of the term?").terms  # not a "how long" question
+    passages = ["4. Term. This distribution agreement shall continue in force for a term of five (5) years from the "
+                "Effective Date.", "6. Governing Law. This Agreement is governed by the laws of Ontario."]
+    df = Counter(t for p in passages for t in set(terms_of(p)))
+    bg = Background(len(passages), df)
+    assert verdict(profile_question(q), bg, passages).found
+    # the verb goes, the topic stays: a clause the document lacks is still not found
+    unanswerable = "How long do the confidentiality obligations of the distribution agreement last?"
+    assert not verdict(profile_question(unanswerable), bg, passages).found

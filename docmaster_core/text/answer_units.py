@@ -64,6 +64,9 @@ _NUMBER_Q = re.compile(
     r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
     r"learning rate|batch size|interval|range|timeout|budget|parameters?|term|period)\b)", re.I)
+# the verbs of a "how long" question that only say "for what length of time"
+_DURATION_VERBS = re.compile(r"\b(?:last|lasts|run|runs|continue|continues|remain|remains|stay|stays|endure|endures)\b",
+                             re.I)
 # a term or a period is asked as a length of time ("the initial term", "the notice period")
 _DURATION_Q = re.compile(r"^\s*(?:for )?how long\b|\b(?:term|period|duration)\b", re.I)
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
@@ -185,9 +188,13 @@ def profile_question(question: str) -> QuestionProfile:
     """The :class:`QuestionProfile` of a question (rules, no model)."""
     q = normalize_ws(question)
     # "how long / how many ..." ask for a quantity: "long", "many" are no topic terms
-    terms = list(dict.fromkeys(terms_of(re.sub(
-        r"\bhow (?:many|much|long|fast|large|big|old|often|far(?: in advance)?|high|low|deep|wide)\b", " ", q,
-        flags=re.I))))
+    topic = re.sub(r"\bhow (?:many|much|long|fast|large|big|old|often|far(?: in advance)?|high|low|deep|wide)\b",
+                   " ", q, flags=re.I)
+    if re.search(r"\bhow long\b", q, re.I):
+        # "how long does it last / run / stay in force": the verb is the length of time asked,
+        # not a topic: a contract gives "a term of two years" and seldom says that it "lasts"
+        topic = _DURATION_VERBS.sub(" ", topic)
+    terms = list(dict.fromkeys(terms_of(topic)))
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
             r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
