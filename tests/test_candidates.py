@@ -116,12 +116,12 @@ def test_added_and_removed_documents_update_both_indexes(tmp_path, embedder):
 
     from docmaster_core.store.docinfo import docinfo_dir
 
-    assert (docinfo_dir(tmp_path / "ws") / "roles" / f"{new}.npz").exists()
+    assert (docinfo_dir(tmp_path / "ws") / "roles" / f"{new}.safetensors").exists()
     dm.remove([new])
     view = corpus.load_corpus(dm.ws)
     assert not view.has(new)
     li = lexical_index(dm.ws, view.collection)
-    assert not list(docinfo_dir(tmp_path / "ws").glob(f"*/{new}.npz"))  # pruned with the rebuilt index
+    assert not list(docinfo_dir(tmp_path / "ws").glob(f"*/{new}.*"))  # pruned with the rebuilt index
     assert li.rows == view.emb.shape[0] and "zygomorphic" not in li.df
     assert not (li.node_scores(["zygomorphic"]) > 0).any()
     assert collection_index(view.collection).ntotal == view.emb.shape[0]
@@ -154,7 +154,7 @@ def test_every_document_a_candidate_gives_the_exhaustive_decisions_and_scores(ge
         full = _dm(generated, embedder).filter(c, decider="calibrated", save=False, candidates=EXHAUSTIVE)
         # a fresh view: the candidates' roles, parents and hyper-edges come from collection/docinfo
         corpus.clear_corpus_cache()
-        assert len(list((docinfo_dir(generated) / "hyperedges").glob("*.npz"))) == len(full.documents)
+        assert len(list((docinfo_dir(generated) / "hyperedges").glob("*.safetensors"))) == len(full.documents)
         two = _dm(generated, embedder).filter(c, decider="calibrated", save=False,
                                               candidates=CandidateSettings(min_docs=0, pool_docs=44))
         assert two.candidates["candidates"] == len(full.documents) and two.not_candidates() == 0
@@ -224,7 +224,7 @@ def test_keyword_index_from_stored_term_counts_equals_tokenising_the_trees(tmp_p
         for q in CONDITIONS:
             got = keyword.keyword_scores(sub, q)
             assert np.allclose(got, by_tokenising(sub, q), rtol=1e-5, atol=1e-6), q
-    stored = sorted(p.stem for p in (ws_path / "collection" / "docinfo" / "terms").glob("*.npz"))
+    stored = sorted(p.stem for p in (ws_path / "collection" / "docinfo" / "terms").glob("*.safetensors"))
     assert stored == sorted(dv.doc_id for dv in view.docs)
     # a fresh process's view: the counts come from disk, the scores are the same bits
     first = [keyword.keyword_scores(view, q) for q in CONDITIONS]
@@ -315,7 +315,7 @@ def test_evidence_lengths_are_the_passage_texts_and_follow_new_summaries(tmp_pat
         want = [len(node_text(n, tree.title if n.id == 0 else "")) for n in tree.nodes]
         assert evidence_chars(view, dv.index).tolist() == want
     dv = view.docs[0]
-    stored = docinfo_dir(ws_path) / "chars" / f"{dv.doc_id}.npz"
+    stored = docinfo_dir(ws_path) / "chars" / f"{dv.doc_id}.safetensors"
     assert stored.exists()
     sec = next(n for n in dv.tree.nodes if n.type.name == "TITLE")
     dm.ws.update_summaries(dv.doc_id, {sec.id: "A new, much longer summary of this section. " * 5})

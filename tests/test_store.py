@@ -118,3 +118,34 @@ def test_cache_signatures_follow_writes_of_this_and_other_connections(tmp_path):
     assert seen == [["d1", "d2"]]
     other.save_index("d3", {"k": 5}, {"labels": [2]})
     assert len(ws.index_versions()) == 3 and ws.document_versions() == []
+
+
+def test_per_document_arrays_round_trip_and_old_npz_files_are_rewritten(tmp_path):
+    import numpy as np
+
+    from docmaster_core.store.docinfo import docinfo_dir, forget, load_arrays, prune, save_arrays
+
+    (tmp_path / "collection").mkdir()
+    arrays = {"emb": np.arange(12, dtype=np.float32).reshape(3, 4), "off": np.array([0, 2, 3], np.int64),
+              "empty": np.zeros((0, 4), np.float16), "flag": np.array(True)}
+    assert save_arrays(tmp_path, "hyperedges", "d1", "k|1.5", **arrays)
+    got = load_arrays(tmp_path, "hyperedges", "d1", "k|1.5")
+    assert set(got) == set(arrays)
+    for k, v in arrays.items():
+        assert got[k].dtype == v.dtype and got[k].shape == v.shape and np.array_equal(got[k], v)
+    assert load_arrays(tmp_path, "hyperedges", "d1", "k|2.0") is None  # another tag: recompute
+    # a file of the old format is read, then rewritten as safetensors
+    old = docinfo_dir(tmp_path) / "roles" / "d2.npz"
+    old.parent.mkdir(parents=True)
+    np.savez(old, tag=np.array("7"), roles=np.array([1, 0, 2], np.int8))
+    assert load_arrays(tmp_path, "roles", "d2", "7")["roles"].tolist() == [1, 0, 2]
+    assert not old.exists() and (old.parent / "d2.safetensors").exists()
+    assert load_arrays(tmp_path, "roles", "d2", "7")["roles"].tolist() == [1, 0, 2]
+    # text arrays safetensors lacks stay .npz; a damaged file counts as missing
+    assert save_arrays(tmp_path, "names", "d3", "1", words=np.array(["a", "b"]))
+    assert load_arrays(tmp_path, "names", "d3", "1")["words"].tolist() == ["a", "b"]
+    (old.parent / "d2.safetensors").write_bytes(b"not a safetensors file")
+    assert load_arrays(tmp_path, "roles", "d2", "7") is None
+    forget(tmp_path, "d1", ["hyperedges"])
+    assert load_arrays(tmp_path, "hyperedges", "d1", "k|1.5") is None
+    assert prune(tmp_path, keep=["d3"]) == 1 and load_arrays(tmp_path, "names", "d3", "1") is not None
