@@ -70,12 +70,14 @@ def load_arrays(ws_path, kind: str, doc_id: str, tag: str) -> dict[str, np.ndarr
             got = {k: z[k] for k in z.files if k != "tag"}
     except (OSError, ValueError, KeyError):
         return None
-    if save_arrays(ws_path, kind, doc_id, tag, **got) and _file(ws_path, kind, doc_id).exists():
-        try:  # rewritten as safetensors: the .npz is no longer read
-            old.unlink()
-        except OSError:
-            pass
+    if save_file is not None and _safetensors_dtypes(got):
+        save_arrays(ws_path, kind, doc_id, tag, **got)  # rewritten as safetensors (the .npz goes)
     return got
+
+
+def _safetensors_dtypes(arrays: dict[str, np.ndarray]) -> bool:
+    """True when every array is of a dtype safetensors stores (bool, integers, floats)."""
+    return all(np.asarray(v).dtype.kind in "biuf" and np.asarray(v).dtype.itemsize <= 8 for v in arrays.values())
 
 
 def save_arrays(ws_path, kind: str, doc_id: str, tag: str, **arrays: np.ndarray) -> bool:
@@ -86,17 +88,13 @@ def save_arrays(ws_path, kind: str, doc_id: str, tag: str, **arrays: np.ndarray)
     f = _file(ws_path, kind, doc_id)
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
-        if save_file is not None:
+        if save_file is not None and _safetensors_dtypes(arrays):
             tmp = f.with_name(f".{doc_id}.{os.getpid()}.tmp.safetensors")
-            try:
-                save_file({k: np.asarray(v, order="C") for k, v in arrays.items()}, str(tmp), metadata={"tag": tag})
-            except (TypeError, ValueError, SafetensorError):  # a dtype safetensors lacks (e.g. text): .npz below
-                tmp.unlink(missing_ok=True)
-            else:
-                os.replace(tmp, f)
-                _file(ws_path, kind, doc_id, ".npz").unlink(missing_ok=True)
-                return True
-        f.unlink(missing_ok=True)
+            save_file({k: np.asarray(v, order="C") for k, v in arrays.items()}, str(tmp), metadata={"tag": tag})
+            os.replace(tmp, f)
+            _file(ws_path, kind, doc_id, ".npz").unlink(missing_ok=True)
+            return True
+        f.unlink(missing_ok=True)  # e.g. text arrays: .npz
         f = _file(ws_path, kind, doc_id, ".npz")
         tmp = f.with_name(f".{doc_id}.{os.getpid()}.tmp.npz")
         np.savez(tmp, tag=np.array(tag), **arrays)
