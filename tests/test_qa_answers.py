@@ -189,3 +189,16 @@ def test_the_verb_of_a_how_long_question_is_not_a_term_the_document_must_use():
     # the verb goes, the topic stays: a clause the document lacks is still not found
     unanswerable = "How long do the confidentiality obligations of the distribution agreement last?"
     assert not verdict(profile_question(unanswerable), bg, passages).found
+
+
+def test_a_name_the_question_asks_about_that_no_document_uses_is_not_found():
+    from docmaster_core.text.answer_units import Background, terms_of, verdict
+
+    passages = ["25.1 This Agreement shall be governed by the laws of the State of California.",
+                "14.3 Either party may terminate this Agreement upon ninety (90) days' written notice."]
+    bg = Background(len(passages), Counter(t for p in passages for t in set(terms_of(p))))
+    asked = verdict(profile_question("Which agreement is governed by Michigan law?"), bg, passages)
+    assert not asked.found and "Michigan" in asked.reason  # the California clause is no answer
+    assert verdict(profile_question("Which agreement is governed by California law?"), bg, passages).found
+    # an abbreviation the document may spell out, and the question's first word, are no such names
+    assert verdict(profile_question("Which agreement is governed by the law of the State (ST)?"), bg, passages).found
