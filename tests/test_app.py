@@ -532,7 +532,8 @@ def test_filter_review_answers_update_counts_and_survive_a_reload(app_uploaded, 
     by_user = {d["doc_id"]: deciding(run_a, d)["decision"] for d in run_a["documents"]
                if deciding(run_a, d).get("decided_by") == "user"}
     assert by_user == {d: v for d, (v, _) in stored.items()}
-    assert any("2 decided by your answers, the others by the top" in m.value for m in again.markdown)
+    # both documents answered: the count says so (it said "the others by the top 1", with no others)
+    assert any("**kept 1 of 2 documents** (all 2 decided by your answers)" in m.value for m in again.markdown)
     assert not any("not in these tables yet" in i.value for i in again.info)
     again.toggle(key="w_review_on").set_value(True)
     run_app(again)
@@ -580,3 +581,17 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     run_app(at)
     assert any("the topics follow" in c.value for c in at.caption)
     assert not [m.label for m in at.metric if _JARGON.search(m.label)]
+
+
+def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
+    from ui.review import count_line
+
+    def dec(v, who="offline"):
+        return {"decisions": {"combined": {"decision": v, "decided_by": who, "uncertain": False}}}
+
+    run = {"backend": "offline", "strategy": "combined",
+           "documents": [dec(True, "user"), dec(False, "user"), dec(True), dec(False), dec(False)]}
+    line = count_line(run, run, 1, 1)
+    assert "**kept 2 of 5 documents** (2 decided by your answers, the other 3 by the top 1 by evidence score" in line
+    everyone = {**run, "documents": run["documents"][:2]}
+    assert "(all 2 decided by your answers)" in count_line(everyone, everyone, 1, 1)

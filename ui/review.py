@@ -43,7 +43,9 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
     parts = [f"**kept {len(kept)} of {len(docs)} documents**"]
     offline = str(run.get("backend", "")).startswith("offline")
     if offline and users:
-        parts[0] += f" ({users} decided by your answers, the others by the top {kept_n} by evidence score, {where})"
+        rest = len(docs) - users
+        parts[0] += (f" ({users} decided by your answers, the other {rest} by the top {kept_n} by evidence score, "
+                     f"{where})" if rest else f" (all {users} decided by your answers)")
     elif offline:
         parts[0] += f" (the top {kept_n} by evidence score, {where})"
     if unc_k or unc_d:
