@@ -128,8 +128,7 @@ if run_clicked:
                 st.error(md_escape(f"Configuration {name} failed: {e}"))
                 continue
             st.write(f"… {len(runs[name].get('documents', []))} documents in {time.perf_counter() - t0:.1f} s")
-        done = [n for n in ("A", "B") if n in runs]  # run B first (above), named A, B
-        status.update(label=f"Filter done ({', '.join(done) or 'no run'})", state="complete" if runs else "error")
+        status.update(label=f"Filter done ({', '.join(sorted(runs)) or 'no run'})", state="complete" if runs else "error")
     runs = {n: runs[n] for n in ("A", "B") if n in runs}
     state.put(state.FILTER_RUNS, runs)
     state.put(state.HIGHLIGHT, evidence_node_ids(runs))
