@@ -160,3 +160,20 @@ def test_an_unchanged_faiss_index_is_opened_once_per_process(tmp_path, embedder)
     assert grown is not first and grown.ntotal == coll2.rows > first.ntotal
     assert collection_index(coll2) is grown
     corpus.clear_corpus_cache()
+
+
+def test_collection_indexes_writes_missing_per_document_files_only(tmp_path, embedder):
+    from docmaster_core.pipeline import DOCINFO_KINDS, DocMaster
+    from docmaster_core.store.docinfo import docinfo_dir, has_arrays
+
+    ws = build_toy_workspace(tmp_path / "ws", embedder, TOY_DOCS[:4])
+    dm = DocMaster(ws, embedder=embedder)
+    first = dm.collection_indexes()
+    ids = [d.doc_id for d in ws.documents()]
+    assert first["docinfo_docs"] == 4
+    assert all(has_arrays(ws.path, k, d) for k in DOCINFO_KINDS for d in ids)
+    assert dm.collection_indexes()["docinfo_docs"] == 0  # all there: nothing is read or written
+    (docinfo_dir(ws.path) / "roles" / f"{ids[2]}.safetensors").unlink()
+    corpus.clear_corpus_cache()  # a later process: nothing of it in memory
+    assert dm.collection_indexes()["docinfo_docs"] == 1 and has_arrays(ws.path, "roles", ids[2])
+    corpus.clear_corpus_cache()

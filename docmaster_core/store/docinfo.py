@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - the .npz files alone
     safe_open = save_file = None
     SafetensorError = ValueError
 
-__all__ = ["load_arrays", "save_arrays", "prune", "forget", "docinfo_dir"]
+__all__ = ["load_arrays", "save_arrays", "has_arrays", "prune", "forget", "docinfo_dir"]
 
 
 def docinfo_dir(ws_path: str | Path) -> Path:
@@ -42,6 +42,11 @@ def docinfo_dir(ws_path: str | Path) -> Path:
 
 def _file(ws_path, kind: str, doc_id: str, ext: str = ".safetensors") -> Path:
     return docinfo_dir(ws_path) / kind / f"{doc_id}{ext}"
+
+
+def has_arrays(ws_path, kind: str, doc_id: str) -> bool:
+    """True when a file of ``(kind, doc_id)`` exists (its tag is not checked)."""
+    return bool(ws_path) and (_file(ws_path, kind, doc_id).exists() or _file(ws_path, kind, doc_id, ".npz").exists())
 
 
 def load_arrays(ws_path, kind: str, doc_id: str, tag: str) -> dict[str, np.ndarray] | None:
