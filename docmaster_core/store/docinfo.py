@@ -25,12 +25,8 @@ from typing import Iterable
 
 import numpy as np
 
-try:  # comes with transformers / sentence-transformers (requirements.txt)
-    from safetensors import SafetensorError, safe_open
-    from safetensors.numpy import save_file
-except ImportError:  # pragma: no cover - the .npz files alone
-    safe_open = save_file = None
-    SafetensorError = ValueError
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
 
 __all__ = ["load_arrays", "save_arrays", "has_arrays", "prune", "forget", "docinfo_dir"]
 
@@ -57,16 +53,15 @@ def load_arrays(ws_path, kind: str, doc_id: str, tag: str) -> dict[str, np.ndarr
     """
     if not ws_path:
         return None
-    if safe_open is not None:
-        try:
-            with safe_open(str(_file(ws_path, kind, doc_id)), "np") as f:
-                if (f.metadata() or {}).get("tag") != tag:
-                    return None
-                return {k: f.get_tensor(k) for k in f.keys()}
-        except FileNotFoundError:
-            pass
-        except (OSError, ValueError, KeyError, SafetensorError):  # damaged: recomputed by the caller
-            return None
+    try:
+        with safe_open(str(_file(ws_path, kind, doc_id)), "np") as f:
+            if (f.metadata() or {}).get("tag") != tag:
+                return None
+            return {k: f.get_tensor(k) for k in f.keys()}
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, SafetensorError):  # damaged: recomputed by the caller
+        return None
     old = _file(ws_path, kind, doc_id, ".npz")
     try:
         with np.load(old, allow_pickle=False) as z:
@@ -75,7 +70,7 @@ def load_arrays(ws_path, kind: str, doc_id: str, tag: str) -> dict[str, np.ndarr
             got = {k: z[k] for k in z.files if k != "tag"}
     except (OSError, ValueError, KeyError):
         return None
-    if save_file is not None and _safetensors_dtypes(got):
+    if _safetensors_dtypes(got):
         save_arrays(ws_path, kind, doc_id, tag, **got)  # rewritten as safetensors (the .npz goes)
     return got
 
@@ -93,7 +88,7 @@ def save_arrays(ws_path, kind: str, doc_id: str, tag: str, **arrays: np.ndarray)
     f = _file(ws_path, kind, doc_id)
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
-        if save_file is not None and _safetensors_dtypes(arrays):
+        if _safetensors_dtypes(arrays):
             tmp = f.with_name(f".{doc_id}.{os.getpid()}.tmp.safetensors")
             save_file({k: np.asarray(v, order="C") for k, v in arrays.items()}, str(tmp), metadata={"tag": tag})
             os.replace(tmp, f)
