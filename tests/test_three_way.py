@@ -140,6 +140,28 @@ def test_with_one_document_on_topic_only_it_is_kept():
     assert not any(d.decision for d in none) and cut0.none_meets and not cut0.one_on_topic
 
 
+def test_a_lone_document_on_topic_is_kept_uncertain():
+    """A document that is the only one on topic, in meaning and in words, is kept but not
+    sure: its score compares it with documents not about the condition, and a lone document
+    may use the words in another sense (a 10-K's lease notes for "an apartment lease";
+    issue 32)."""
+    ev, cos, stats = _collection()
+    n = len(ev)
+    low = [np.minimum(c, np.float32(0.45)) for c in cos]
+    low[3] = np.maximum(cos[3], np.float32(0.8))  # only document 3 is close in meaning ...
+    share = np.zeros(n)
+    share[3] = 1.0  # ... and holds the words
+    got, cut = calibrated_document_decisions(CONDITION, ev, low, DEFAULT_CALIBRATION, stats, term_share=share)
+    assert cut.one_on_topic and [i for i, d in enumerate(got) if d.decision] == [3]
+    assert got[3].uncertain and "only document of this collection about the condition" in got[3].rationale
+    assert "not both" not in got[3].rationale
+    # with a second document on topic the same document is a sure keep again
+    share[5] = 1.0
+    low[5] = np.maximum(cos[5], np.float32(0.7))
+    two, cut2 = calibrated_document_decisions(CONDITION, ev, low, DEFAULT_CALIBRATION, stats, term_share=share)
+    assert not cut2.one_on_topic and two[3].decision and not two[3].uncertain
+
+
 def test_scores_equal_but_for_float_noise_rank_by_position():
     """Ranks do not depend on the last float32 bits of the cosines (a Ray shard against the
     whole view): scores within 1e-4 z rank by position, eligible documents first."""

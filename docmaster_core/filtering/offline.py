@@ -51,8 +51,9 @@ class Cut:
         none_meets: No document of the run is on topic (:func:`~docmaster_core.filtering.decider.on_topic`):
             no document meets the condition, none is kept, and the documents the cut
             would have kept are uncertain.
-        one_on_topic: Exactly one document of the run is on topic: only it may be kept;
-            the other documents the cut would have kept are uncertain drops.
+        one_on_topic: Exactly one document of the run is on topic: only it may be kept,
+            and it is uncertain (nothing on topic to compare it with); the other
+            documents the cut would have kept are uncertain drops.
 
     ``to_dict`` adds ``eligible`` (how many documents passed the dense floor: ranks
     ``1..eligible``; the others rank after them whatever their score).
@@ -180,8 +181,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                 # collection that is not, so only it may be kept (the others become uncertain drops)
                 lone_topic = True
                 dropped_off_topic = dec & ~topical
-                unsure = unsure | dropped_off_topic
                 dec = dec & topical
+                # ... and it is uncertain: its score was measured against documents that are not
+                # about the condition, and a lone document holding the words may use them in
+                # another sense (a 10-K's lease notes for "an apartment lease")
+                unsure = unsure | dropped_off_topic | dec
             # sure only on topic in meaning and in words; with one of the two (or neither) uncertain
             unsure = unsure | (dec & ~clearly_on_topic(best_cos, term_share, calib))
     if dropped_off_topic.any():  # the kept documents stay ranks 1..N: the dropped ones rank after the eligible
@@ -221,13 +225,17 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             rationale += (" Only one document of this collection is about the condition (holds a passage close in "
                           "meaning to it or its distinctive words); this one scores high only against documents that "
                           "are not about it either, so it is not kept.")
+        elif lone_topic and dec[i]:
+            rationale += (" It is the only document of this collection about the condition (a passage close in "
+                          "meaning to it or its distinctive words), so its score was measured against documents that "
+                          "are not; it may use the words in another sense.")
         elif not topical[i] and dec[i]:
             rationale += (" Its closest passage is only loosely similar to the condition and it uses few of the "
                           "condition's distinctive words, so it is uncertain at most.")
         if unsure[i] and st["sure_no"] <= z[i] < st["sure_yes"]:
             rationale += (f" Uncertain: its score lies between {st['sure_no']:.2g} and {st['sure_yes']:.2g}, "
                           "where the cut is often wrong; check this document.")
-        elif unsure[i] and dec[i] and topical[i]:
+        elif unsure[i] and dec[i] and topical[i] and not lone_topic:
             rationale += (" Uncertain: it is close to the condition in meaning or uses its distinctive words, "
                           "not both; check this document.")
         elif unsure[i]:
