@@ -285,6 +285,19 @@ def test_a_term_or_a_period_asks_for_a_length_of_time():
     assert profile_question("What is the notice period for termination?").soft_units == ["duration"]
 
 
+def test_a_term_without_an_end_answers_how_long():
+    """"How long does it last?" is answered by "valid for an indefinite term" or "in perpetuity"
+    as much as by a number of years; a sentence with neither is no length of time."""
+    from docmaster_core.text.answer_units import profile_question, type_match
+
+    p = profile_question("How long does the transportation agreement between ZTO and Tonglu last?")
+    assert type_match(p, "2. Period of transportation services: this Agreement is valid for an indefinite term.") == 1.0
+    assert type_match(p, "The license granted herein is perpetual and irrevocable.") == 1.0
+    assert type_match(p, "Party B shall obtain Party A's written consent in the case of early termination.") == 0.0
+    # without "how long" the words do not make an answer
+    assert type_match(profile_question("How much does the carrier charge?"), "valid for an indefinite term") == 0.0
+
+
 def test_a_paragraphs_last_sentence_without_its_stop_is_whole():
     """cuad-157: "This Agreement is governed by ... the laws of Hong Kong" ends its paragraph
     without a full stop (clause 16.2 starts the next); it is a whole sentence there, not a

@@ -347,6 +347,11 @@ _LABEL_NUM = re.compile(r"\b(?:table|figure|fig\.?|section|sec\.?|eqn?\.?|equati
                         r"\(?[0-9ivx]+(?:\.\d+)*\)?|\[\d+(?:\s*[,\u2013-]\s*\d+)*\]|^\s*\d+(?:\.\d+)*\s+(?=[a-z])")
 
 
+#: A length of time given without a number: the answer to "how long" of a term without an end date.
+_OPEN_ENDED = re.compile(r"\b(?:indefinite(?:ly)?|perpetu(?:al(?:ly)?|ity)|unlimited (?:term|period|duration|time)|"
+                         r"until (?:terminated|termination|further notice))\b")
+
+
 def _has_unit(text_l: str, unit: str) -> bool:
     padded = f" {text_l} "
     return any(s in padded for s in UNITS.get(unit, (unit,)))
@@ -358,6 +363,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
     if profile.answer_type == "number":
         # element labels and reference marks are not answers: "Table 1", "Eq. (2)", "[36]"
         low = _LABEL_NUM.sub(" ", low)
+        if "duration" in profile.soft_units and _OPEN_ENDED.search(low):
+            return 1.0  # "how long ...?" answered without a number: "valid for an indefinite term"
         nums = [n for n in _NUM.findall(low) if n not in profile.numbers]
         if not nums:
             return 0.0
