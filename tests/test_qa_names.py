@@ -285,6 +285,19 @@ def test_a_term_or_a_period_asks_for_a_length_of_time():
     assert profile_question("What is the notice period for termination?").soft_units == ["duration"]
 
 
+def test_a_price_is_an_amount_or_a_share_of_another_price():
+    """"At what price may STAAR repurchase ...?" is answered by "at eighty percent (80%) of the
+    original net purchase price" as by "$12.50"; a sentence with neither gives no price."""
+    from docmaster_core.text.answer_units import profile_question, type_match
+
+    p = profile_question("At what price may STAAR repurchase resalable Products in the Distributor's inventory?")
+    assert p.units == ["price"] and p.answer_type == "number"
+    assert type_match(p, "STAAR may repurchase Products at eighty percent (80%) of Distributor's original net price.") == 1.0
+    assert type_match(p, "The purchase price is $12.50 per unit.") == 1.0
+    assert type_match(p, "The airplane had flown 190 hours since an amateur rebuilt it.") < 1.0
+    assert profile_question("How much is it in US dollars?").units == ["dollar"]
+
+
 def test_a_term_without_an_end_answers_how_long():
     """"How long does it last?" is answered by "valid for an indefinite term" or "in perpetuity"
     as much as by a number of years; a sentence with neither is no length of time."""

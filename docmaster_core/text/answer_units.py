@@ -90,6 +90,8 @@ _PLACE_A = re.compile(
 # an asked unit: canonical name -> spellings that show a passage gives it
 UNITS: dict[str, tuple[str, ...]] = {
     "dollar": ("$", "dollar", "usd", "us$"),
+    # "at what price": an amount, or a share of another price ("at eighty percent (80%) of the net price")
+    "price": ("$", "dollar", "usd", "us$", "€", " euro", " eur ", "£", " rmb", "%", "percent"),
     "euro": ("€", "euro", "eur"),
     "tonne": ("tonne", "tons", "ton", "tco2"),
     "co2": ("co2", "co 2", "carbon dioxide"),
@@ -113,7 +115,7 @@ _UNIT_Q = re.compile(
     r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price)\b", re.I)
 _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kwh", "ms": "millisecond",
                "kilobyte": "byte", "megabyte": "byte", "gigabyte": "byte", "percentage": "percent",
-               "monetary": "dollar", "price": "dollar"}
+               "monetary": "dollar"}
 
 
 # derivational endings that make a noun of a verb: "termination" / "terminate", "renewal" / "renew",
@@ -547,7 +549,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if not unit_found:
-        why = f"no passage gives a value in {', '.join(profile.units)}"
+        why = "no passage gives " + ", ".join("a price (an amount of money or a percentage)" if u == "price"
+                                              else f"a value in {u}" for u in profile.units)
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     return Verdict(True, f"passage coverage {best:.2f}, document coverage {doc_cov:.2f}", doc_cov, best, missing)
 
