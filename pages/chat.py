@@ -12,7 +12,7 @@ import streamlit as st
 from docmaster_core.errors import DocMasterError
 from ui import state
 from ui.chat import SCOPES, ask, chat_scope
-from ui.citations import last_filter, render_answer, search_all_later
+from ui.citations import filter_run_words, last_filter, render_answer, search_all_later
 from ui.layout import page_header
 from ui.text import md_escape, shorten
 from ui.widgets import documents_or_stop, open_docmaster_or_stop
@@ -56,7 +56,8 @@ with c2:
                                  + (f" and {len(chosen) - 8} more" if len(chosen) > 8 else "")))
     elif scope == "filter" and last[0] is not None:
         kept = [d for d in last[1] if d in by_id]
-        st.caption(md_escape(f"Filter run #{last[0]}, condition \"{shorten(last[2], 80)}\": "
+        run_words = filter_run_words(dm, last[0])
+        st.caption(md_escape(f"{run_words[:1].upper()}{run_words[1:]}, condition \"{shorten(last[2], 80)}\": "
                              + ("; ".join(by_id[d].file_name for d in kept[:8])
                                 + (f" and {len(kept) - 8} more" if len(kept) > 8 else "") if kept
                                 else "no kept document is in the workspace")))

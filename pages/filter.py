@@ -12,6 +12,7 @@ from docmaster_core.filtering.decider import DEFAULT_CALIBRATION
 from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
+    CERTAINTY_WORDS,
     STRATEGIES_HELP,
     STRATEGY_WORDS,
     decisions_line,
@@ -68,7 +69,8 @@ condition = st.text_area(
     "Condition",
     key=W_COND,
     height=80,
-    placeholder="e.g. The paper reports an evaluation on a public benchmark dataset.",
+    placeholder=("e.g. \"The paper reports an evaluation on a public benchmark dataset.\" or \"The contract caps "
+                 "liability at the fees paid.\""),
     help="Each document is kept when it satisfies this condition.",
 )
 state.put(state.FILTER_CONDITION, condition)
@@ -123,7 +125,7 @@ if run_clicked:
                      f"per way, weight of deep sections {cfg['gamma']}")
             t0 = time.perf_counter()
             try:
-                runs[name] = run_filter(dm, condition.strip(), cfg)
+                runs[name] = run_filter(dm, condition.strip(), cfg, name=name)
             except DocMasterError as e:
                 st.error(md_escape(f"Configuration {name} failed: {e}"))
                 continue
@@ -217,7 +219,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
         st.caption("Kept documents first, each group by evidence score; documents whose passages are too weakly "
                    "similar to the condition (\"below the similarity floor\") rank after all others whatever their "
                    "score. Tick a row's box to see its evidence below; green rows are kept (inside the cut, or "
-                   "matches by your answers).")
+                   "matches by your answers). Certainty: " + CERTAINTY_WORDS)
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:

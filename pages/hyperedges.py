@@ -414,6 +414,11 @@ with right:
     else:
         st.caption("No group of another section shares this topic.")
     st.markdown("**Member passages**")
+    n_topics = len({label_of.get(nid, -1) for nid in h.node_ids})
+    if n_topics > 1:  # a newcomer asked how a group can hold passages of different topics
+        st.caption(f"The group's passages come from {n_topics} topics: a group gathers neighbouring passages of one "
+                   "section that read alike, while topics are found over the whole collection, passage by passage. "
+                   "The group's topic is the one most of its passages have.")
     for nid in h.node_ids:
         n = tree.nodes[nid]
         with st.expander(md_escape(f"#{nid} · p. {n.page_start} · topic: {_topic(label_of.get(nid, -1))} · "

@@ -133,7 +133,7 @@ def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     assert int(coll[PASSAGES_LABEL]) > int(first[PASSAGES_LABEL])
 
 
-def test_filter_two_configurations_and_export(app_uploaded):
+def test_filter_two_configurations_and_export(app_uploaded, app_env):
     at = open_app("pages/filter.py")
     at.text_area(key="w_filter_condition").set_value("The paper evaluates dense passage retrieval on question answering benchmarks.")
     run_app(at)
@@ -166,6 +166,18 @@ def test_filter_two_configurations_and_export(app_uploaded):
     assert at.radio(key="w_filter_boxes").value == other and len(at.image) >= 1
     # highlight for the tree explorer
     assert at.session_state["dm_highlight"]
+    # what "sure" and "uncertain" mean is said under the tables (a newcomer asked)
+    assert any("Certainty: \"sure\": the score is far from the cut" in c.value for c in at.caption)
+    # each run says which configuration made it, and the Chat page says it answers from A's run
+    from docmaster_core.pipeline import DocMaster
+    from docmaster_core.store.workspace import Workspace
+    from ui.citations import filter_run_words
+
+    saved = Workspace(app_env["ws"], create=False).runs("filter")
+    assert [r["params"].get("app_configuration") for r in saved[:2]] == ["A", "B"]  # A is saved last
+    dm = DocMaster(app_env["ws"])
+    assert filter_run_words(dm, saved[0]["run_id"]).startswith(
+        f"filter run #{saved[0]['run_id']} (configuration A of the Filter page")
 
 
 def test_app_and_cli_give_the_same_decisions_and_answers(app_uploaded, app_env, capsys):

@@ -344,7 +344,10 @@ def test_chat_citation_links_contiguous_numbers_and_scope(app_uploaded, app_env)
     texts = page_texts(at)
     assert not any("the this" in t for t in texts)
     if n_kept:
-        assert any(t.startswith(f"Filter run #{saved[0]['run_id']}, condition") for t in texts)
+        # the caption says which run: configuration A or B of the Filter page, or the command line
+        made_by = saved[0]["params"].get("app_configuration")
+        where = f"(configuration {made_by} of the Filter page" if made_by else "(from the command line or a script)"
+        assert any(t.startswith(f"Filter run #{saved[0]['run_id']} {where}") and ", condition" in t for t in texts)
         assert any(t.startswith(f"Answering from: the {n_kept} document") and
                    f"kept by filter run {saved[0]['run_id']}" in t for t in texts)
     at.radio(key="w_chat_scope").set_value("chosen")

@@ -19,7 +19,7 @@ import streamlit as st
 from .render import render_page_image, section_line
 from .text import md_escape
 
-__all__ = ["renumber", "anchor_id", "linked_answer", "render_answer", "last_filter", "search_all_later"]
+__all__ = ["renumber", "anchor_id", "linked_answer", "render_answer", "last_filter", "filter_run_words", "search_all_later"]
 
 _MARK = re.compile(r"\[(E\d+)\]")
 _ESCAPED_MARK = re.compile(r"\\\[(E\d+)\\\]")
@@ -162,6 +162,22 @@ def last_filter(dm: Any) -> tuple[int | None, list[str], str]:
         return None, [], ""
     kept, cond = _saved_run_matches(str(dm.path), int(last[0]))
     return int(last[0]), kept, cond
+
+
+def filter_run_words(dm: Any, run_id: int | None) -> str:
+    """A saved filter run in words for the Chat page: "filter run #8 (configuration A of the
+    Filter page, as decided, before any moved cut)", or "filter run #8 (from the command
+    line or a script)" for a run the Filter page did not make; "" without a run."""
+    if run_id is None:
+        return ""
+    last = dm.last_run_params("filter")
+    params = last[1] if last is not None and int(last[0]) == int(run_id) else {}
+    name = params.get("app_configuration") if isinstance(params, dict) else None
+    if name:
+        return f"filter run #{run_id} (configuration {name} of the Filter page, as decided, before any moved cut)"
+    if isinstance(params, dict) and params.get("app_config"):
+        return f"filter run #{run_id} (the Filter page, as decided, before any moved cut)"
+    return f"filter run #{run_id} (from the command line or a script)"
 
 
 def search_all_later(question: str, scope_widget: str) -> None:

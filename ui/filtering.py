@@ -32,6 +32,7 @@ from . import state
 
 __all__ = [
     "STRATEGIES",
+    "CERTAINTY_WORDS",
     "DECISION_COLUMNS",
     "STRATEGY_WORDS",
     "STRATEGY_LABELS",
@@ -291,7 +292,8 @@ def _wait_for_warm_up(dm: Any, timeout: float = 60.0) -> None:
         th.join(timeout)
 
 
-def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] | None = None) -> dict[str, Any]:
+def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] | None = None,
+               name: str | None = None) -> dict[str, Any]:
     """Filter the workspace's documents by ``condition`` with one form config.
 
     Hyper-edges come from the stored index for the config's alpha, k, K, w (documents
@@ -303,6 +305,8 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
         condition: Natural-language condition.
         config: A form config (see :func:`default_config`).
         docs: doc ids to filter (default all).
+        name: The configuration's name on the Filter page ("A", "B"), saved with the run
+            (``params["app_configuration"]``) so that the Chat page can say which one it answers from.
 
     Returns:
         The run as the engine writes it (``FilterRun.to_dict()``, the shape described in
@@ -324,9 +328,10 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
             review=bool(config.get("review")),
             decide="combined-only" if config.get("combined_only") and "combined" in strategies else None,
             recall=float(config.get("recall_target", 0.9)), delta=float(config.get("delta", 0.1)))
+    saved = {"app_config": dict(config), **({"app_configuration": name} if name else {})}
     opts = FilterOptions(strategy=decide_by, strategies=tuple(strategies), top_k=int(config["top_k"]),
                          doc_ids=None if docs is None else tuple(docs), index_params=ip,
-                         retrieval=retrieval_settings(dm, config), extra_params={"app_config": dict(config)}, **extra)
+                         retrieval=retrieval_settings(dm, config), extra_params=saved, **extra)
     return dm.filter(condition, opts).to_dict()
 
 
@@ -425,6 +430,12 @@ def decisions_line(decisions: dict[str, Any], columns: list[str]) -> str:
 #: follow, behind a horizontal scroll when the window is narrow.
 RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "strategies": 100, "file": 140}
 
+#: What "sure" and "uncertain" mean (the certainty column's help and the caption under the tables).
+CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document both holds a passage close in "
+                   "meaning to the condition and uses its distinctive words. \"uncertain\": the score lies where the "
+                   "cut is often wrong, or only one of those two holds, or it is the only document about the "
+                   "condition; check it yourself (Review) or let an LLM decide.")
+
 
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per document, the kept ones first, each part by evidence score (best
@@ -466,10 +477,12 @@ def ranked_column_config(columns: list[str]) -> dict:
     """Column settings of a ranked table: the decision columns at their fixed widths
     (:data:`RANKED_COLUMN_WIDTHS`), so they fit the half-width frame."""
     helps = {"score": "evidence score (z units)", "strategies": STRATEGIES_HELP,
-             "by score": "inside the cut of the evidence-score ranking (the slider)"}
+             "by score": "inside the cut of the evidence-score ranking (the slider)", "certainty": CERTAINTY_WORDS}
     out: dict = {"rationale": st.column_config.TextColumn("rationale", width="large")}
     for c in columns:
         w = RANKED_COLUMN_WIDTHS.get(c)
+        if c == "certainty":
+            out[c] = st.column_config.TextColumn(c, help=helps[c])
         if w is None:
             continue
         if c == "score":

@@ -111,7 +111,8 @@ def status_line(status: str) -> str:
     if status == "computing":
         return ("UMAP layout not ready yet: it is being computed in the background (queued when the document was "
                 "ingested or the workspace opened; the first one compiles for ~30 s). This is the PCA view. "
-                "The chart will not change by itself: a button appears here when UMAP is ready.")
+                "While you look at it the chart stays as it is: when UMAP is ready a button here switches to it, "
+                "and a view opened after that (another number of topics, a later visit) starts on UMAP.")
     if status.startswith("failed"):
         return f"UMAP layout could not be computed ({status[8:]}); this is the PCA view."
     if status == "too few points":
