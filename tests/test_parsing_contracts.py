@@ -273,3 +273,52 @@ def test_a_footer_row_printed_where_the_page_content_ends_stays_out(tmp_path):
     text = " ".join(e.text for e in parsed.elements)
     assert "ORION" not in text and "Page 2/4" not in text and "Amendment No 2" not in text, text
     assert text.count("The Supplier shall deliver") == 2 + 5 + 8 + 11
+
+
+def test_lettered_and_roman_sub_clauses_written_a_dot_and_i_dot_are_headings_under_their_clause(tmp_path):
+    """An endorsement agreement in the style of cuad-113: numbered clauses "5." with a run-in
+    title, lettered sub-clauses "a. Title." (one on its own line) and roman "i. Title." under
+    a letter. The letters sit one level below the number, the romans one below the letters;
+    a list of short lettered items (no text of their own) stays text."""
+    doc = pymupdf.open()
+    rows = [
+        ("1.", "Definitions. The following words have the meanings given to them below."),
+        ("a.", "Goods means the valves, pumps and gaskets listed in the schedule."),  # a list item: no title
+        ("b.", "Territory means the United States."),
+        ("2.", "Term. " + BODY + " " + BODY), ("3.", "Grant of License. " + BODY + " " + BODY),
+        ("4.", "Appearances."),
+        ("a.", "Production Appearances."),
+        ("i.", "Contract Year 2011. " + BODY), ("ii.", "Contract Year 2012. " + BODY),
+        ("b.", "Additional Appearances. " + BODY), ("c.", "Voice-Over Appearances. " + BODY),
+        ("d.", "Scheduling. " + BODY),
+        ("5.", "Compensation. " + BODY + " " + BODY), ("6.", "Notices. " + BODY + " " + BODY),
+    ]
+    page = doc.new_page(width=612, height=792)
+    y = 60.0
+    page.insert_text((200, y), "ENDORSEMENT AGREEMENT", fontname="helv", fontsize=9)
+    y += 24
+    for label, text in rows:
+        if y > 700 or label == "5.":  # the clauses run over two pages, as a contract's do
+            page = doc.new_page(width=612, height=792)
+            y = 60.0
+        x = 72 if label[0].isdigit() else (90 if label in ("a.", "b.", "c.", "d.") else 110)
+        page.insert_text((x, y), label, fontname="helv", fontsize=9)
+        line = ""
+        for w in text.split(" "):
+            if len(line) + len(w) + 1 > 85:
+                page.insert_text((x + 18, y), line, fontname="helv", fontsize=9)
+                y += 11
+                line = w
+            else:
+                line = (line + " " + w).strip()
+        page.insert_text((x + 18, y), line, fontname="helv", fontsize=9)
+        y += 20
+    path = tmp_path / "endorsement.pdf"
+    doc.save(path)
+    doc.close()
+    titles = _titles(PyMuPDFParser().parse(path))
+    assert (1, "4. Appearances") in titles, titles
+    assert (2, "a. Production Appearances") in titles, titles
+    assert (3, "i. Contract Year 2011") in titles and (3, "ii. Contract Year 2012") in titles, titles
+    assert (2, "b. Additional Appearances") in titles and (2, "d. Scheduling") in titles, titles
+    assert not any("Goods means" in t or "Territory means" in t for _, t in titles), titles

@@ -41,9 +41,11 @@ _KEYWORD_RE = re.compile(
 )
 _ANNEX_KW_RE = re.compile(r"^(?P<kw>EXHIBIT|Exhibit|SCHEDULE|Schedule|ANNEX|Annex|APPENDIX|Appendix|ATTACHMENT|Attachment)"
                           r"\s+(?P<num>[A-Z0-9]{1,3}(?:[.\-]\d{1,2})?)(?P<sep>\s*[.:)\-–—]?)\s*(?P<rest>.*)$")
-_LABEL_RE = re.compile(r"^(?P<num>\d{1,3}(?:\.\d{1,3}){0,3}|" + _ROMAN + r")[.)]?$|^\((?P<paren>[a-z]{1,4}|\d{1,2})\)$")
+_LABEL_RE = re.compile(r"^(?P<num>\d{1,3}(?:\.\d{1,3}){0,3}|" + _ROMAN + r")[.)]?$|^\((?P<paren>[a-z]{1,4}|\d{1,2})\)$"
+                       r"|^(?P<lower>[ivx]{1,4}|[a-z])\.$")
 _NUMBERED_RE = re.compile(
-    r"^(?P<num>\d{1,3}(?:\.\d{1,3}){0,3}\.?|(?:" + _ROMAN + r")\.|\([a-z]{1,4}\)|\(\d{1,2}\)|[a-z]\))\s+(?P<rest>\S.*)$"
+    r"^(?P<num>\d{1,3}(?:\.\d{1,3}){0,3}\.?|(?:" + _ROMAN + r")\.|\([a-z]{1,4}\)|\(\d{1,2}\)|[a-z]\)|[ivx]{1,4}\.|[a-z]\.)"
+    r"\s+(?P<rest>\S.*)$"
 )
 # "Term.  The term of ..." -> title "Term" (a dot inside a word, "Amazon.com", does not end it)
 _RUNIN = r"^(?P<title>(?:[^.:;]|\.(?=\S)|(?<=\b[A-Z])\.){2,90}?)(?<!\b[A-Z])[.:]\s+(?P<body>\S.*)$"
@@ -189,6 +191,8 @@ def _value(num: str) -> tuple[tuple, int] | None:
     if re.fullmatch(r"\d{1,3}(?:\.\d{1,3})*", n):
         parts = n.split(".")
         return ("arabic", len(parts), ".".join(parts[:-1])), int(parts[-1])
+    if n.islower() and _roman(n) is not None and (len(n) > 1 or n in "iv"):
+        return ("paren-roman", 1, ""), _roman(n)  # "ii." numbers like "(ii)": below the letters
     if len(n) == 1 and n.islower():
         return ("letter", 1, ""), ord(n) - ord("a") + 1
     r = _roman(n)
@@ -241,7 +245,7 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         return None
     m = _LABEL_RE.match(t)
     if m and nxt is not None and nxt.role == "":
-        num = m.group("num") or f"({m.group('paren')})"
+        num = m.group("num") or (f"({m.group('paren')})" if m.group("paren") else f"{m.group('lower')}.")
         nt = nxt.text.strip()
         if _title_like(nt) and not _NUMBERED_RE.match(nt):
             return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip("."), title_line=nxt)
@@ -490,8 +494,11 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                 if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=2):
                     continue  # a numbered list, not the document's sections
             elif shape in ("letter", "paren-roman", "paren-arabic"):
-                if styled_numbered >= 5 or any(c.kind != "runin" for c in kept) or not _spread(kept, order_of, 2, 1):
-                    continue  # items of a list, or a list in a document whose sections are styled (a paper)
+                if styled_numbered >= 5 or sum(c.kind == "runin" for c in kept) < 0.5 * len(kept) \
+                        or not _spread(kept, order_of, 2, 1):
+                    # items of a list (most carry no text of their own), or a list in a document
+                    # whose sections are styled (a paper)
+                    continue
                 need = 1 if kept[0].value <= 2 else 2
             else:
                 need = 1 if kept[0].value <= 2 else 2
