@@ -279,7 +279,8 @@ def test_lettered_and_roman_sub_clauses_written_a_dot_and_i_dot_are_headings_und
     """An endorsement agreement in the style of cuad-113: numbered clauses "5." with a run-in
     title, lettered sub-clauses "a. Title." (one on its own line) and roman "i. Title." under
     a letter. The letters sit one level below the number, the romans one below the letters;
-    a list of short lettered items (no text of their own) stays text."""
+    a list of short lettered items (no text of their own) stays text. A clause title may be in
+    sentence case ("5. Royalties payable by Licensee.", cuad-077)."""
     doc = pymupdf.open()
     rows = [
         ("1.", "Definitions. The following words have the meanings given to them below."),
@@ -291,7 +292,9 @@ def test_lettered_and_roman_sub_clauses_written_a_dot_and_i_dot_are_headings_und
         ("i.", "Contract Year 2011. " + BODY), ("ii.", "Contract Year 2012. " + BODY),
         ("b.", "Additional Appearances. " + BODY), ("c.", "Voice-Over Appearances. " + BODY),
         ("d.", "Scheduling. " + BODY),
-        ("5.", "Compensation. " + BODY + " " + BODY), ("6.", "Notices. " + BODY + " " + BODY),
+        ("5.", "Royalties payable by Licensee. " + BODY + " " + BODY),  # a title in sentence case
+        ("6.", "Product sales to TL."), ("", BODY + " " + BODY),  # ... on its own line
+        ("7.", "Notices. " + BODY),
     ]
     page = doc.new_page(width=612, height=792)
     y = 60.0
@@ -301,7 +304,7 @@ def test_lettered_and_roman_sub_clauses_written_a_dot_and_i_dot_are_headings_und
         if y > 700 or label == "5.":  # the clauses run over two pages, as a contract's do
             page = doc.new_page(width=612, height=792)
             y = 60.0
-        x = 72 if label[0].isdigit() else (90 if label in ("a.", "b.", "c.", "d.") else 110)
+        x = 72 if label[:1].isdigit() or not label else (90 if label in ("a.", "b.", "c.", "d.") else 110)
         page.insert_text((x, y), label, fontname="helv", fontsize=9)
         line = ""
         for w in text.split(" "):
@@ -322,3 +325,4 @@ def test_lettered_and_roman_sub_clauses_written_a_dot_and_i_dot_are_headings_und
     assert (3, "i. Contract Year 2011") in titles and (3, "ii. Contract Year 2012") in titles, titles
     assert (2, "b. Additional Appearances") in titles and (2, "d. Scheduling") in titles, titles
     assert not any("Goods means" in t or "Territory means" in t for _, t in titles), titles
+    assert (1, "5. Royalties payable by Licensee") in titles and (1, "6. Product sales to TL") in titles, titles

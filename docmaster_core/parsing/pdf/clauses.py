@@ -257,11 +257,14 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     rest = m.group("rest").strip()
     if num.isdigit():
         return None  # "3 See Regulation ...": a plain number needs its dot ("3.") to number a clause
+    # a title in sentence case ("Royalties payable by TL") after a number with its dot: "10.1", "5."
+    sentence_ok = "." in num
     rm = re.match(_RUNIN, rest)
-    if rm and (_title_like(rm.group("title"), 8) or ("." in num.rstrip(".") and _sentence_case_title(rm.group("title")))) \
+    if rm and (_title_like(rm.group("title"), 8) or (sentence_ok and _sentence_case_title(rm.group("title")))) \
             and not rm.group("title").startswith("("):
         return _Cand(l, "runin", "", num, clean_text(f"{num} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
-    if _title_like(rest, 12) and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
+    if (_title_like(rest, 12) or (sentence_ok and rest.endswith(".") and _sentence_case_title(rest.rstrip(".")))) \
+            and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
         return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip("."))
     return None
 
