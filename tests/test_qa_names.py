@@ -273,6 +273,11 @@ def test_the_need_leaves_out_the_documents_kind_and_other_names_but_not_a_clause
     res = dm.ask("What is the term of the distribution agreement between Ostrander Robotics Corp. and Pelliton "
                  "Trading Ltd.?", all_docs=True, save=False)
     assert any("36 months" in c.quote for c in res.answer.citations)
+    # words between a determiner and the document noun describe the named document too ("his F2 golf
+    # clubs endorsement agreement"), whether or not its name fields hold them; what is asked stays
+    r = route_by_names("What royalty does Ostrander Robotics Corp. pay Pelliton Trading Ltd. under their 2019 robot "
+                       "arm distribution agreement?", view)
+    assert r is not None and r.need == "What royalty does pay under their agreement?", r.need
 
 
 def test_a_term_or_a_period_asks_for_a_length_of_time():

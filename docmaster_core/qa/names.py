@@ -525,7 +525,10 @@ def _drop_kind_words(words: list[str], drop: list[bool], front: set[str]) -> Non
     its noun and all in the named documents' name fields ("the *co-branding* agreement", "the
     *services and hosting* agreement"): like the names, they say which document, and every
     passage of a co-branding agreement is about co-branding, so they would pull up its title
-    and preamble rather than the clause asked about. The noun itself stays."""
+    and preamble rather than the clause asked about. Up to four words between a determiner and
+    the noun go too, whether or not the name fields hold them ("his *F2 golf clubs* endorsement
+    agreement": own6, where "F2 golf clubs" pulled up the clause on using the F2 wedges instead of
+    the royalty asked about). The noun itself stays."""
     for k, w in enumerate(words):
         if drop[k] or _strip(w).lower() not in DOC_NOUNS:
             continue
@@ -538,6 +541,12 @@ def _drop_kind_words(words: list[str], drop: list[bool], front: set[str]) -> Non
             if not (t.lower() in ("and", "&") or (toks and all(x in front for x in toks))):
                 break
             i -= 1
+        # "his *F2 golf clubs* endorsement agreement": up to four words between a determiner
+        # and the noun describe the named document as much as its name fields do
+        d = next((d for d in range(k - 1, max(-1, k - 6), -1) if drop[d] or words[d].endswith((",", ";", ":", "?"))
+                  or _strip(words[d]).lower() in _DETERMINERS), None)
+        if d is not None and not drop[d] and _strip(words[d]).lower() in _DETERMINERS:
+            i = min(i, d)
         j = i + 1
         while j < k and _strip(words[j]).lower() in ("and", "&"):  # never a leading "and"
             j += 1
