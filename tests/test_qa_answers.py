@@ -202,3 +202,20 @@ def test_a_name_the_question_asks_about_that_no_document_uses_is_not_found():
     assert verdict(profile_question("Which agreement is governed by California law?"), bg, passages).found
     # an abbreviation the document may spell out, and the question's first word, are no such names
     assert verdict(profile_question("Which agreement is governed by the law of the State (ST)?"), bg, passages).found
+
+
+def test_a_name_the_documents_use_only_elsewhere_than_the_best_passages_is_not_found():
+    """"What was Microsoft's total revenue?" over a 10-K that names Microsoft only among its
+    competitors: the best passages (Amazon's own revenue) never mention Microsoft, so they do
+    not answer; a capitalised word most nodes use ("Company" of a party's name) is no such name."""
+    from docmaster_core.text.answer_units import Background, terms_of, verdict
+
+    collection = ["Total net sales increased 9% to $514.0 billion in 2022.",
+                  "Our competitors include Microsoft, Alphabet and Walmart.",
+                  *[f"The Company shall report item {i} to the board." for i in range(200)]]
+    bg = Background(len(collection), Counter(t for p in collection for t in set(terms_of(p))))
+    best = collection[:1]  # what the search ranked first
+    asked = verdict(profile_question("What was Microsoft's total revenue in 2022?"), bg, best)
+    assert not asked.found and "Microsoft" in asked.reason
+    assert verdict(profile_question("What were the total net sales in 2022?"), bg, best).found
+    assert verdict(profile_question("What were the Company's total net sales in 2022?"), bg, best).found

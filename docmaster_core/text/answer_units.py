@@ -489,6 +489,11 @@ def askers_words(profile: QuestionProfile, bg: Background, passage_texts: Sequen
     return own if typed else []
 
 
+#: A capitalised word of the question is taken for a name the answer must hold only when at most this
+#: share of the collection's nodes use it ("Microsoft" in a 10-K's list of competitors, not "Company").
+NAME_NODE_SHARE = 0.01
+
+
 def _named_in_question(profile: QuestionProfile, term: str) -> bool:
     """True when the question writes ``term`` as a name: capitalised ("Michigan"), not in
     capitals (an abbreviation the document may spell out: "LRU"), and not the question's
@@ -545,6 +550,16 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if (doc_cov < MIN_DOC_COVERAGE and best < STRONG_BEST_COVERAGE) or names:
         why = "they never mention " + ", ".join(f'"{profile.words.get(t, t)}"' for t in (names or missing)[:4])
         return Verdict(False, why, doc_cov, best, missing, unit_found)
+    # ... or that the documents use only elsewhere: "Microsoft's total revenue" over a collection whose
+    # only "Microsoft" is a competitor named in Amazon's 10-K, and whose best passages are Amazon's figures
+    in_passages = set().union(*(terms_of(p) for p in passage_texts)) if passage_texts else set()
+    coll = bg.idf_from or bg
+    elsewhere = [t for t in terms if t in used and t not in in_passages and _named_in_question(profile, t)
+                 and coll.df.get(t, 0) <= NAME_NODE_SHARE * coll.n_nodes]  # a name, not "Company" of a party
+    if elsewhere:
+        why = "the passages that answer best never mention " + ", ".join(
+            f'"{profile.words.get(t, t)}"' for t in elsewhere[:4])
+        return Verdict(False, why, doc_cov, best, elsewhere, unit_found)
     if best < MIN_BEST_COVERAGE:
         why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
         return Verdict(False, why, doc_cov, best, missing, unit_found)
