@@ -32,7 +32,7 @@ n_passed = sum(d in by_id for d in last[1])
 
 labels = {
     "all": f"all documents ({len(docs)})",
-    "filter": (f"documents kept by the last filter run ({n_passed})" if last[0] is not None
+    "filter": (f"documents kept by the last filter run ({n_passed}; \"{shorten(last[2], 40)}\")" if last[0] is not None
                else "documents kept by the last filter run (none yet)"),
     "chosen": "documents I choose",
 }
@@ -94,6 +94,9 @@ for turn, msg in enumerate(history):
             st.markdown(md_escape(msg["text"]))
 
 st.caption(md_escape(f"Answering from: {sc['label']}"))
+if len(sc["doc_ids"]) > 1:  # a newcomer saw "all 15 documents" here and "answered from X (named)" below
+    st.caption("A question that names some of them (a title, a party, a company) is answered from those; "
+               "the answer says which.")
 question = st.chat_input("Ask about these documents", key=W_INPUT, disabled=not sc["doc_ids"])
 pending = state.get(state.CHAT_PENDING)
 if pending:

@@ -257,7 +257,8 @@ with right:
                 c[2].metric("mean", f"{float(v.mean()):+.3f}")
                 c[3].metric("std", f"{float(v.std()):.3f}")
                 if node.parent is not None:
-                    st.caption(f"cosine to parent #{node.parent}: {float(v @ np.asarray(emb[node.parent])):.3f}")
+                    st.caption(f"cosine to parent #{node.parent}: {float(v @ np.asarray(emb[node.parent])):.3f} "
+                               "(1 = the same meaning; around 0.3 loosely related, below 0.1 unrelated)")
                 # a picture, not a chart: the page loads no charting library for it
                 st.image(vector_bars(v), caption=f"the {v.shape[0]} components (blue > 0, red < 0; "
                          f"scaled to the largest, {float(np.abs(v).max()):.3f})", width="stretch")
@@ -274,6 +275,9 @@ with right:
                     ),
                     hide_index=True,
                     width="stretch",
+                    # the cosine stays in view beside a long node label
+                    column_config={"node": st.column_config.TextColumn("node", width="large"),
+                                   "cosine": st.column_config.NumberColumn("cosine", format="%.3f", width="small")},
                 )
                 if st.toggle("Show the full vector", key=W_FULLVEC):
                     st.code(json.dumps([round(float(x), 6) for x in v]), language="json", wrap_lines=True)

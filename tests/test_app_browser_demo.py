@@ -328,7 +328,7 @@ def test_first_five_minutes_chat_scope_example_answer_and_removal(empty_server):
         navigate(page, "Chat")
         wait_idle(page)
         assert page.get_by_text("Answering from: all 3 documents").count() == 1  # the default
-        timed(page, page.get_by_text("documents kept by the last filter run (1)").click)
+        timed(page, page.get_by_text("documents kept by the last filter run (1; ").click)
         assert page.get_by_text(re.compile(r"Answering from: the 1 document kept by filter run \d+ \(of 3\)")).count() == 1
         navigate(page, "Upload")
         navigate(page, "Chat")  # the choice stays for the session

@@ -338,7 +338,8 @@ def test_chat_citation_links_contiguous_numbers_and_scope(app_uploaded, app_env)
     scope = at.radio(key="w_chat_scope")
     assert scope.value == "all"  # the default, even after a filter run
     n_kept = len(saved[0]["result"]["matches"])
-    assert f"documents kept by the last filter run ({n_kept})" in scope.options
+    # the option says how many and which condition (a newcomer who ran four filters asked which run)
+    assert any(o.startswith(f"documents kept by the last filter run ({n_kept}; \"") for o in scope.options), scope.options
     scope.set_value("filter")
     run_app(at)
     texts = page_texts(at)

@@ -467,7 +467,7 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
             row["certainty"] = "uncertain" if dec.get("uncertain") else "sure"
             if isinstance(n_eligible, int) and rank is not None and rank > n_eligible:
                 # ranked after every document with closer passages, whatever its score
-                row["certainty"] = "below the similarity floor"
+                row["certainty"] = "sure: below the similarity floor"  # counted with the sure drops
         row.update({"rationale": doc_rationale(run, d), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows

@@ -146,7 +146,8 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
             b1, b2, b3, _ = st.columns([1, 1, 1, 3])
             answer = None
             with b1:
-                if st.button("Match", key="w_review_match", shortcut="M", type="primary", icon=":material/check:"):
+                # both answers look alike: a highlighted "Match" read as the app's suggestion
+                if st.button("Match", key="w_review_match", shortcut="M", icon=":material/check:"):
                     answer = True
             with b2:
                 if st.button("No match", key="w_review_no", shortcut="N", icon=":material/close:"):

@@ -140,7 +140,7 @@ class PreparedDocument:
             :func:`embed_prepared`.
         embedding_model: Name of the embedder that made ``embeddings``.
         parser_note: The parser's one-line note for the ingest report (e.g. "2 of 15
-            pages read with the layout model (formula 2)"), "" when none.
+            pages re-read with the layout model, ... (formula 2)"), "" when none.
     """
 
     tree: DocumentTree

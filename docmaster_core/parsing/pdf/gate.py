@@ -290,8 +290,9 @@ def run_gate(ctx: ParseContext, doc, pages: list[PageInfo]) -> dict[str, Any]:
 
 
 def layout_note(layout_pages: list[dict], n_pages: int) -> str:
-    """One line for the ingest report, e.g. "2 of 15 pages read with the layout model
-    (formula 2, table 1)"; "" when no page went."""
+    """One line for the ingest report, in words a user follows, e.g. "2 of 15 pages re-read
+    with the layout model, which reads formulas and tables more exactly (formula 2, table 1)";
+    "" when no page went."""
     if not layout_pages:
         return ""
     by: dict[str, int] = defaultdict(int)
@@ -299,4 +300,5 @@ def layout_note(layout_pages: list[dict], n_pages: int) -> str:
         for k in r["reasons"]:
             by[k] += 1
     why = ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
-    return f"{len(layout_pages)} of {n_pages} pages read with the layout model ({why})"
+    return (f"{len(layout_pages)} of {n_pages} pages re-read with the layout model, which reads formulas and "
+            f"tables more exactly ({why})")
