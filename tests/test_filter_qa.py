@@ -338,3 +338,36 @@ def test_moving_the_cut_of_a_saved_run(toy, embedder):
     assert len(cmp["only_b"]) == min(2, n - kept) and not cmp["only_a"]
     assert [row["doc_id"] for row in cmp["documents"]] == [d["doc_id"] for d in saved["documents"]]
     assert sum(row["differs"] for row in cmp["documents"]) == len(cmp["only_b"])
+
+
+def test_a_title_with_small_words_named_up_front_leaves_only_the_need(toy):
+    """"In the Simple Text Classification with Bag of Words paper, how many ...?": the title's
+    small words ("with", "of") and the fronted phrase that only names the paper go with the
+    name, so the need is the question itself (a newcomer's "In the Attention Is All You Need
+    paper, how many attention heads ...?" kept "In Is All You paper" and missed "h = 8")."""
+    from docmaster_core.qa.names import route_by_names
+
+    ws, retr = toy
+    r = route_by_names("In the Simple Text Classification with Bag of Words paper, how many features are used?",
+                       retr.view)
+    assert r is not None and [_name(ws, d) for d in r.doc_ids] == ["text_classifier.pdf"]
+    assert r.need == "how many features are used?", r.need
+    r = route_by_names("In the Ultralight Bosonic Dark Matter and the CMB paper, what mass is assumed?", retr.view)
+    assert r is not None and [_name(ws, d) for d in r.doc_ids] == ["dark_matter.pdf"]
+    assert r.need == "what mass is assumed?", r.need  # "and the" between two words of the title go too
+
+
+def test_a_title_whose_small_words_run_together_is_dropped_whole(tmp_path, embedder):
+    """"Attention *Is All You* Need": three small words in a row inside the title are part of
+    the name, not of the need."""
+    from docmaster_core.qa.names import route_by_names
+    from support.toy import TOY_DOCS
+
+    docs = [("attention.pdf", "Attention Is All You Need", [
+        ("3.2 Multi-Head Attention", ["In this work we employ h = 8 parallel attention layers, or heads."])])]
+    ws = build_toy_workspace(tmp_path, embedder, docs + list(TOY_DOCS[:4]))
+    retr = Retriever(ws, embedder, RetrievalSettings())
+    r = route_by_names("In the Attention Is All You Need paper, how many attention heads does the model use?",
+                       retr.view)
+    assert r is not None and [_name(ws, d) for d in r.doc_ids] == ["attention.pdf"]
+    assert r.need == "how many attention heads does the model use?", r.need

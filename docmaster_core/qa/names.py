@@ -510,9 +510,26 @@ def _need(question: str, names: set[str], front: set[str]) -> str:
             left, right = i > 0 and drop[i - 1], i + 1 < len(words) and drop[i + 1]
             if (left or right) and (part(w, left and right) or _strip(w).lower() in _JOINERS):
                 drop[i] = changed = True
+    # a title's small words between two of its dropped words ("Attention *Is All You* Need"): the whole
+    # span is the name when the named documents' name fields hold every word of it
+    for i in range(len(words)):
+        if drop[i]:
+            continue
+        j = i
+        while j < len(words) and not drop[j] and j - i < 4:
+            j += 1
+        if i > 0 and drop[i - 1] and j < len(words) and drop[j] and all(
+                (toks := name_tokens(_strip(w))) and all(x in front for x in toks) for w in words[i:j]):
+            for m in range(i, j):
+                drop[m] = True
     _drop_name_spans(words, drop)
     _drop_kind_words(words, drop, front)
     out = " ".join(w for w, d in zip(words, drop) if not d).strip(" ,")
+    # what is left of a fronted phrase that only named the document: "In [the Attention Is All You Need]
+    # paper, how many ..." -> "how many ..."
+    m = re.match(r"^(?:in|under|for|from|according to)\s+(?:the\s+|this\s+|that\s+)?(\w+)\s*,\s*(?=\S)", out, re.I)
+    if m and m.group(1).lower() in DOC_NOUNS and any(drop):
+        out = out[m.end():]
     return out + ("?" if question.rstrip().endswith("?") and not out.endswith("?") else "")
 
 
