@@ -127,8 +127,8 @@ topic_names = document_topic_names(dm, idx, tree)
 
 
 def _topic(c: int) -> str:
-    """``party, agreement (6)``: the document's cluster c in words, its number after."""
-    return "no topic" if c < 0 else f"{topic_words(topic_names.get(c), 2)} ({c})"
+    """``party, agreement (topic 6)``: the document's cluster c in words, its number after."""
+    return "no topic" if c < 0 else f"{topic_words(topic_names.get(c), 2)} (topic {c})"
 
 # ---------------------------------------------------------------- selection and which part to draw
 # Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
