@@ -276,6 +276,10 @@ decider_name = str(runs[which].get("strategy", ""))
 st.markdown(md_escape(f"{rec.file_name}: {verdict} by {STRATEGY_WORDS.get(decider_name, decider_name)} "
                       f"({decider_name})"))
 st.caption(md_escape("Each way: " + decisions_line(doc.get("decisions") or {}, list(doc.get("decisions") or {}))))
+if len(doc.get("decisions") or {}) > 1:  # a newcomer read another way's score as the table's
+    st.caption(md_escape(f"Each way below scores the documents on its own evidence and cuts its own ranking; the "
+                         f"table's score and its uncertain band are those of "
+                         f"{STRATEGY_WORDS.get(decider_name, decider_name)} ({decider_name})."))
 for s_name, dec in (doc.get("decisions") or {}).items():
     if (dec or {}).get("rationale"):
         st.caption(md_escape(f"{STRATEGY_WORDS.get(s_name, s_name)} ({s_name}): {dec['rationale']}"))
