@@ -21,6 +21,7 @@ from ui.plain import (
     BROKEN_HELP,
     BROKEN_LABEL,
     collection_topics_line,
+    mark_back_matter_topics,
     PAIR_HELP,
     PASSAGES_HELP,
     PASSAGES_LABEL,
@@ -209,6 +210,8 @@ terms_key = (key, hash(tuple(drawn)))
 if st.session_state.get("dm_cluster_terms", (None,))[0] != terms_key:
     st.session_state["dm_cluster_terms"] = (terms_key, dm.name_clusters(texts, drawn, doc_ids=list(doc_of)))
 terms = st.session_state["dm_cluster_terms"][1]
+if mode == "document":  # the collection's topics leave reference lists out; one paper's may hold them
+    terms = mark_back_matter_topics(terms, drawn, [tree.nodes[int(i)].section_path for i in ids])
 n_members = {c: drawn.count(c) for c in set(drawn)}
 
 

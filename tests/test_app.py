@@ -607,3 +607,17 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
     assert "**kept 2 of 5 documents** (2 decided by your answers, the other 3 by the top 1 by evidence score" in line
     everyone = {**run, "documents": run["documents"][:2]}
     assert "(all 2 decided by your answers)" in count_line(everyone, everyone, 1, 1)
+
+
+def test_a_topic_of_mostly_reference_list_passages_says_so():
+    """One paper's topics can hold its reference list ("lewis, aleksandra, piktus"): such a topic
+    is named "reference list" first; a body topic keeps its words."""
+    from ui.plain import mark_back_matter_topics
+
+    terms = {0: ["lewis", "aleksandra", "piktus"], 1: ["retrieval", "passages", "generator"]}
+    labels = [0, 0, 0, 1, 1, 0]
+    paths = [["References"], ["References"], ["7 References"], ["3 Method"], ["4 Experiments"], ["3 Method"]]
+    got = mark_back_matter_topics(terms, labels, paths)
+    assert got[0] == ["reference list", "lewis", "aleksandra"]
+    assert got[1] == ["retrieval", "passages", "generator"]
+    assert terms[0] == ["lewis", "aleksandra", "piktus"]  # the input is not changed

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
     "WHAT_GRAPH", "WHAT_CLUSTERS", "GROUP_RE", "TOPIC_RE",
-    "group_label", "topic_label", "topic_words", "group_option", "params_line",
+    "group_label", "topic_label", "topic_words", "group_option", "params_line", "mark_back_matter_topics",
     "GROUPS_LABEL", "GROUPS_HELP", "PASSAGES_LABEL", "PASSAGES_HELP", "TOPICS_LABEL", "TOPICS_HELP",
     "LINKS_LABEL", "LINKS_HELP", "TOGETHER_LABEL", "TOGETHER_HELP", "APART_LABEL", "APART_HELP",
     "BROKEN_LABEL", "BROKEN_HELP", "GRAPH_LEGEND", "LINK_TITLE", "PAIR_COLUMNS", "PAIR_HELP",
@@ -86,6 +86,35 @@ def topic_label(c: int, words: Sequence[str] | None = None, size: int | None = N
     if c < 0:
         return "no topic"
     return f"Topic {int(c)} · {topic_words(words)}" + (f" ({size})" if size is not None else "")
+
+
+def mark_back_matter_topics(terms: Mapping[int, Sequence[str]], labels: Sequence[int],
+                            section_paths: Sequence[Sequence[str]]) -> dict[int, list[str]]:
+    """Topic names with "reference list" first for a topic whose passages lie mostly (at least
+    half) in a reference list or acknowledgements (:data:`~docmaster_core.retrieval.corpus.BACK_MATTER_RE`):
+    one paper's topics include its references ("lewis, aleksandra, piktus"), which say what
+    the topic is only to a reader who knows that.
+
+    Args:
+        terms: ``{cluster: [term, ...]}`` (:meth:`DocMaster.name_clusters`).
+        labels: Cluster of each passage, length n.
+        section_paths: Section path of each passage, length n.
+
+    Returns:
+        A new ``{cluster: [term, ...]}``.
+    """
+    from docmaster_core.retrieval.corpus import BACK_MATTER_RE
+
+    back: dict[int, list[int]] = {}
+    for c, path in zip(labels, section_paths):
+        n = back.setdefault(int(c), [0, 0])
+        n[0] += int(any(BACK_MATTER_RE.match(t or "") for t in path))
+        n[1] += 1
+    out = {int(c): list(w or []) for c, w in terms.items()}
+    for c, (k, n) in back.items():
+        if n and 2 * k >= n:
+            out[c] = ["reference list"] + [w for w in out.get(c, []) if w != "reference list"][:2]
+    return out
 
 
 def group_option(he_id: int, n_passages: int, topic: str, summary: str, width: int = 60) -> str:
