@@ -95,8 +95,9 @@ with st.container(border=True):
     with c_k:
         state.seed_widget(W_K, params["k"])
         st.slider("Passage pairs to check (k)", 0, 100, step=1, key=W_K, on_change=_store_params,
-                  help="How many of the most similar passage pairs are marked 'belong together' (must-link) or "
-                       "'keep apart' (cannot-link) by the LLM: the top-k SEC pairs, the anchor pairs of the paper.")
+                  help="How many of the most similar passage pairs of each document are marked 'belong together' "
+                       "(must-link) or 'keep apart' (cannot-link) by the LLM: the top-k SEC pairs, the anchor pairs "
+                       "of the paper. Per document: over a whole collection the marked pairs add up to more.")
     with c_K:
         state.seed_widget(W_KK, params["K"])
         st.slider("Number of topics (K)", 1, 30, step=1, key=W_KK, on_change=_store_params,
