@@ -509,7 +509,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     Not found when (a) the question's terms the documents never use carry more than
     ``1 - MIN_DOC_COVERAGE`` of the question's term weight and no passage covers
     ``STRONG_BEST_COVERAGE`` of it, or a name the question asks about (a capitalised word,
-    "Michigan") is one of them, or (b) no passage covers
+    "Michigan") is one of them, or such a name (used by at most ``NAME_NODE_SHARE`` of the
+    collection's nodes) is in none of the passages, or (b) no passage covers
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a unit ("in dollars",
     "in milliseconds") that none of the passages gives.
 
