@@ -40,12 +40,13 @@ def _legacy_pages_mode() -> bool:
 WHAT = {
     "Upload": "Add PDFs to the collection: each is split into a tree of sections, paragraphs, tables and "
               "formulas, and indexed for search.",
-    "Tree explorer": "One document as its tree: sections with their paragraphs, tables and formulas; pick a node "
-                     "to see its text, its page and its summary.",
+    "Tree explorer": "One document as its tree: sections with their paragraphs, tables and formulas (a node is one "
+                     "of them; its type says which); pick a node to see its text, its page and its summary.",
     "Hyper-edge graph": WHAT_GRAPH,
     "Semantic clusters": WHAT_CLUSTERS,
     "Filter": "Keep the documents that meet a condition: each gets a score from its best passages, you see why, "
-              "and you can check them yourself (Review).",
+              "and you can check them yourself (Review). A and B are the same filter with two settings side by "
+              "side (A: the defaults), to see what a setting changes; Chat uses A's result.",
     "Chat": "Ask questions about the documents; every answer quotes and cites the passages it comes from.",
 }
 

@@ -262,8 +262,8 @@ def _rule_sentence(mode: str, calib: OfflineCalibration, thr: float, best: float
         return (f"a document needs a score of {thr:g}, judged against typical corpus statistics because a "
                 f"collection of {n_present} documents is too small to compare within")
     if calib.cut == "best_fraction":
-        return (f"a document is kept from a score of {thr:.1f}, i.e. {calib.rel_rho:g} x the best document's "
-                f"{best:.1f} (and at least {calib.rel_z_min:g})")
+        return (f"a document is kept from a score of {thr:.1f}: {calib.rel_rho:g} times the best document's score "
+                f"{best:.1f}, and never below {calib.rel_z_min:g}")
     return f"a document is kept from a score of {thr:g}"
 
 
