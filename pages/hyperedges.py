@@ -127,8 +127,13 @@ topic_names = document_topic_names(dm, idx, tree)
 
 
 def _topic(c: int) -> str:
-    """``party, agreement (topic 6)``: the document's cluster c in words, its number after."""
-    return "no topic" if c < 0 else f"{topic_words(topic_names.get(c), 2)} (topic {c})"
+    """``party, agreement``: the document's cluster c in words. No number: the Semantic clusters
+    page numbers its topics to follow them across slider moves, so the same topic may carry
+    another number there (a newcomer compared "topic 3" here with "Topic 2" there)."""
+    if c < 0:
+        return "no topic"
+    words = topic_names.get(c)
+    return topic_words(words, 2) if words else f"topic {c} (no telling words)"
 
 # ---------------------------------------------------------------- selection and which part to draw
 # Resolve the selected hyper-edge *before* drawing: the graph component has no key, so
