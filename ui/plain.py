@@ -128,8 +128,9 @@ def group_option(he_id: int, n_passages: int, topic: str, summary: str, width: i
 def params_line(params: Mapping[str, Any]) -> str:
     """The grouping settings in words, their symbols in brackets."""
     return (f"Grouping settings: weight of meaning over place in the document {params['alpha']:g}, passage pairs "
-            f"marked together or apart {params['k']} per document, topics asked {params['K']} (some may stay empty), how firmly the marks "
-            f"hold {params['w']:g} (the paper's alpha, k, K, w; change them on the Semantic clusters page).")
+            f"marked together or apart {params['k']} per document, topics asked {params['K']} (some may stay "
+            f"empty), how firmly the marks hold {params['w']:g} (the paper's alpha, k, K, w; change them on the "
+            "Semantic clusters page).")
 
 
 def pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
