@@ -219,17 +219,3 @@ def test_a_name_the_documents_use_only_elsewhere_than_the_best_passages_is_not_f
     assert not asked.found and "Microsoft" in asked.reason
     assert verdict(profile_question("What were the total net sales in 2022?"), bg, best).found
     assert verdict(profile_question("What were the Company's total net sales in 2022?"), bg, best).found
-
-
-def test_sentences_far_weaker_than_the_best_do_not_pad_the_answer():
-    """"Which state's law governs ...?": the law clause answers; a severability sentence that shares
-    no word with the question is left out once a floor relative to the best sentence is asked."""
-    import numpy as np
-    from docmaster_core.text.answer_units import rank_answer_units
-
-    q = "Which state's law governs the agreement?"
-    units = ["This Agreement is governed by the laws of the State of Delaware.",
-             "If any provision of this Agreement is held invalid, the remaining provisions stay in effect."]
-    cos = np.array([0.62, 0.18], dtype=np.float32)
-    assert rank_answer_units(q, units, ["TEXT", "TEXT"], cos).tolist() == [0, 1]
-    assert rank_answer_units(q, units, ["TEXT", "TEXT"], cos, rel_floor=0.7).tolist() == [0]

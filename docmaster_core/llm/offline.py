@@ -80,9 +80,6 @@ GROUP_DISTANCE = 0.56
 DECIDE_THRESHOLD = 0.43
 #: Evidence sentences below this cosine to the question are not quoted in answers.
 ANSWER_MIN_COS = 0.25
-#: A sentence is quoted only when its support is at least this share of the best sentence's: weaker ones
-#: pad the answer ("Delaware" followed by the severability and survival clauses; a newcomer's session).
-ANSWER_REL_FLOOR = 0.7
 
 NO_ANSWER_TEXT = "The retrieved passages contain no sentence that answers this question (offline extractive mode)."
 
@@ -526,8 +523,8 @@ class OfflineLLM:
             # v21 a clause-list item is whole ("(ii) all offers ...;", "and (b) product liability ..."), and a
             # PDF's U+037E (Greek question mark) ends a clause like ";"; v22 "now" is no topic term, v23 a list
             # item by a letter or roman enumerator only ("(30) days before ..." is cut); v24 a term without an
-            # end answers "how long", a price may be a percentage; v25 sentences far weaker than the best left out
-            "answer_version": 25,
+            # end answers "how long", a price may be a percentage
+            "answer_version": 24,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 
@@ -564,7 +561,7 @@ class OfflineLLM:
         from ..text.answer_units import rank_answer_units  # support order: coverage, answer type, cosine
 
         ranked = [int(i) for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos,
-                                                    owner, min_cos=self.answer_min_cos, rel_floor=ANSWER_REL_FLOOR)]
+                                                    owner, min_cos=self.answer_min_cos)]
         # prose is quoted in whole sentences: a piece of prose cut from its sentence (a paragraph split across
         # nodes) or a table-of-contents line only when nothing else answers; table rows, form fields and
         # formulas are no prose

@@ -572,8 +572,7 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
 
 
 def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[str], cosine: np.ndarray,
-                      owner: Sequence[int] | None = None, min_cos: float | None = None,
-                      rel_floor: float | None = None) -> np.ndarray:
+                      owner: Sequence[int] | None = None, min_cos: float | None = None) -> np.ndarray:
     """Order answer sentences by support: ``0.3 cos + 0.45 coverage + 0.25 type`` plus
     ``0.15 * (1 - passage rank / passages)`` (the passages come best first), with term
     weights from the sentences themselves (their own background).
@@ -591,8 +590,6 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
         min_cos: When given, only units with cosine >= ``min_cos`` or covering at least
             half of the question's term weight are returned (a table row only when it
             shares a term with the question itself).
-        rel_floor: When given, only units whose support is at least this share of the
-            best unit's are returned.
 
     Returns:
         int64 (m,) unit indices, best first (m = n without ``min_cos``).
@@ -628,6 +625,4 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
             own_cov = score_units(profile, units, node_types, Background(max(n, 1), df)).coverage
             ok &= ~is_row | (own_cov > 0)
         order = order[ok[order]]
-    if rel_floor is not None and order.size:  # sentences far weaker than the best one pad the answer
-        order = order[support[order] >= rel_floor * float(support[order[0]])]
     return order
