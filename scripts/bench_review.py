@@ -79,7 +79,7 @@ def copies(n_docs: int, total: int) -> np.ndarray:
 
 
 def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float, seeds: int, total: int | None,
-                  oracle_cls, text: str, features: np.ndarray | None = None) -> dict:
+                  oracle_cls, text: str, features: np.ndarray | None = None, first_share: float = 0.5) -> dict:
     """Means over seeds for one condition, target and noise level."""
     from docmaster_core.filtering.review import Feedback, ReviewTargets, planned_calls, run_review
 
@@ -96,7 +96,7 @@ def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float,
             np.zeros(n, dtype=bool)
         truth = y[src]
         ans = np.where(flips, 1 - np.maximum(truth, 0), np.maximum(truth, 0)).astype(np.float64)
-        t = ReviewTargets(recall=tau, delta=delta, seed=seed)
+        t = ReviewTargets(recall=tau, delta=delta, seed=seed, first_share=first_share)
         fb = Feedback(features[src]) if features is not None else None
         st = run_review(order, t, lambda idx: ans[idx], chunk=1, feedback=fb)
         kept = np.zeros(n, dtype=bool)
@@ -177,6 +177,8 @@ def table(rows: dict[str, dict]) -> str:
 
 
 def main(argv=None) -> int:
+    from docmaster_core.filtering.review import ReviewTargets
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workspace", "-w", required=True)
     ap.add_argument("--rankings", required=True, help="JSON cache of the rankings (computed when missing)")
@@ -186,6 +188,8 @@ def main(argv=None) -> int:
     ap.add_argument("--flip", type=float, nargs="+", default=[0.0, 0.1])
     ap.add_argument("--recall-target", type=float, nargs="+", default=[0.8, 0.9, 0.95])
     ap.add_argument("--delta", type=float, default=0.1)
+    ap.add_argument("--first-share", type=float, default=ReviewTargets.first_share,
+                    help="share w of delta the first stopping test spends (ReviewTargets.first_share)")
     ap.add_argument("--copies", type=int, help="build a collection of this many documents from copies")
     ap.add_argument("--bargain", type=int, metavar="BUDGET", help="also run BARGAIN_R with this many oracle calls")
     ap.add_argument("--no-feedback", dest="feedback", action="store_false",
@@ -215,7 +219,7 @@ def main(argv=None) -> int:
                 y = np.array([labels.get((normalize(d["text"]), f), -1) for f in d["files"]], dtype=np.int64)
                 assert feats is None or d["files"] == next(iter(data.values()))["files"]
                 rows[cid] = run_condition(d, y, tau, args.delta, flip, args.seeds, args.copies, Oracle, d["text"],
-                                          features=feats)
+                                          features=feats, first_share=args.first_share)
             out["tables"][f"{tau:g}/{flip:g}"] = rows
             n = args.copies or len(next(iter(data.values()))["files"])
             print(f"\n#### recall target {tau:g}, delta {args.delta:g}, {int(round(100 * flip))} % of oracle answers "
