@@ -523,8 +523,9 @@ class OfflineLLM:
             # v21 a clause-list item is whole ("(ii) all offers ...;", "and (b) product liability ..."), and a
             # PDF's U+037E (Greek question mark) ends a clause like ";"; v22 "now" is no topic term, v23 a list
             # item by a letter or roman enumerator only ("(30) days before ..." is cut); v24 a term without an
-            # end answers "how long", a price may be a percentage
-            "answer_version": 24,
+            # end answers "how long", a price may be a percentage; v26 plurals of stop words ("types") and
+            # question-frame verbs ("happens") are no terms
+            "answer_version": 26,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
         }
 

@@ -55,8 +55,12 @@ depicted show shows shown showed describe described describes report reported re
 mention mentioned mentions say says said state stated states value number amount kind type paper need needs needed
 ask asks asked carry carries carried apply applies applied begin begins began start starts started end ends ended
 document documents article work study authors author section figure table main specific exactly
-typically normally now
+typically normally now happen happens happened latest earliest
 """.split())
+
+# words that qualify what is asked ("the *total* fee") but never carry it: a document that never uses
+# them may still answer (its fee clause gives the one fee); a document that does use them is preferred
+_QUALIFIERS = {"total", "overall", "full", "exact", "precise", "actual"}
 
 _NUMBER_Q = re.compile(
     r"^(?:how (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
@@ -143,14 +147,15 @@ def _stem(w: str) -> str:
 
 def terms_of(text: str, keep_stop: bool = False) -> list[str]:
     """Stemmed content words of a text, in order (lower-cased; hyphenated words also
-    give their parts; stop words and question words dropped unless ``keep_stop``)."""
+    give their parts; stop words and question words, and their plurals ("types"), dropped unless
+    ``keep_stop``)."""
     out: list[str] = []
     for tok in _WORD.findall((text or "").lower()):
         # a compound ("bert-base", "phc-u373") counts by its parts; a number keeps its dots
         parts = [tok] if (tok[0].isdigit() or ("-" not in tok and "." not in tok)) else [
             p for p in re.split(r"[.\-]", tok) if p]
         for p in parts:
-            if not keep_stop and (p in _STOP or (len(p) < 2 and not p.isdigit())
+            if not keep_stop and (p in _STOP or (p[-1:] == "s" and p[:-1] in _STOP) or (len(p) < 2 and not p.isdigit())
                                   or (p.endswith("ly") and len(p) > 5)):
                 continue
             out.append(_stem(p))
@@ -514,7 +519,9 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a unit ("in dollars",
     "in milliseconds") that none of the passages gives.
 
-    The asker's own words (:func:`askers_words`) are left out of the question's terms first.
+    The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
+    (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee) are left out of the
+    question's terms first.
 
     Args:
         profile: The question.
@@ -524,7 +531,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     terms = profile.terms
     if not terms:
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
-    own = askers_words(profile, bg, passage_texts)
+    own = askers_words(profile, bg, passage_texts) + [
+        t for t in terms if profile.words.get(t, t).lower() in _QUALIFIERS and not bg.has(t)]
     if own:
         terms = [t for t in terms if t not in own]
         if not terms:
