@@ -505,6 +505,14 @@ class DocMaster(IngestStage, IndexStage):
         return cluster_names(texts, labels, n_terms, groups=doc_ids)
 
     @staticmethod
+    def representative_passages(emb: Any, labels: Sequence[int], n: int = 3) -> dict[int, list[int]]:
+        """Each cluster's ``n`` passages closest to its mean embedding (rows of ``emb``); see
+        :func:`docmaster_core.index.cluster_names.representative_passages`."""
+        from .index.cluster_names import representative_passages
+
+        return representative_passages(emb, labels, n)
+
+    @staticmethod
     def move_cut(run: Mapping[str, Any], kept: int | None, strategy: str | None = None) -> dict[str, Any]:
         """A filter run's dict (``FilterRun.to_dict()`` or a saved run's result) with the
         cut of its ranking moved to keep the ``kept`` best-ranked documents; nothing is

@@ -285,9 +285,12 @@ fig.update_layout(
     title={"text": f"{int(ids.size)} passages, similar ones close together ({method} map)", "font": {"size": 14}},
 )
 if held:
-    st.info(UMAP_READY)
-    st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
-              icon=":material/scatter_plot:")
+    # in a container, like the waiting fragment below: a full rerun then replaces the fragment's
+    # "not ready yet" in place instead of showing "ready" beside it until the run ends (issue 36)
+    with st.container():
+        st.info(UMAP_READY)
+        st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
+                  icon=":material/scatter_plot:")
 elif method == "PCA":
     if umap_state == "computing":
         _name = lay["name"]
@@ -314,10 +317,12 @@ elif method == "PCA":
 
 st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
 sizes = frame.groupby("cluster", sort=False).size().reindex(order)
-with st.expander("Topics: size and sample passages"):
+with st.expander("Topics: size and typical passages"):
+    st.caption("Each topic's three passages closest to its centre (the mean of its passages' embeddings).")
+    typical = dm.representative_passages(emb, drawn, 3)
     rows = []
     for c in order:
-        sel = frame.index[frame["cluster"] == c][:3]
+        sel = typical.get(_num(c), [])
         rows.append({"topic": c, "telling words": ", ".join(terms.get(_num(c)) or []), "passages": int(sizes[c]),
                      "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -35,7 +35,7 @@ from ui.filtering import (
     candidates_line,
 )
 from ui.render import render_evidence, render_page_image
-from ui.review import answers_not_applied, count_line, render_review
+from ui.review import APPLY_ANSWERS, answers_not_applied, count_line, render_review
 from ui.layout import page_header
 from ui.text import md_escape, shorten
 from ui.widgets import documents_or_stop, open_docmaster_or_stop, open_in_tree, selected_rows
@@ -90,6 +90,8 @@ c_run, c_build = st.columns([1, 3], vertical_alignment="center")
 with c_run:
     run_clicked = st.button("Run filter with A and B", type="primary", icon=":material/filter_alt:",
                             disabled=not condition.strip(), key="w_filter_run")
+    # the review's "Apply my answers" runs A and B again for the same condition
+    run_clicked = bool(st.session_state.pop(APPLY_ANSWERS, False) and condition.strip()) or run_clicked
 with c_build:
     build_missing = st.checkbox(
         "Build missing semantic indexes for the configurations' alpha, k, K, w first",
@@ -158,7 +160,8 @@ st.caption(md_escape(f"Results for: {cond_shown}"))
 n_new_answers = answers_not_applied(next(iter(runs.values())), dm.answers(cond_shown)) if cond_shown else 0
 if n_new_answers:
     st.info(f"{n_new_answers} of your review answers are not in these tables yet (given after this run): press "
-            "**Run** to apply them; every later run uses them.")
+            "**Run filter with A and B** (or **Apply my answers** in the review below) to apply them; every later "
+            "run uses them.")
 kept_only = st.toggle("Kept documents only", key=W_KEPT_ONLY,
                       help="Hide the documents that the cut (or the model) did not keep.")
 res_cols = st.columns(len(runs), gap="large")

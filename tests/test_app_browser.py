@@ -232,6 +232,13 @@ def test_review_answers_by_keyboard_and_keeps_them_after_a_reload(corpus_server,
             assert _answered_line(page).startswith(f"{i} answered"), _answered_line(page)
         assert "1 match · 1 no match" in _answered_line(page)
         page.screenshot(path=str(_shots_dir(tmp_path) / "filter_review.png"), full_page=True)
+        # the tables above do not show the answers yet; the review says so and applies them in one click
+        assert "2 of your answers are not in the result tables above yet" in page.inner_text("body")
+        apply = page.get_by_role("button", name="Apply my answers")
+        timed(page, apply.click, timeout=120,
+              until=lambda: "decided by your answers" in page.inner_text("body")
+              and "not in the result tables above" not in page.inner_text("body"))
+        assert page.get_by_role("button", name="Apply my answers").count() == 0
         assert exception_count(page) == 0
     with chromium() as page:  # a new session: the answers are in the workspace
         _filter_and_open_review(page, url, n_docs)

@@ -1,6 +1,7 @@
 """Clusters named by their content (issue 36): class-based TF-IDF over the passages of each cluster."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from docmaster_core.index.cluster_names import cluster_names
@@ -58,3 +59,22 @@ def test_a_term_of_one_documents_passages_names_no_cluster():
     assert cluster_names(texts, labels, n_terms=2, groups=one) == cluster_names(texts, labels, n_terms=2)
     with pytest.raises(ValueError, match="document ids"):
         cluster_names(texts, labels, groups=docs[:3])
+
+
+def test_representative_passages_are_the_closest_to_the_centre_not_the_first():
+    from docmaster_core.index.cluster_names import representative_passages
+
+    rng = np.random.default_rng(0)
+    a, b = np.eye(8, dtype=np.float32)[0], np.eye(8, dtype=np.float32)[1]
+    emb = np.stack([b * 0.2 + a,  # the first of cluster 0 in reading order leans to cluster 1's topic
+                    *(a + 0.05 * rng.standard_normal(8) for _ in range(5)),
+                    *(b + 0.05 * rng.standard_normal(8) for _ in range(4))]).astype(np.float32)
+    labels = [0] * 6 + [1] * 4
+    rep = representative_passages(emb, labels, n=3)
+    assert set(rep) == {0, 1} and len(rep[0]) == 3 and len(rep[1]) == 3
+    assert 0 not in rep[0] and set(rep[0]) <= set(range(1, 6)) and set(rep[1]) <= set(range(6, 10))
+    unit = emb[:6] / np.linalg.norm(emb[:6], axis=1, keepdims=True)
+    assert rep[0][0] == int(np.argmax(unit @ unit.mean(0)))  # the closest to the cluster's mean
+    assert representative_passages(emb, [-1] * 10) == {}  # noise has no representatives
+    with pytest.raises(ValueError):
+        representative_passages(emb, labels[:5])

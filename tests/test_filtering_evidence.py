@@ -75,6 +75,8 @@ def _by_file(run):
     ("2 Related Work", "related"), ("Background", "related"), ("1 Introduction", "introduction"),
     ("Abstract", "abstract"), ("5 Experiments", "experiments"), ("IV. RESULTS", "experiments"),
     ("6 Conclusion and Future Work", "conclusion"), ("References", "back"), ("Appendix B", "appendix"),
+    # spelt as the papers spell them (U-Net's "Acknowlegements" opened the graph on a 1-passage group)
+    ("Acknowledgements", "back"), ("Acknowledgments", "back"), ("Acknowlegements", "back"),
     ("Important Safety Instructions", "safety"), ("Consolidated Statements of Income", "financial"),
     ("3.1 Model Architecture", "method"), ("3 Sparse JL transforms", None), ("", None),
 ])

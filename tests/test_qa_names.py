@@ -470,3 +470,32 @@ def test_the_parties_route_over_a_word_beside_agreement_that_another_file_name_h
     # the word beside "agreement" still routes when no pair of names says otherwise
     r = route_by_names("What may be used under the golfwear use agreement?", view)
     assert r is not None and _files(dm, r.doc_ids) == ["golfwear-unlimited-use-agreement.pdf"]
+
+
+def test_a_document_named_outside_the_scope_is_said_not_searched(dm):
+    """The scope is the user's: a question naming a contract outside the chosen documents is
+    answered from the chosen ones, and the result (and the CLI) says which document it names
+    (a newcomer asked about a paper outside the filter's kept documents and never learned why
+    the answer came from others)."""
+    names = {d.file_name: d.doc_id for d in dm.documents()}
+    q = "Which state's law governs the agreement between Quillfeather Instruments Inc. and Marrowgate Supply Ltd.?"
+    res = dm.ask(q, docs=[names["dist-bravo.pdf"]], save=False)
+    assert res.doc_ids == [names["dist-bravo.pdf"]] and res.doc_source == "given"
+    assert res.named_outside == ["dist-alpha.pdf"] and res.to_dict()["named_outside"] == ["dist-alpha.pdf"]
+    assert {c.file for c in res.answer.citations} <= {"dist-bravo.pdf"}
+    # a named document inside the scope is routed to as before, and nothing is said to be outside
+    inside = dm.ask(q, docs=[names["dist-alpha.pdf"], names["dist-bravo.pdf"]], save=False)
+    assert inside.doc_source == "named" and inside.named_outside == []
+    # a question that names nothing says nothing
+    assert dm.ask("Which state's law governs the agreement?", docs=[names["dist-bravo.pdf"]],
+                  save=False).named_outside == []
+
+
+def test_the_chat_note_names_the_document_outside_the_scope():
+    from ui.chat import narrowed_note
+
+    msg = {"outcome": "answered", "n_scope": 4, "n_all": 15, "scope_label": "4 documents of filter run #3",
+           "named_outside": ["1706.03762v7_attention-is-all-you-need.pdf"]}
+    note = narrowed_note(msg)
+    assert note and "1706.03762v7_attention-is-all-you-need.pdf" in note and "Search all 15 documents" in note
+    assert narrowed_note({**msg, "named_outside": []}) is None  # answered from its scope: nothing to say

@@ -56,9 +56,16 @@ def chat_scope(scope: str, all_ids: list[str], chosen: list[str] | None,
 
 
 def narrowed_note(msg: dict[str, Any]) -> str | None:
-    """For a "not found" answer given from fewer than all documents: the line that says
-    the other documents were not searched; else None."""
+    """For an answer given from fewer than all documents: the line that says the other
+    documents were not searched, when the answer is "not found" or the question names a
+    document outside them (``named_outside``); else None."""
     n, n_all = int(msg.get("n_scope") or 0), int(msg.get("n_all") or 0)
+    outside = list(msg.get("named_outside") or [])
+    if outside and n and n < n_all:
+        names = ", ".join(outside[:3])
+        return (f"The question names {names}, which {'is' if len(outside) == 1 else 'are'} not among the documents "
+                f"searched ({msg.get('scope_label', f'{n} documents')}); this answer comes from those. Search all "
+                f"{n_all} documents to answer from {'it' if len(outside) == 1 else 'them'}.")
     if msg.get("outcome") != "not_found" or not n or n >= n_all:
         return None
     other = n_all - n
@@ -151,4 +158,5 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
     return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence),
             "closest": citation_dicts(dm, a.closest, res.evidence), "outcome": a.outcome, "backend": a.backend,
             "error": a.error, "streamed": write_stream is not None, "passages": len(res.evidence),
-            **({"named_scope": res.to_dict()["scope"], "n_named": len(res.doc_ids)} if named else {})}
+            **({"named_scope": res.to_dict()["scope"], "n_named": len(res.doc_ids)} if named else {}),
+            **({"named_outside": list(res.named_outside)} if res.named_outside else {})}

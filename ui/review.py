@@ -16,9 +16,10 @@ import streamlit as st
 from ui.render import render_evidence, render_page_image
 from ui.text import md_escape, shorten
 
-__all__ = ["render_review", "count_line", "answers_not_applied"]
+__all__ = ["render_review", "count_line", "answers_not_applied", "APPLY_ANSWERS"]
 
 _SKIPPED = "dm_review_skipped"  # {condition: [doc_id]} skipped in this browser session
+APPLY_ANSWERS = "dm_filter_apply_answers"  # set by "Apply my answers": the Filter page runs A and B again
 _ANSWER_LABELS = {"match": True, "no match": False, "(remove)": None}
 
 
@@ -133,6 +134,16 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
         st.success(line + md_escape(stt.promise("your")))
     else:
         st.markdown(line + md_escape(stt.promise("your")))
+    n_new = answers_not_applied(run, dm.answers(condition))
+    if n_new:
+        c_note, c_apply = st.columns([3, 1], vertical_alignment="center")
+        with c_note:
+            st.caption(f"{n_new} of your answers are not in the result tables above yet: they apply when A and B "
+                       "run again (about as long as a filter run).")
+        with c_apply:
+            st.button("Apply my answers", key="w_review_apply", icon=":material/refresh:",
+                      on_click=lambda: st.session_state.__setitem__(APPLY_ANSWERS, True),
+                      help="Run configurations A and B again, so that your answers decide their documents.")
     pending = rv.pending_ids()
     if pending and not stt.done:
         doc_id = pending[0]

@@ -395,6 +395,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     print(f"({len(res.evidence)} passage{'s' * (len(res.evidence) != 1)} from {n_from} "
           f"document{'s' * (n_from != 1)}{searched}, {res.doc_source}; backend {res.answer.backend}; "
           f"outcome {res.answer.outcome.replace('_', ' ')})")
+    if res.named_outside:
+        print(f"note: the question names {', '.join(clean_line(f) for f in res.named_outside[:3])}, which "
+              f"{'is' if len(res.named_outside) == 1 else 'are'} not among the documents searched ({clean_line(scope)}); "
+              f"to answer from {'it' if len(res.named_outside) == 1 else 'them'}: docmaster ask QUESTION -w "
+              f"{clean_line(str(dm.ws.path))} --all", file=sys.stderr)
     if res.answer.outcome == "not_found" and res.doc_source == "named":
         print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched, because the "
               f"question names {'it' if len(res.doc_ids) == 1 else 'them'} ({', '.join(res.named[:4])}); to search "

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cluster_names"]
+__all__ = ["cluster_names", "representative_passages"]
 
 
 def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3, min_passages: int = 2,
@@ -104,4 +104,37 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     for i, c in enumerate(clusters):
         best = np.argsort(-w[i], kind="stable")[:n_terms]
         out[c] = [str(terms[j]) for j in best if w[i, j] > 0]
+    return out
+
+
+def representative_passages(emb: np.ndarray, labels: Sequence[int], n: int = 3) -> dict[int, list[int]]:
+    """The passages that show what each cluster is about: its ``n`` members closest (cosine)
+    to the cluster's mean embedding, the centroid-nearest "representative documents" of topic
+    models (BERTopic shows its representatives beside the c-TF-IDF names). The first members
+    in reading order, shown before, were often a section's opening lines, unlike the topic.
+
+    Args:
+        emb: float (N, d) passage embeddings (any norm; rows are L2-normalised here).
+        labels: int (N,) cluster label per passage (-1 = noise, skipped).
+        n: Representatives per cluster (>= 1).
+
+    Returns:
+        ``{label: [row index, ...]}``, closest first, at most ``n`` per cluster.
+
+    Raises:
+        ValueError: ``emb`` and ``labels`` differ in length, or ``n`` < 1.
+    """
+    x = np.asarray(emb, dtype=np.float32)
+    lab = np.asarray(labels, dtype=np.int64)
+    if x.ndim != 2 or x.shape[0] != lab.shape[0]:
+        raise ValueError(f"emb has {x.shape[0] if x.ndim else 0} rows for {lab.shape[0]} labels")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    out: dict[int, list[int]] = {}
+    for c in np.unique(lab[lab >= 0]):
+        rows = np.flatnonzero(lab == c)
+        centre = x[rows].mean(axis=0)
+        sims = x[rows] @ (centre / max(float(np.linalg.norm(centre)), 1e-12))
+        out[int(c)] = rows[np.argsort(-sims, kind="stable")[:n]].tolist()
     return out

@@ -89,6 +89,9 @@ class QAResult:
         named: The question's words that named the documents searched (``doc_source ==
             "named"``), else empty.
         scope_files: File names of the documents searched when they were named.
+        named_outside: File names of documents the question names that are *not* among
+            those searched (the scope was narrowed, and nothing in it is named): said beside
+            the answer, never searched without the user's say.
         need: The question without the names: what chose the passages (the question
             itself when nothing was named).
     """
@@ -111,6 +114,7 @@ class QAResult:
     named: list[str] = field(default_factory=list)
     scope_files: list[str] = field(default_factory=list)
     need: str = ""
+    named_outside: list[str] = field(default_factory=list)
 
     @property
     def evidence_doc_ids(self) -> list[str]:
@@ -130,6 +134,7 @@ class QAResult:
             "scope": scope_line(self.doc_source, len(self.doc_ids), self.n_workspace, self.source_run,
                                 files=self.scope_files),
             **({"named": list(self.named), "need": self.need} if self.named else {}),
+            **({"named_outside": list(self.named_outside)} if self.named_outside else {}),
             "sub_queries": list(self.sub_queries),
             "rounds": self.rounds,
             "dropped_citations": list(self.dropped_citations),
@@ -453,6 +458,13 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     doc_ids, warnings = searchable_documents(retr.view, doc_ids)
     t0 = time.perf_counter()
     route = route_by_names(q, retr.view, doc_ids) if len(doc_ids) > 1 else None
+    named_outside: list[str] = []
+    if route is None and len(doc_ids) < len(retr.view.docs):
+        # a name of a document outside the scope is said, not followed: the scope is the user's
+        wide = route_by_names(q, retr.view, None)
+        if wide is not None and not set(wide.doc_ids) & set(doc_ids):
+            named_outside = [retr.view.docs[i].file_name for i, d in enumerate(retr.view.docs)
+                             if d.doc_id in set(wide.doc_ids)]
     need = q
     if route is not None:  # the names pick the documents, the rest of the question the passages
         doc_ids, source, source_run = route.doc_ids, "named", None
@@ -494,7 +506,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
                    {"retrieve": t_ret, "answer": t_ans, "total": time.perf_counter() - t_all}, warnings=warnings,
                    verdict=sel.verdict.to_dict(), source_run=source_run, n_workspace=n_workspace,
                    candidates=cand_info, named=route.names if route else [],
-                   scope_files=[files.get(d, d) for d in doc_ids] if route else [], need=need)
+                   scope_files=[files.get(d, d) for d in doc_ids] if route else [], need=need,
+                   named_outside=named_outside)
     if save:
         params = {"question": q, "docs": doc_ids, "doc_source": source, "source_run": source_run,
                   "top_k": k, "deep": deep,

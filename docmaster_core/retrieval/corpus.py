@@ -57,7 +57,7 @@ TYPE_CODES: dict[NodeType, int] = {t: i for i, t in enumerate(NodeType)}
 #: a node's section path, after stripping section numbers).
 BACK_MATTER_RE = re.compile(
     r"^\s*(?:[0-9ivxlc]+[.)]?\s*|[a-z][.)]\s+)?(references|bibliography|works cited|literature cited|"
-    r"acknowledge?ments?|reference list)\b",
+    r"acknowle?d?ge?ments?|reference list)\b",
     re.IGNORECASE,
 )
 

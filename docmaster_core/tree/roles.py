@@ -36,7 +36,7 @@ _NUMBERING = re.compile(r"^\s*(?:(?:[0-9]+|[ivxlc]+|[a-z])(?:[.)][0-9]*)*[.)]?\s
 
 # first match wins, in this order (e.g. "Experimental setup and results" -> experiments)
 _ROLE_PATTERNS: list[tuple[str, re.Pattern]] = [
-    ("back", re.compile(r"^(references|bibliography|works cited|literature cited|acknowledge?ments?|reference list)\b")),
+    ("back", re.compile(r"^(references|bibliography|works cited|literature cited|acknowle?d?ge?ments?|reference list)\b")),
     ("appendix", re.compile(r"^(appendix|appendices|supplementary|supplemental)\b")),
     ("abstract", re.compile(r"^(abstract|summary|executive summary|highlights)\b")),
     ("related", re.compile(r"\b(related work|related works|prior work|previous work|background|literature review|"
