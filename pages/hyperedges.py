@@ -322,7 +322,10 @@ with left:
                   f" ({len(labelled)} labelled, the most connected; hover for the others)."
                   if len(labelled) < len(drawn) else ".")
                + ("" if selected_he in drawn_ids else f" The selected {group_label(selected_he)} is outside the "
-                                                           "drawn part."))
+                                                           "drawn part.")
+               + " A group's box reads G<number>, its section's heading and, when the section holds several "
+                 "groups, after \u00b7 the word that sets this group apart from the others (its topic, the colour, "
+                 "is shared with groups of other sections).")
     with st.expander(f"Topic colours ({len(used)} topics drawn)"):
         legend = pd.DataFrame({"topic": [topic_label(c, topic_names.get(c)) for c in used],
                                "groups": [sum(h.cluster == c for h in drawn) for c in used],

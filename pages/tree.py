@@ -20,6 +20,7 @@ from ui.text import md_escape
 from ui.tree_view import (
     CARET_CLOSED,
     CARET_OPEN,
+    CHOSEN_MARK,
     EVIDENCE_MARK,
     TYPE_ICON,
     WINDOW_BEFORE,
@@ -157,7 +158,7 @@ with left:
                    on_click=lambda: ss.pop(k_whole, None), help="Start the outline at the chosen node again")
     frame = pd.DataFrame(
         {
-            " ": ["▶" if i == current else (EVIDENCE_MARK if i in highlight else "") for i in shown],
+            " ": [CHOSEN_MARK if i == current else (EVIDENCE_MARK if i in highlight else "") for i in shown],
             "page": [tree.nodes[i].page_start for i in shown],  # before the outline: never pushed out of view
             "outline": [row_label(tree, i, i in open_now) for i in shown],
         }
@@ -165,6 +166,10 @@ with left:
     grid = frame
     if win.pos is not None:  # the chosen node's row, highlighted (a colour, not a selection: a click opens a node)
         grid = frame.style.set_properties(subset=pd.IndexSlice[[win.pos], :], **{"background-color": "rgba(255, 189, 69, 0.35)"})
+    # the legend above the grid, whole (in the column header it was cut); the chosen row's mark is
+    # no caret, so it never reads as "closed" beside an open section's ▼
+    st.caption(f"{CHOSEN_MARK} chosen node · {EVIDENCE_MARK} evidence of the last filter run · {CARET_CLOSED} closed · "
+               f"{CARET_OPEN} open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()))
     st.dataframe(
         grid,
         key=state.doc_key(W_TABLE, doc) + f"_{gen}",
@@ -175,10 +180,9 @@ with left:
         row_height=WRAP_ROW_HEIGHT,  # tall enough that Streamlit wraps the text: whole headings
         width="stretch",
         column_config={
-            " ": st.column_config.TextColumn(" ", width=28, help=f"▶ chosen node (highlighted) · {EVIDENCE_MARK} evidence of the last filter run"),
+            " ": st.column_config.TextColumn(" ", width=28, help=f"{CHOSEN_MARK} chosen node (highlighted) · {EVIDENCE_MARK} evidence of the last filter run"),
             "outline": st.column_config.TextColumn(
-                f"outline  ({CARET_CLOSED} closed · {CARET_OPEN} open · " + " · ".join(f"{v} {k.lower()}" for k, v in TYPE_ICON.items()) + ")",
-                width=240,
+                "outline", width=240,
                 help="Rows wrap so headings are shown whole; long paragraphs are cut (the node's panel shows all)"),
             "page": st.column_config.NumberColumn("page", width=64),
         },

@@ -162,7 +162,11 @@ if last:
         ),
         hide_index=True,
         width="stretch",
+        column_config={"note": st.column_config.TextColumn("note", width="large")},
     )
+    for r in last:  # a note is read whole here, not cut in its cell
+        if r["status"] != "failed" and r["reason"]:
+            st.caption(md_escape(f"{Path(r['file']).name}: {r['reason']}"))
 
 st.subheader("Collection")
 notice = state.get(state.REMOVE_NOTICE) or {}

@@ -254,7 +254,7 @@ def test_filter_row_click_opens_that_documents_evidence(app_uploaded, app_env):
     assert at.session_state[f"w_tree_node_{docs[1].doc_id}"] == ev["node_id"]
     outline = next(df for df in at.dataframe if df.key and df.key.startswith("w_tree_table_")).value
     row = outline[outline["outline"].str.contains(f"#{ev['node_id']} ", regex=False)]
-    assert list(row[" "]) == ["▶"]
+    assert list(row[" "]) == ["→"]
     assert any(f"#{ev['node_id']}" in s.value for s in at.subheader)
 
 def test_filter_tables_show_each_strategy_in_one_compact_cell(app_uploaded, app_env):

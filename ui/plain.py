@@ -64,7 +64,9 @@ PAIR_COLUMNS = ("passage a", "passage b", "pair score", "marked", "same topic", 
 PAIR_HELP = {
     "pair score": "How strongly the two passages are paired: meaning and closeness in the tree (SEC, Eq. 1: "
                   "alpha·cos − (1−alpha)·H_T/log2|V|).",
-    "marked": "together = must-link, apart = cannot-link (anchor-pair labels).",
+    "marked": "together = must-link, apart = cannot-link (anchor-pair labels). The mark is a judgement of the "
+              "two passages' meaning (offline: their embedding cosine, together from 0.44), not of the pair score, "
+              "which also counts their distance in the tree: a pair scoring below 0.44 may be marked together.",
     "same topic": "Whether the final topics put the two passages together.",
 }
 

@@ -43,6 +43,7 @@ __all__ = [
     "WINDOW_BEFORE",
     "WRAP_ROW_HEIGHT",
     "EVIDENCE_MARK",
+    "CHOSEN_MARK",
 ]
 
 #: node type -> icon shown in the outline (also in the column help text)
@@ -54,6 +55,8 @@ _TEXT_CHARS = 64  # a paragraph's outline text (about three wrapped lines); head
 #: mark of a filter-evidence node in the outline's first column. Not ★: in Chromium a ★
 #: anywhere in the grid stops the wrapping of every row (checked on the CUAD workspace)
 EVIDENCE_MARK = "◆"
+#: Mark of the chosen node's row (an arrow, not a triangle: a caret says open / closed).
+CHOSEN_MARK = "→"
 #: rows of context drawn above the chosen node's row when the grid starts at it
 WINDOW_BEFORE = 3
 #: row height (px) of the outline grid: Streamlit wraps cell text only in rows taller
