@@ -497,14 +497,18 @@ class OfflineLLM:
         )
         return {"decision": bool(decision), "rationale": rationale, "evidence_ids": ids, "score": float(np.clip(score, 0.0, 1.0))}
 
-    def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Answer:
+    def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None,
+               one_document: bool = False) -> Answer:
         """Extractive answer: the evidence sentences closest to the question, cited.
 
         Up to ``answer_max_sentences`` sentences, best supported first (term coverage,
         answer type and cosine, :func:`~docmaster_core.qa.answering.rank_answer_units`;
         only sentences with cosine >= ``answer_min_cos`` or covering half the question's terms), each followed by its evidence id (``[E3]``); one citation
         per evidence item used. With no such sentence the answer says so and cites
-        nothing.
+        nothing. With ``one_document`` (a question about one thing over documents it did not
+        name, :func:`~docmaster_core.text.answer_units.asks_about_several`), only sentences of
+        the best sentence's document are quoted: other documents' sentences sharing its words
+        (another paper's batch size) are padding.
         """
         if not evidence:
             return Answer("No passages were retrieved, so the question cannot be answered from the documents.", [], 0, self.backend_name)
@@ -524,13 +528,15 @@ class OfflineLLM:
             # PDF's U+037E (Greek question mark) ends a clause like ";"; v22 "now" is no topic term, v23 a list
             # item by a letter or roman enumerator only ("(30) days before ..." is cut); v24 a term without an
             # end answers "how long", a price may be a percentage; v26 plurals of stop words ("types") and
-            # question-frame verbs ("happens") are no terms
-            "answer_version": 26,
+            # question-frame verbs ("happens") are no terms; v28 a question about one thing is quoted from
+            # one document (text.answer_units.asks_about_several)
+            "answer_version": 28,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
+            **({"one_document": True} if one_document else {}),
         }
 
         def compute(_: list[int]) -> list[dict[str, Any]]:
-            return [self._answer(question, evidence)]
+            return [self._answer(question, evidence, one_document)]
 
         d = self._cached_many("answer", [payload], compute)[0]
         by_id = {e.evidence_id: e for e in evidence}
@@ -550,7 +556,7 @@ class OfflineLLM:
             return Answer(d["text"], [], 0, self.backend_name, outcome="not_found", reason="no sentence is close enough")
         return Answer(d["text"], cites, 0, self.backend_name)
 
-    def _answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
+    def _answer(self, question: str, evidence: Sequence[Evidence], one_document: bool = False) -> dict[str, Any]:
         units, owner = self._answer_units(evidence)
         if not units:
             return {"text": NO_ANSWER_TEXT, "citations": []}
@@ -569,7 +575,11 @@ class OfflineLLM:
         # (a paragraph's last sentence whose source omits the stop, "... the laws of Hong Kong", is whole)
         whole = [i for i in ranked if (not is_cut_prose(units[i]) or ends_its_paragraph(
             units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i])]
-        for i in whole or ranked:
+        order = whole or ranked
+        if order and one_document:  # one thing asked: quoted from the best sentence's document
+            doc = evidence[int(owner[order[0]])].doc_id
+            order = [i for i in order if evidence[int(owner[i])].doc_id == doc]
+        for i in order:
             if len(picked) >= self.answer_max_sentences:
                 break
             key = norm_key(units[i])  # the same sentence from two passages is quoted once

@@ -51,7 +51,7 @@ from ..protocols import LLM, Embedder, RunStore
 from .answering import not_found_answer, select_passages
 from .candidates import combined_candidates, dedupe_candidates
 from .names import route_by_names
-from ..text.answer_units import NOT_FOUND_PREFIX
+from ..text.answer_units import NOT_FOUND_PREFIX, asks_about_several
 from ..retrieval.retriever import Retriever, check_top_k
 
 __all__ = ["QAResult", "select_documents", "gather_evidence", "decompose_question", "ask", "validate_citations",
@@ -491,8 +491,10 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     elif not sel.verdict.found and llm.is_offline:
         ans = not_found_answer(q, sel, files, backend)
     else:  # a model reads the whole question; the offline answerer ranks sentences by what is asked
+        # over documents the question did not name, a question about one thing is quoted from one document
+        one_doc = route is None and len({e.doc_id for e in evidence}) > 1 and not asks_about_several(q)
         ans = _llm_answer(llm, need if llm.is_offline else q, evidence, doc_ids[0] if len(doc_ids) == 1 else None,
-                          on_piece)
+                          on_piece, one_document=one_doc)
         note = getattr(llm, "last_context_note", lambda: None)()
         if note:  # passages left out to fit the model's context window: said where the warnings are
             warnings = [*warnings, note]
@@ -545,12 +547,15 @@ def answer_pieces(text: str, words: int = 4) -> Iterator[str]:
 
 
 def _llm_answer(llm: LLM, question: str, evidence: list[Evidence], doc_id: str | None,
-                on_piece: Callable[[str], None] | None) -> Answer:
+                on_piece: Callable[[str], None] | None, one_document: bool = False) -> Answer:
     """The backend's answer; with ``on_piece`` and a chat model, streamed token by token
     (citations from its ``[E3]`` markers, validated afterwards like any answer). A
-    failure gives an answer with empty text and ``error`` set."""
+    failure gives an answer with empty text and ``error`` set. ``one_document`` goes to the
+    offline answerer only (a chat model reads the whole question and chooses itself)."""
     if on_piece is None or llm.is_offline:
         try:
+            if llm.is_offline and one_document:
+                return llm.answer(question, evidence, doc_id=doc_id, one_document=True)
             return llm.answer(question, evidence, doc_id=doc_id)
         except LLMError as e:
             return Answer("", [], 0, llm.backend_name, error=str(e))

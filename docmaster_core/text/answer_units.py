@@ -237,6 +237,23 @@ def profile_question(question: str) -> QuestionProfile:
     return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes)
 
 
+# a question about several documents: a plural of a document's kind, "these" / "each" / "both" / "all",
+# a comparison ("compare", "which of", "differ"), or the collection itself
+_SEVERAL_Q = re.compile(
+    r"\b(?:papers|documents|contracts|agreements|reports|studies|articles|filings|manuals|licen[cs]es|"
+    r"these|those|each|every|both|all|compare|compared|comparison|differ|differs|difference|"
+    r"which of|collection|corpus|any of)\b", re.I)
+
+
+def asks_about_several(question: str) -> bool:
+    """True when ``question`` asks about several documents ("Which papers use reinforcement
+    learning?", "Which datasets are used in these papers?", "Compare the notice periods"); a
+    question about one thing ("What batch size was used to train the DPR retriever?") is answered
+    from one document: over a scope of several, sentences of the other documents that share its
+    words (other papers' batch sizes) are padding, not answer."""
+    return bool(_SEVERAL_Q.search(question or ""))
+
+
 def names_place(text: str) -> bool:
     """True when ``text`` names a place the way a clause does: "laws of the State of
     Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"."""
