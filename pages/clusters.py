@@ -324,7 +324,7 @@ with st.expander("Topics: size and typical passages"):
     for c in order:
         sel = typical.get(_num(c), [])
         rows.append({"topic": c, "telling words": ", ".join(terms.get(_num(c)) or []), "passages": int(sizes[c]),
-                     "sample": " | ".join(shorten(texts[i], 90) for i in sel)})
+                     "typical passages": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 st.subheader("Passage pairs marked together or apart (anchor pairs)")

@@ -244,5 +244,7 @@ def test_a_question_about_one_thing_is_quoted_from_one_document(llm):
     assert "128" in one.text and {c.doc_id for c in one.citations} == {"dpr"}
     assert {c.doc_id for c in padded.citations} != {"dpr"}  # without it the other papers' sizes come along
     for several in ("Which papers use a batch size of 128?", "What batch sizes do these papers use?",
-                    "Compare the batch sizes of the retrievers."):
+                    "Compare the batch sizes of the retrievers.", "All papers: which batch size?",
+                    "Compare BERT and RoBERTa on GLUE."):
         assert asks_about_several(several), several
+    assert not asks_about_several("In the Attention Is All You Need paper, how many heads are used?")  # a title

@@ -245,13 +245,17 @@ _SEVERAL_Q = re.compile(
     r"which of|collection|corpus|any of)\b", re.I)
 
 
+_TITLE_RUN = re.compile(r"\b[A-Z][a-z][\w'\u2019-]*(?:\s+[A-Z][a-z][\w'\u2019-]*)+")
+
+
 def asks_about_several(question: str) -> bool:
     """True when ``question`` asks about several documents ("Which papers use reinforcement
     learning?", "Which datasets are used in these papers?", "Compare the notice periods"); a
     question about one thing ("What batch size was used to train the DPR retriever?") is answered
     from one document: over a scope of several, sentences of the other documents that share its
     words (other papers' batch sizes) are padding, not answer."""
-    return bool(_SEVERAL_Q.search(question or ""))
+    # a title's words are no determiners ("Attention Is *All* You Need"): a run of capitalised words goes first
+    return bool(_SEVERAL_Q.search(_TITLE_RUN.sub(" ", question or "")))
 
 
 def names_place(text: str) -> bool:
