@@ -285,12 +285,9 @@ fig.update_layout(
     title={"text": f"{int(ids.size)} passages, similar ones close together ({method} map)", "font": {"size": 14}},
 )
 if held:
-    # in a container, like the waiting fragment below: a full rerun then replaces the fragment's
-    # "not ready yet" in place instead of showing "ready" beside it until the run ends (issue 36)
-    with st.container():
-        st.info(UMAP_READY)
-        st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
-                  icon=":material/scatter_plot:")
+    st.info(UMAP_READY)
+    st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
+              icon=":material/scatter_plot:")
 elif method == "PCA":
     if umap_state == "computing":
         _name = lay["name"]

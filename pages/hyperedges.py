@@ -323,7 +323,7 @@ with left:
                   if len(labelled) < len(drawn) else ".")
                + ("" if selected_he in drawn_ids else f" The selected {group_label(selected_he)} is outside the "
                                                            "drawn part.")
-               + " A group's box reads G<number>, its section's heading and, when the section holds several "
+               + " A group's box reads G and its number (G3), its section's heading and, when the section holds several "
                  "groups, after \u00b7 the word that sets this group apart from the others (its topic, the colour, "
                  "is shared with groups of other sections).")
     with st.expander(f"Topic colours ({len(used)} topics drawn)"):

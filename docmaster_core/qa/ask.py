@@ -463,8 +463,7 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         # a name of a document outside the scope is said, not followed: the scope is the user's
         wide = route_by_names(q, retr.view, None)
         if wide is not None and not set(wide.doc_ids) & set(doc_ids):
-            named_outside = [retr.view.docs[i].file_name for i, d in enumerate(retr.view.docs)
-                             if d.doc_id in set(wide.doc_ids)]
+            named_outside = [d.file_name for d in retr.view.docs if d.doc_id in set(wide.doc_ids)]
     need = q
     if route is not None:  # the names pick the documents, the rest of the question the passages
         doc_ids, source, source_run = route.doc_ids, "named", None
