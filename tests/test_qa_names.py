@@ -499,3 +499,26 @@ def test_the_chat_note_names_the_document_outside_the_scope():
     note = narrowed_note(msg)
     assert note and "1706.03762v7_attention-is-all-you-need.pdf" in note and "Search all 15 documents" in note
     assert narrowed_note({**msg, "named_outside": []}) is None  # answered from its scope: nothing to say
+
+
+def test_about_one_document_needs_the_evidence_to_concentrate_on_it():
+    """One thing asked over unnamed documents: quoted from one document only when its passages
+    dominate the evidence; a generic question over contracts (each has its own governing law)
+    keeps several."""
+    from docmaster_core.model import Evidence
+    from docmaster_core.qa.ask import about_one_document
+
+    def ev(docs):
+        return [Evidence(f"E{i}", d, i, "semantic", 0.5, "text", page=1) for i, d in enumerate(docs)]
+
+    q = "What batch size was used to train the DPR retriever?"
+    assert about_one_document(q, ev(["dpr", "dpr", "rag", "dpr", "retro", "dpr", "dpr", "rag"]))
+    assert not about_one_document(q, ev(["dpr", "rag", "retro", "w2v", "rag", "dpr", "x", "y"]))  # spread
+    assert not about_one_document("What batch sizes do these papers use?", ev(["dpr"] * 6 + ["rag"] * 2))
+    assert not about_one_document(q, ev(["dpr"] * 8))  # one document already
+
+
+def test_a_generic_question_over_several_contracts_quotes_several(dm):
+    res = dm.ask("Which state's law governs?", all_docs=True, save=False)
+    assert res.doc_source == "all"
+    assert len({c.doc_id for c in res.answer.citations}) > 1, res.answer.text

@@ -529,8 +529,9 @@ class OfflineLLM:
             # item by a letter or roman enumerator only ("(30) days before ..." is cut); v24 a term without an
             # end answers "how long", a price may be a percentage; v26 plurals of stop words ("types") and
             # question-frame verbs ("happens") are no terms; v28 a question about one thing is quoted from
-            # one document (text.answer_units.asks_about_several)
-            "answer_version": 28,
+            # one document (text.answer_units.asks_about_several); v30 only when that document holds half the
+            # passages (qa.ask.about_one_document), whose passages are then searched alone
+            "answer_version": 30,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
         }
