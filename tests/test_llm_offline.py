@@ -247,4 +247,26 @@ def test_a_question_about_one_thing_is_quoted_from_one_document(llm):
                     "Compare the batch sizes of the retrievers.", "All papers: which batch size?",
                     "Compare BERT and RoBERTa on GLUE."):
         assert asks_about_several(several), several
+    for one in ("What service fee is charged on each sale?", "Must both parties sign the amendment?"):
+        assert not asks_about_several(one), one
     assert not asks_about_several("In the Attention Is All You Need paper, how many heads are used?")  # a title
+
+
+def test_a_question_about_several_documents_quotes_each_ones_best_sentence(llm):
+    """"Which of these papers ...?" over several documents: without ``several`` the best
+    sentences all came from the document with the most passages; with it each document's best
+    sentence leads (docs/results/qa.md: matching documents cited 0.235 -> 0.529 over 17 conditions)."""
+    ev = [Evidence("E1", "a", 1, "semantic", 0.7, "We train the model with reinforcement learning from a reward "
+                   "signal. The model is trained with reinforcement learning on every game. We train a model with "
+                   "reinforcement learning and self-play. Reinforcement learning trains the model's policy and "
+                   "value. The model is trained by reinforcement learning for a million steps.", page=1,
+                   section_path=["3 Method"]),
+          Evidence("E2", "b", 2, "semantic", 0.5, "We fine-tune the model with reinforcement learning, using a "
+                   "rule-based reward.", page=2, section_path=["2 Approach"]),
+          Evidence("E3", "c", 3, "semantic", 0.5, "A policy gradient with rewards from human raters trains the "
+                   "reinforcement learning stage.", page=4, section_path=["4 Training"])]
+    q = "Which of these papers train a model with reinforcement learning?"
+    plain = llm.answer(q, ev)
+    several = llm.answer(q, ev, several=True)
+    assert {c.doc_id for c in several.citations} == {"a", "b", "c"}
+    assert len({c.doc_id for c in plain.citations}) < 3

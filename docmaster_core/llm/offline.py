@@ -498,7 +498,7 @@ class OfflineLLM:
         return {"decision": bool(decision), "rationale": rationale, "evidence_ids": ids, "score": float(np.clip(score, 0.0, 1.0))}
 
     def answer(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None,
-               one_document: bool = False) -> Answer:
+               one_document: bool = False, several: bool = False) -> Answer:
         """Extractive answer: the evidence sentences closest to the question, cited.
 
         Up to ``answer_max_sentences`` sentences, best supported first (term coverage,
@@ -508,7 +508,10 @@ class OfflineLLM:
         nothing. With ``one_document`` (a question about one thing over documents it did not
         name, :func:`~docmaster_core.text.answer_units.asks_about_several`), only sentences of
         the best sentence's document are quoted: other documents' sentences sharing its words
-        (another paper's batch size) are padding.
+        (another paper's batch size) are padding. With ``several`` (a question about several
+        documents: "Which of these papers ...?") each document's best sentence comes first, in the
+        order of the documents' best sentences, and up to one sentence per document (at most
+        ``2 * answer_max_sentences``) is quoted, so the answer names the documents that answer.
         """
         if not evidence:
             return Answer("No passages were retrieved, so the question cannot be answered from the documents.", [], 0, self.backend_name)
@@ -530,14 +533,16 @@ class OfflineLLM:
             # end answers "how long", a price may be a percentage; v26 plurals of stop words ("types") and
             # question-frame verbs ("happens") are no terms; v28 a question about one thing is quoted from
             # one document (text.answer_units.asks_about_several); v30 only when that document holds half the
-            # passages (qa.ask.about_one_document), whose passages are then searched alone
-            "answer_version": 30,
+            # passages (qa.ask.about_one_document), whose passages are then searched alone; v33 a question
+            # about several documents quotes each one's best sentence first
+            "answer_version": 33,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
+            **({"several": True} if several else {}),
         }
 
         def compute(_: list[int]) -> list[dict[str, Any]]:
-            return [self._answer(question, evidence, one_document)]
+            return [self._answer(question, evidence, one_document, several)]
 
         d = self._cached_many("answer", [payload], compute)[0]
         by_id = {e.evidence_id: e for e in evidence}
@@ -557,7 +562,8 @@ class OfflineLLM:
             return Answer(d["text"], [], 0, self.backend_name, outcome="not_found", reason="no sentence is close enough")
         return Answer(d["text"], cites, 0, self.backend_name)
 
-    def _answer(self, question: str, evidence: Sequence[Evidence], one_document: bool = False) -> dict[str, Any]:
+    def _answer(self, question: str, evidence: Sequence[Evidence], one_document: bool = False,
+                several: bool = False) -> dict[str, Any]:
         units, owner = self._answer_units(evidence)
         if not units:
             return {"text": NO_ANSWER_TEXT, "citations": []}
@@ -580,11 +586,21 @@ class OfflineLLM:
         if order and one_document:  # one thing asked: quoted from the best sentence's document
             doc = evidence[int(owner[order[0]])].doc_id
             order = [i for i in order if evidence[int(owner[i])].doc_id == doc]
+        max_sentences, max_words = self.answer_max_sentences, 150
+        if order and several:  # several documents asked about: each one's best sentence first
+            first: dict[str, int] = {}
+            for i in order:
+                first.setdefault(evidence[int(owner[i])].doc_id, i)
+            if len(first) > 1:
+                lead = list(first.values())
+                order = lead + [i for i in order if i not in set(lead)]
+                max_sentences = min(2 * self.answer_max_sentences, max(self.answer_max_sentences, len(lead)))
+                max_words = 75 * max_sentences // 2
         for i in order:
-            if len(picked) >= self.answer_max_sentences:
+            if len(picked) >= max_sentences:
                 break
             key = norm_key(units[i])  # the same sentence from two passages is quoted once
-            if key in seen or (picked and words + count_words(units[i]) > 150):
+            if key in seen or (picked and words + count_words(units[i]) > max_words):
                 continue
             seen.add(key)
             picked.append(i)

@@ -99,9 +99,12 @@ def _score_passage(profile, bg, units, ntype, full_text) -> tuple[float, float]:
 
 
 def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
-                    cands: Sequence[tuple[float, int, int, str]], top_k: int) -> list[Evidence]:
+                    cands: Sequence[tuple[float, int, int, str]], top_k: int,
+                    per_document: bool = False) -> list[Evidence]:
     """Score candidates ``(cosine, doc index, node id, strategies)`` for the question and
-    return the best ``top_k`` as evidence ``E1..En`` (tables given as :func:`table_text`)."""
+    return the best ``top_k`` as evidence ``E1..En`` (tables given as :func:`table_text`).
+    With ``per_document`` (a question about several documents) each document's best passage
+    comes first, documents in the order of their best passages, then the rest by score."""
     from ..retrieval.corpus import evidence_text, node_evidence
 
     scored = []
@@ -116,6 +119,12 @@ def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
         s = 0.5 * float(cos) + 0.5 * best + 0.1 * pcov + (0.3 if "reference" in who else 0.0)
         scored.append((s, cos, di, nid, who, text))
     scored.sort(key=lambda t: -t[0])
+    if per_document:
+        lead: dict[int, int] = {}
+        for j, t in enumerate(scored):
+            lead.setdefault(t[2], j)
+        first = sorted(lead.values())
+        scored = [scored[j] for j in first] + [t for j, t in enumerate(scored) if j not in set(first)]
     out = []
     for i, (s, cos, di, nid, who, text) in enumerate(scored[:top_k]):
         e = node_evidence(view, di, nid, who, cos, f"E{i + 1}")
@@ -206,7 +215,7 @@ def _with_equation(tree, nid: int, text: str) -> str:
 
 
 def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, pool_factor: int = 3,
-                    candidates=None, whole_documents: bool = False) -> Selection:
+                    candidates=None, whole_documents: bool = False, per_document: bool = False) -> Selection:
     """Choose the passages that answer ``question`` over ``doc_ids`` (module docstring).
 
     Args:
@@ -228,6 +237,8 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
             the most, and a paraphrase ("stop" a renewal) was declined (set 3: 0.727 -> 0.773).
         candidates: Extra ``(cosine, doc index, node id, strategies)`` found by the
             deep mode's sub-queries, pooled with the question's own candidates.
+        per_document: Each document's best passage first (:func:`rerank_evidence`), for a
+            question about several documents ("Which of these papers ...?").
 
     Returns:
         A :class:`Selection`.
@@ -248,7 +259,7 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
     if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool
         cands = list(candidates) + cands
     candidates = dedupe_candidates(_expand_sections(view, cands, qv), view, (pool_factor + 1) * top_k)
-    ev = rerank_evidence(view, profile, bg, candidates, top_k)
+    ev = rerank_evidence(view, profile, bg, candidates, top_k, per_document=per_document)
     v = S.verdict(profile, bg, _verdict_texts(ev, pairs=deep)) if ev else S.Verdict(
         False, "no passage was retrieved", 0.0, 0.0, [])
     return Selection(ev, v, profile)

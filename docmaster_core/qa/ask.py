@@ -478,7 +478,9 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         sel = select_passages(retr, need, doc_ids, max(1, len(evidence)), candidates=[
             (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
     else:
-        sel, subs, ran = select_passages(search_retr, need, search_ids, k, whole_documents=route is not None), [need], 1
+        sel, subs, ran = select_passages(search_retr, need, search_ids, k, whole_documents=route is not None,
+                                         per_document=route is None and len(search_ids) > 1
+                                         and asks_about_several(q)), [need], 1
         if route is None and llm.is_offline and sel.verdict.found and about_one_document(q, sel.evidence):
             # the passages of the best passage's document alone, searched as if it were chosen (document,
             # then passage retrieval); kept when they answer
@@ -497,8 +499,9 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         ans = not_found_answer(q, sel, files, backend)
     else:  # a model reads the whole question; the offline answerer ranks sentences by what is asked
         one_doc = route is None and about_one_document(q, evidence)
+        several = route is None and len({e.doc_id for e in evidence}) > 1 and asks_about_several(q)
         ans = _llm_answer(llm, need if llm.is_offline else q, evidence, doc_ids[0] if len(doc_ids) == 1 else None,
-                          on_piece, one_document=one_doc)
+                          on_piece, one_document=one_doc, several=several)
         note = getattr(llm, "last_context_note", lambda: None)()
         if note:  # passages left out to fit the model's context window: said where the warnings are
             warnings = [*warnings, note]
@@ -574,15 +577,15 @@ def about_one_document(question: str, evidence: Sequence[Evidence]) -> bool:
 
 
 def _llm_answer(llm: LLM, question: str, evidence: list[Evidence], doc_id: str | None,
-                on_piece: Callable[[str], None] | None, one_document: bool = False) -> Answer:
+                on_piece: Callable[[str], None] | None, one_document: bool = False, several: bool = False) -> Answer:
     """The backend's answer; with ``on_piece`` and a chat model, streamed token by token
     (citations from its ``[E3]`` markers, validated afterwards like any answer). A
     failure gives an answer with empty text and ``error`` set. ``one_document`` goes to the
-    offline answerer only (a chat model reads the whole question and chooses itself)."""
+    offline answerer only, as ``several`` (a chat model reads the whole question and chooses itself)."""
     if on_piece is None or llm.is_offline:
         try:
-            if llm.is_offline and one_document:
-                return llm.answer(question, evidence, doc_id=doc_id, one_document=True)
+            if llm.is_offline and (one_document or several):
+                return llm.answer(question, evidence, doc_id=doc_id, one_document=one_document, several=several)
             return llm.answer(question, evidence, doc_id=doc_id)
         except LLMError as e:
             return Answer("", [], 0, llm.backend_name, error=str(e))

@@ -237,12 +237,11 @@ def profile_question(question: str) -> QuestionProfile:
     return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes)
 
 
-# a question about several documents: a plural of a document's kind, "these" / "each" / "both" / "all",
-# a comparison ("compare", "which of", "differ"), or the collection itself
+# a question about several documents: a plural of a document's kind, a comparison ("compare", "which of",
+# "differ"), or the collection itself; not "each" / "both" / "all" alone ("on *each* sale", "*both* parties")
 _SEVERAL_Q = re.compile(
     r"\b(?:papers|documents|contracts|agreements|reports|studies|articles|filings|manuals|licen[cs]es|"
-    r"these|those|each|every|both|all|compare|compared|comparison|differ|differs|difference|"
-    r"which of|collection|corpus|any of)\b", re.I)
+    r"compare|compared|comparison|differ|differs|difference|which of|collection|corpus|any of)\b", re.I)
 
 
 _TITLE_RUN = re.compile(r"\b[A-Z][a-z][\w'\u2019-]*(?:\s+[A-Z][a-z][\w'\u2019-]*)+")
@@ -250,7 +249,8 @@ _TITLE_RUN = re.compile(r"\b[A-Z][a-z][\w'\u2019-]*(?:\s+[A-Z][a-z][\w'\u2019-]*
 
 def asks_about_several(question: str) -> bool:
     """True when ``question`` asks about several documents ("Which papers use reinforcement
-    learning?", "Which datasets are used in these papers?", "Compare the notice periods"); a
+    learning?", "Which datasets are used in these papers?", "Compare the notice periods"; not
+    "What fee is due on each sale?" or "Must both parties sign?"); a
     question about one thing ("What batch size was used to train the DPR retriever?") is answered
     from one document: over a scope of several, sentences of the other documents that share its
     words (other papers' batch sizes) are padding, not answer."""
