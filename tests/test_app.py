@@ -607,6 +607,11 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
     assert "**kept 2 of 5 documents** (2 decided by your answers, the other 3 by the top 1 by evidence score" in line
     everyone = {**run, "documents": run["documents"][:2]}
     assert "(all 2 decided by your answers)" in count_line(everyone, everyone, 1, 1)
+    # every kept document uncertain: the line says from which score one would be sure (a newcomer asked)
+    unsure = {"backend": "offline", "strategy": "combined", "cuts": {"combined": {"kept": 1, "sure_yes": 6.0021}},
+              "documents": [{"decisions": {"combined": {"decision": True, "uncertain": True}}}, dec(False)]}
+    assert "0 sure and 1 uncertain kept" in count_line(unsure, unsure, 1, 1)
+    assert "a kept document is sure from a score of 6.0021" in count_line(unsure, unsure, 1, 1)
 
 
 def test_a_topic_of_mostly_reference_list_passages_says_so():

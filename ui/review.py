@@ -52,6 +52,9 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
     if unc_k or unc_d:
         parts.append(f"{len(kept) - unc_k} sure and {unc_k} uncertain kept, {unc_d} uncertain and "
                      f"{len(dropped) - unc_d} sure dropped")
+        band = (shown.get("cuts") or {}).get(s) or {}
+        if unc_k and band.get("sure_yes") is not None:  # "when is a kept document sure at all?" (a newcomer)
+            parts[-1] += f" (a kept document is sure from a score of {float(band['sure_yes']):g})"
     else:
         parts.append(f"{len(dropped)} dropped")
     if users and not offline:
