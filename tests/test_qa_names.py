@@ -522,3 +522,14 @@ def test_a_generic_question_over_several_contracts_quotes_several(dm):
     res = dm.ask("Which state's law governs?", all_docs=True, save=False)
     assert res.doc_source == "all"
     assert len({c.doc_id for c in res.answer.citations}) > 1, res.answer.text
+
+
+def test_a_forms_empty_label_is_no_answer_sentence():
+    """"Supplier Name:" (its value in another cell) led an answer about an addendum's effective
+    date (held-out set own 9); a label with its value, or a sentence ending in a colon, is kept."""
+    from docmaster_core.text.words import is_empty_label
+
+    assert is_empty_label("Supplier Name:") and is_empty_label("Addendum Effective Date: ")
+    assert not is_empty_label("Addendum Effective Date: March 3, 2011")
+    assert not is_empty_label("The Program Materials include the following components, each of which is licensed:")
+    assert not is_empty_label("")

@@ -50,8 +50,8 @@ import numpy as np
 from ..errors import EmbeddingError
 from ..model import Answer, Citation, Decision, Evidence
 from .base import UsageTracker
-from ..text.words import (answer_sentences, count_words, ends_its_paragraph, is_cut_prose, is_toc_entry, normalize_ws,
-                          split_sentences,
+from ..text.words import (answer_sentences, count_words, ends_its_paragraph, is_cut_prose, is_empty_label, is_toc_entry,
+                          normalize_ws, split_sentences,
                           truncate_words)
 from .cache import LLMCache, make_key
 from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
@@ -534,8 +534,9 @@ class OfflineLLM:
             # question-frame verbs ("happens") are no terms; v28 a question about one thing is quoted from
             # one document (text.answer_units.asks_about_several); v30 only when that document holds half the
             # passages (qa.ask.about_one_document), whose passages are then searched alone; v33 a question
-            # about several documents quotes each one's best sentence first
-            "answer_version": 33,
+            # about several documents quotes each one's best sentence first; v34 a form's empty label
+            # ("Supplier Name:") is quoted only when nothing else answers
+            "answer_version": 34,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -581,7 +582,7 @@ class OfflineLLM:
         # formulas are no prose
         # (a paragraph's last sentence whose source omits the stop, "... the laws of Hong Kong", is whole)
         whole = [i for i in ranked if (not is_cut_prose(units[i]) or ends_its_paragraph(
-            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i])]
+            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i]) and not is_empty_label(units[i])]
         order = whole or ranked
         if order and one_document:  # one thing asked: quoted from the best sentence's document
             doc = evidence[int(owner[order[0]])].doc_id

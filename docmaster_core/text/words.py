@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences",
-           "is_prose", "is_cut_prose", "is_toc_entry", "ends_its_paragraph", "shingles", "SHINGLE"]
+           "is_prose", "is_cut_prose", "is_toc_entry", "is_empty_label", "ends_its_paragraph", "shingles", "SHINGLE"]
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[a-z0-9]+")
@@ -164,6 +164,16 @@ _TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}")
 def is_toc_entry(text: str | None) -> bool:
     """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7")."""
     return bool(_TOC_ENTRY.search(text or ""))
+
+
+_EMPTY_LABEL = re.compile(r"^[^.!?:;]{1,40}:\s*$")
+
+
+def is_empty_label(text: str | None) -> bool:
+    """True for a form's label with nothing after it ("Supplier Name:", "Effective Date:"): the
+    value it labels sits elsewhere (another cell), so the label alone answers nothing."""
+    t = (text or "").strip()
+    return bool(_EMPTY_LABEL.match(t)) and len(t.split()) <= 5
 
 
 def shingles(text: str | None, n: int = SHINGLE) -> set[int]:
