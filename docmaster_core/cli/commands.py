@@ -332,9 +332,11 @@ def cmd_filter(args: argparse.Namespace) -> int:
     unc_dropped = sum(1 for x in decs if x is not None and x.decision is False and x.uncertain)
     line = f"{len(m)} of {len(run.documents)} documents match ({run.strategy})"
     if unc_kept or unc_dropped:  # one count: the uncertain ones on each side of the cut
+        band = run.cuts[run.strategy].to_dict() if run.strategy in run.cuts else {}
+        scores = (f" {band['sure_no']:g} and {band['sure_yes']:g}" if band.get("sure_yes") is not None else "")
         line += (f": {len(m) - unc_kept} sure and {unc_kept} uncertain kept, {unc_dropped} uncertain dropped "
-                 "(uncertain: between the sure-no and sure-yes evidence scores, marked yes? / no?; check these, "
-                 "e.g. with docmaster review)")
+                 f"(uncertain: between the sure-no and sure-yes evidence scores{scores}, marked yes? / no?; check "
+                 "these, e.g. with docmaster review)")
     print(line)
     print("by strategy: " + ", ".join(f"{s} {len(run.matches(s))}" for s in strats))
     print("tokens: " + ", ".join(f"{s} {t}" for s, t in run.tokens.items()))
