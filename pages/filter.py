@@ -24,7 +24,7 @@ from ui.filtering import (
     export_csv,
     export_json,
     is_offline_run,
-    mark,
+    is_kept_cell,
     mark_removed,
     ranked_column_config,
     ranked_rows,
@@ -198,7 +198,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.caption(f"{n_removed} document(s) of this run have been removed from the workspace since (marked "
                        "\"removed\"); run the filter again for the current collection.")
         if kept_only:
-            rows = [r for r in rows if r["kept"] == mark(True)]
+            rows = [r for r in rows if is_kept_cell(r["kept"])]
         if not rows:
             st.caption("No document kept.")
             continue
@@ -206,7 +206,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
         df["file"] = df["file"].map(lambda f: shorten(f, 48))
 
         def _cut_line(row):
-            return ["background-color: #ecfdf5" if row["kept"] == mark(True) else "" for _ in row]
+            return ["background-color: #ecfdf5" if is_kept_cell(row["kept"]) else "" for _ in row]
 
         styled = df.style.apply(_cut_line, axis=1).format({"score": "{:.2f}"}, na_rep="")
         table_key = f"w_filter_table_{name}_{run.get('run_id')}_{int(kept_only)}"

@@ -79,6 +79,12 @@ def test_run_counts_and_export_show_uncertain_documents():
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": norm}))))
     assert sum(r["uncertain"] == "true" for r in rows) == counts["uncertain"]
     assert {"sure", "uncertain"} <= {r["certainty"] for r in ranked_rows(norm)}
+    # an uncertain decision reads "yes?" / "no?" in the kept column, in view in the half-width table
+    from ui.filtering import is_kept_cell
+
+    for r in ranked_rows(norm):
+        assert r["kept"].endswith("?") == (r["certainty"] == "uncertain"), r
+    assert sum(is_kept_cell(r["kept"]) for r in ranked_rows(norm)) == sum(d.decision is True for d in decisions)
 
 
 def test_rows_below_the_similarity_floor_say_so():

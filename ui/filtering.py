@@ -59,6 +59,7 @@ __all__ = [
     "export_json",
     "evidence_node_ids",
     "mark",
+    "is_kept_cell",
     "mark_removed",
     "candidates_line",
     "ranked_rows",
@@ -434,7 +435,8 @@ RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "st
 CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document both holds a passage close in "
                    "meaning to the condition and uses its distinctive words. \"uncertain\": the score lies where the "
                    "cut is often wrong, or only one of those two holds, or it is the only document about the "
-                   "condition; check it yourself (Review) or let an LLM decide.")
+                   "condition; check it yourself (Review) or let an LLM decide. In the tables an uncertain decision "
+                   "reads \"✓ yes?\" or \"✗ no?\".")
 
 
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -457,8 +459,11 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         if dec.get("decided_by") == "not-a-candidate":  # decided no without exact scoring: counted, not listed
             continue
         rank, score = dec.get("rank"), dec.get("evidence_score")
+        # an uncertain decision reads "✓ yes?" / "✗ no?" (as `docmaster filter` prints it), in view even where the
+        # certainty column lies behind the half-width table's scroll
         row = {"rank": rank, "score": None if score is None else round(float(score), 2),
-               "kept": mark(dec.get("decision"))}
+               "kept": mark(dec.get("decision")) + ("?" if offline and dec.get("uncertain")
+                                                    and dec.get("decision") is not None else "")}
         if not offline:
             row["by score"] = mark(by_score(run, d))
         row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
@@ -522,6 +527,12 @@ def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict
             n += 1
         out.append(r)
     return out, n
+
+
+def is_kept_cell(cell: Any) -> bool:
+    """True for a ranked table's "kept" cell of a kept document (``"✓ yes"``, or ``"✓ yes?"``
+    when uncertain)."""
+    return str(cell).startswith(mark(True))
 
 
 def mark(v: Any) -> str:
