@@ -12,7 +12,7 @@ import streamlit as st
 from docmaster_core.errors import DocMasterError
 from ui import state
 from ui.chat import SCOPES, ask, chat_scope
-from ui.citations import filter_run_words, last_filter, render_answer, search_all_later
+from ui.citations import SCOPE_SWITCHED, filter_run_words, last_filter, render_answer, search_all_later
 from ui.layout import page_header
 from ui.text import md_escape, shorten
 from ui.widgets import documents_or_stop, open_docmaster_or_stop
@@ -89,11 +89,17 @@ search_all = functools.partial(search_all_later, scope_widget=W_SCOPE)
 for turn, msg in enumerate(history):
     with st.chat_message(msg["role"]):
         if msg["role"] == "assistant":
-            render_answer(msg, turn, on_search_all=search_all)  # contiguous E1, E2 ...; linked markers
+            # contiguous E1, E2 ...; linked markers; no "Search all" once the scope is all documents
+            render_answer(msg, turn, on_search_all=search_all if sc["scope"] != "all" else None)
         else:
             st.markdown(md_escape(msg["text"]))
 
-st.caption(md_escape(f"Answering from: {sc['label']}"))
+switched = sc["scope"] == "all" and st.session_state.get(SCOPE_SWITCHED)
+if sc["scope"] != "all":
+    st.session_state.pop(SCOPE_SWITCHED, None)
+st.caption(md_escape(f"Answering from: {sc['label']}")
+           + (" (switched by \"Search all documents\"; it stays so until you choose another scope above)"
+              if switched else ""))
 if len(sc["doc_ids"]) > 1:  # a newcomer saw "all 15 documents" here and "answered from X (named)" below
     st.caption("A question that names some of them (a title, a party, a company) is answered from those; "
                "the answer says which.")

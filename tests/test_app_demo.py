@@ -550,6 +550,9 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(app_env, monkey
     assert answer["outcome"] == "answered" and answer["scope_label"] == "all 3 documents"
     assert answer["citations"][0]["file"] == "example_manual_water_filter.pdf"
     assert at.radio(key="w_chat_scope").value == "all" and at.session_state["dm_chat_scope"] == "all"
+    # the page says the scope was switched and stays so; the old answer no longer offers "Search all"
+    assert any("switched by" in t and "Search all documents" in t for t in page_texts(at))
+    assert not [b for b in at.button if b.key == f"w_chat_search_all_{turn}"]
 
     # curate: tick the paper in the collection table, remove it (asked first)
     at.switch_page("pages/upload.py")

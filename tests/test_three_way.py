@@ -85,6 +85,11 @@ def test_run_counts_and_export_show_uncertain_documents():
     for r in ranked_rows(norm):
         assert r["kept"].endswith("?") == (r["certainty"] == "uncertain"), r
     assert sum(is_kept_cell(r["kept"]) for r in ranked_rows(norm)) == sum(d.decision is True for d in decisions)
+    # a decision your review answer made says so
+    mine = {**norm, "documents": [{**d, "decisions": {"combined": {**d["decisions"]["combined"], "decided_by": "user"}}}
+                                  if i == 0 else d for i, d in enumerate(norm["documents"])]}
+    first = next(r for r in ranked_rows(mine) if r["doc_id"] == norm["documents"][0]["doc_id"])
+    assert first["kept"] in ("✓ you", "✗ you") and is_kept_cell(first["kept"]) == (first["kept"] == "✓ you")
 
 
 def test_rows_below_the_similarity_floor_say_so():

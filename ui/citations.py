@@ -19,7 +19,11 @@ import streamlit as st
 from .render import render_page_image, section_line
 from .text import md_escape
 
-__all__ = ["renumber", "anchor_id", "linked_answer", "render_answer", "last_filter", "filter_run_words", "search_all_later"]
+__all__ = ["renumber", "anchor_id", "linked_answer", "render_answer", "last_filter", "filter_run_words",
+           "search_all_later", "SCOPE_SWITCHED"]
+
+#: Session key: the chat scope was switched to all documents by "Search all documents".
+SCOPE_SWITCHED = "dm_chat_scope_switched"
 
 _MARK = re.compile(r"\[(E\d+)\]")
 _ESCAPED_MARK = re.compile(r"\\\[(E\d+)\\\]")
@@ -187,4 +191,5 @@ def search_all_later(question: str, scope_widget: str) -> None:
 
     state.put(state.CHAT_SCOPE, "all")
     st.session_state[scope_widget] = "all"
+    st.session_state[SCOPE_SWITCHED] = True  # the Chat page says the scope was switched, and how to change it
     state.put(state.CHAT_PENDING, question)

@@ -436,7 +436,7 @@ CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document
                    "meaning to the condition and uses its distinctive words. \"uncertain\": the score lies where the "
                    "cut is often wrong, or only one of those two holds, or it is the only document about the "
                    "condition; check it yourself (Review) or let an LLM decide. In the tables an uncertain decision "
-                   "reads \"✓ yes?\" or \"✗ no?\".")
+                   "reads \"✓ yes?\" or \"✗ no?\", and one your review answer made \"✓ you\" or \"✗ you\".")
 
 
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -461,9 +461,11 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         rank, score = dec.get("rank"), dec.get("evidence_score")
         # an uncertain decision reads "✓ yes?" / "✗ no?" (as `docmaster filter` prints it), in view even where the
         # certainty column lies behind the half-width table's scroll
-        row = {"rank": rank, "score": None if score is None else round(float(score), 2),
-               "kept": mark(dec.get("decision")) + ("?" if offline and dec.get("uncertain")
-                                                    and dec.get("decision") is not None else "")}
+        kept = mark(dec.get("decision")) + ("?" if offline and dec.get("uncertain")
+                                             and dec.get("decision") is not None else "")
+        if dec.get("decided_by") == "user" and dec.get("decision") is not None:  # your review answer decided it
+            kept = ("✓" if dec.get("decision") else "✗") + " you"
+        row = {"rank": rank, "score": None if score is None else round(float(score), 2), "kept": kept}
         if not offline:
             row["by score"] = mark(by_score(run, d))
         row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
@@ -530,9 +532,9 @@ def mark_removed(rows: list[dict[str, Any]], known: set[str]) -> tuple[list[dict
 
 
 def is_kept_cell(cell: Any) -> bool:
-    """True for a ranked table's "kept" cell of a kept document (``"✓ yes"``, or ``"✓ yes?"``
-    when uncertain)."""
-    return str(cell).startswith(mark(True))
+    """True for a ranked table's "kept" cell of a kept document (``"✓ yes"``, ``"✓ yes?"`` when
+    uncertain, ``"✓ you"`` when the user's review answer decided it)."""
+    return str(cell).startswith("✓")
 
 
 def mark(v: Any) -> str:
