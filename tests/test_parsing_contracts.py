@@ -326,3 +326,84 @@ def test_lettered_and_roman_sub_clauses_written_a_dot_and_i_dot_are_headings_und
     assert (2, "b. Additional Appearances") in titles and (2, "d. Scheduling") in titles, titles
     assert not any("Goods means" in t or "Territory means" in t for _, t in titles), titles
     assert (1, "5. Royalties payable by Licensee") in titles and (1, "6. Product sales to TL") in titles, titles
+
+
+def test_underlined_unnumbered_titles_are_headings_and_a_list_of_numbered_items_is_not(tmp_path):
+    """A transport agreement in the style of cuad-112: under a bold article heading, clauses
+    open with an underlined title in the body font ("Dedication. During the Term, ..."),
+    one stands alone on its line. Underlined words inside a sentence are not titles, and an
+    underlined reference with digits ("Exchange Act of 1934.") is not one either. An exhibit
+    that lists numbered feature names one per line (cuad-138's specification) is a list: none
+    of its items becomes a heading."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((200, 60), "GAS TRANSPORTATION AGREEMENT", fontname="hebo", fontsize=10)
+    page.insert_text((72, 90), "Article II. Dedication and Services", fontname="hebo", fontsize=10)
+    y = 112.0
+
+    def para(title: str | None, text: str, underline_words: str = "") -> None:
+        nonlocal y
+        first = f"{title}. {text}" if title else text
+        line, lines = "", []
+        for w in first.split(" "):
+            if len(line) + len(w) + 1 > 90:
+                lines.append(line)
+                line = w
+            else:
+                line = (line + " " + w).strip()
+        lines.append(line)
+        for k, ln in enumerate(lines):
+            page.insert_text((72, y), ln, fontname="helv", fontsize=10)
+            if k == 0 and title:
+                w = pymupdf.get_text_length(title, fontname="helv", fontsize=10)
+                page.draw_line((72, y + 1.5), (72 + w, y + 1.5), width=0.6)
+            if k == 0 and underline_words and underline_words in ln:
+                x = 72 + pymupdf.get_text_length(ln[:ln.index(underline_words)], fontname="helv", fontsize=10)
+                w = pymupdf.get_text_length(underline_words, fontname="helv", fontsize=10)
+                page.draw_line((x, y + 1.5), (x + w, y + 1.5), width=0.6)
+            y += 12
+        y += 10
+
+    para("Dedication", BODY + " " + BODY)
+    para("Commencement Date Facilities", BODY + " " + BODY)
+    para(None, "The parties note that Transporter shall keep the " + BODY, underline_words="Transporter shall")
+    para("Exchange Act of 1934", BODY)
+    para("Nominations", BODY + " " + BODY)
+    page.insert_text((72, y), "Imbalances.", fontname="helv", fontsize=10)
+    page.draw_line((72, y + 1.5), (72 + pymupdf.get_text_length("Imbalances", fontname="helv", fontsize=10), y + 1.5),
+                   width=0.6)
+    y += 14
+    para(None, BODY + " " + BODY)
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((250, 60), "EXHIBIT D", fontname="hebo", fontsize=10)
+    page.insert_text((72, 84), "The system shall provide the functions listed below, each as described in the user",
+                     fontname="helv", fontsize=10)
+    page.insert_text((72, 96), "guide delivered with the system, and the Company shall keep them working in every release.",
+                     fontname="helv", fontsize=10)
+    y = 120.0
+    for num, name in [("4.1.", "Organization"), ("4.1.1.", "Opening the Manifest System"), ("4.1.2.", "Main Screen"),
+                      ("4.2.", "General Functionality"), ("4.2.1.", "Keyboard Behavior"), ("4.2.2.", "Sortable Lists"),
+                      ("4.3.", "Process Menu"), ("4.3.1.", "Process Package"), ("4.3.2.", "Find Package")]:
+        page.insert_text((72, y), num, fontname="helv", fontsize=10)
+        page.insert_text((120, y), name, fontname="helv", fontsize=10)
+        y += 12
+    path = tmp_path / "transport.pdf"
+    doc.save(path)
+    doc.close()
+    titles = _titles(PyMuPDFParser().parse(path))
+    texts = [t for _, t in titles]
+    assert (2, "Dedication") in titles and (2, "Commencement Date Facilities") in titles, titles
+    assert (2, "Nominations") in titles and (2, "Imbalances") in titles, titles
+    assert not any("Transporter" in t or "Exchange Act" in t for t in texts), titles
+    assert not any(t.startswith("4.") or "Package" in t for t in texts), titles
+
+
+def test_real_contracts_with_underlined_titles_and_hanging_clause_numbers():
+    """cuad-112 underlines its unnumbered clause titles under bold articles; cuad-016 sets
+    "11." apart from its underlined run-in title, in another text column."""
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-112")))
+    for t in ("Dedication", "Nominations", "Governing Law", "Term and Termination"):
+        assert (2, t) in titles, (t, titles)
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-016")))
+    assert (1, "11. Independent Contractor") in titles and (1, "12. Publicity") in titles, titles
+    assert not any(t in ("Independent Contractor", "Publicity") for _, t in titles), titles

@@ -165,6 +165,7 @@ class _Cand:
     num: str  # "10", "10.1", "IV", "(a)"
     text: str  # heading text shown (numbering included)
     title_line: Line | None = None  # the next line merged as the title
+    label_line: Line | None = None  # a numbering label alone before ``line`` ("11." then "Publicity. ...")
     chars: int = 0  # run-in: characters of the line's text the heading takes
     series: tuple = ()
     value: int = 0
@@ -249,6 +250,14 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         nt = nxt.text.strip()
         if _title_like(nt) and not _NUMBERED_RE.match(nt):
             return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip("."), title_line=nxt)
+        rm = re.match(_RUNIN, nt)
+        if rm and abs(nxt.yc - l.yc) < 0.5 * (l.size or 10.0) and _title_like(rm.group("title"), 8) \
+                and not rm.group("title").startswith("(") and not rm.group("body").startswith("(") \
+                and not re.search(r"\b(?:Inc|Ltd|Co|Corp|LLC|L\.P|N\.A)$", rm.group("title")):
+            # "11." with "Independent Contractor. Nothing in ..." beside it: the run-in heading is
+            # the neighbour's; the label joins it
+            return _Cand(nxt, "runin", "", num, clean_text(f"{t} {rm.group('title')}"),
+                         chars=_end_of(nxt, rm.group("title")), label_line=l)
         return None
     m = _NUMBERED_RE.match(t)
     if not m:
@@ -267,6 +276,31 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
             and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
         return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip("."))
     return None
+
+
+def _underlined_candidate(l: Line) -> _Cand | None:
+    """An unnumbered title the line opens with, underlined (:mod:`.underline`):
+    ``"Dedication. During the Term, ..."`` (run-in) or ``"Post-Commencement Date
+    Facilities."`` alone on its line. The underline must cover the words before the
+    first ``.`` / ``:`` and nothing after them; the words must read as a title."""
+    u = clean_text(l.underline_prefix).strip().rstrip(".:").strip()
+    if len(u) < 3:
+        return None
+    t = clean_text(l.text).strip()
+    if not t.startswith(u):
+        return None
+    rest = t[len(u):]
+    if not rest.startswith((".", ":")) or "." in u or ":" in u:
+        return None
+    if re.search(r"\d", u) or not (_title_like(u, 8) or _sentence_case_title(u, 6)):
+        return None  # "Exchange Act of 1934": an underlined reference, not a clause title
+    body = rest[1:].strip()
+    if not body:
+        return _Cand(l, "line", "", "", u, series=_UNDERLINED)
+    return _Cand(l, "runin", "", "", u, chars=_end_of(l, u), series=_UNDERLINED)
+
+
+_UNDERLINED = ("underline", "underline", 0, "")
 
 
 def _chain(cands: list[_Cand], strict: bool) -> list[list[_Cand]]:
@@ -331,6 +365,31 @@ def _drop_false_headings(seq: list[Line]) -> None:
     for l in repeated:
         if per_page[l.page] >= 3:
             l.role = ""
+
+
+_LIST_RUN = 6
+
+
+def _drop_lists_of_titles(seq: list[Line]) -> int:
+    """Numbered lines this pass took for headings that stand one after another with no
+    text between them, six or more in a row ("4.3.1. Process Package", "4.3.2. Find
+    Package", ...), are a list of contents or features, not the document's sections:
+    they go back to body text. Returns the number of lines returned to text."""
+    dropped = 0
+    run: list[Line] = []
+    for l in seq + [None]:
+        if l is not None and l.role == "merged":
+            continue
+        if l is not None and l.role == "heading":
+            run.append(l)
+            continue
+        if len(run) >= _LIST_RUN:
+            for h in run:
+                if h.heading_source == "clause":
+                    h.role = ""
+                    dropped += 1
+        run = []
+    return dropped
 
 
 def _spread(kept: list[_Cand], order_of: dict[int, int], min_gap: int, min_pages: int) -> bool:
@@ -426,17 +485,31 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         same_row_next = nxt is not None and nxt.page == l.page and abs(nxt.yc - l.yc) < 0.5 * size and nxt.x0 > l.x1
         below_next = nxt is not None and nxt.page == l.page and nxt.col == l.col and 0 <= nxt.y0 - l.y1 < 1.6 * size
         right = rights.get((l.page, l.col), page_right.get(l.page, l.x1))
+        if not same_row_next and _LABEL_RE.match(t):
+            # a hanging label ("11.") whose text line was given another column
+            row = [q for q in seq if q.page == l.page and q.role == "" and q.x0 > l.x1
+                   and abs(q.yc - l.yc) < 0.5 * size and id(q) not in consumed]
+            if row:
+                nxt, same_row_next = min(row, key=lambda q: q.x0), True
         c = _candidate(l, nxt if (same_row_next or below_next) else None, right)
+        if c is None and l.underline_prefix and not any(
+                q.page == l.page and q.x1 < l.x0 and abs(q.yc - l.yc) < 0.5 * size and _LABEL_RE.match(q.text.strip())
+                for q in seq[max(0, i - 80):i + 80]):
+            c = _underlined_candidate(l)  # (a hanging label beside it numbers it: the label's turn)
         if c is None:
             continue
         if c.title_line is not None:
             consumed.add(id(c.title_line))
+        if c.label_line is not None:
+            consumed.add(id(c.line))
         cands.append(c)
     if not cands:
         return 0
     # numbering context: existing headings and candidates in document order
     existing = [l for l in seq if l.role in ("heading", "heading-runin")]
     for c in cands:
+        if c.series == _UNDERLINED:
+            continue
         if c.keyword == "annex":
             c.series = ("annex", "annex", 1, "")
             continue
@@ -473,6 +546,11 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
     accepted: list[_Cand] = []
     for key, cs in groups.items():
         kw, shape, depth = key[0], key[1], key[2]
+        if key == _UNDERLINED:
+            # unnumbered underlined titles: a series of two or more, spread like sections
+            if len(cs) >= 2 and _spread(cs, order_of, min_gap=2, min_pages=1):
+                accepted.extend(cs)
+            continue
         if kw == "annex":
             # exhibits and schedules, lettered or numbered in any order; three or more on
             # consecutive lines are a list of the exhibits, not their headings
@@ -514,15 +592,19 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         re.match(r"^article\b", l.heading_text, re.I) for l in existing)
     accepted.sort(key=lambda c: order_of[id(c.line)])
     ctx_level = 1
+    seen_heading = False
     by_order = sorted([(order_of[id(c.line)], "c", c) for c in accepted]
                       + [(order_of[id(l)], "e", l) for l in existing], key=lambda x: x[0])
     for _, kind, obj in by_order:
         if kind == "e":
             ctx_level = obj.heading_level or ctx_level
+            seen_heading = True
             continue
         c = obj
         shape, depth = c.series[1], c.series[2]
-        if c.keyword in ("article", "part", "annex"):
+        if shape == "underline":
+            lv = ctx_level + 1 if seen_heading else 1  # below the clause it sits in
+        elif c.keyword in ("article", "part", "annex"):
             lv = 1
         elif shape in ("arabic", "roman", "word"):
             lv = depth + (1 if (has_article or c.series in nested) and depth == 1 else 0)
@@ -533,6 +615,7 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         c.level = min(6, max(1, lv))
         if shape in ("arabic", "roman", "word") or c.keyword:
             ctx_level = c.level
+            seen_heading = True
         l = c.line
         l.role = "heading-runin" if c.kind == "runin" else "heading"
         l.heading_text = c.text
@@ -543,9 +626,13 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             c.title_line.role = "merged"
             l.x1 = max(l.x1, c.title_line.x1)
             l.y1 = max(l.y1, c.title_line.y1)
+        if c.label_line is not None:
+            c.label_line.role = "merged"
+
     if has_article:
         for l in existing:
             if re.match(r"^article\b", l.heading_text, re.I):
                 l.heading_level = 1
     _drop_false_headings(seq)
+    _drop_lists_of_titles(seq)
     return sum(1 for c in accepted if c.line.role in ("heading", "heading-runin"))

@@ -78,6 +78,7 @@ class Line:
     size_hi: float = 0.0  # largest non-math font size on the line (small caps headings)
     bold_prefix: str = ""  # leading bold text when the rest is not bold (run-in heading)
     italic_prefix: str = ""  # leading italic text when the rest is not italic
+    underline_prefix: str = ""  # leading underlined text (drawn under the glyphs; see .underline)
     max_gap: float = 0.0  # largest horizontal gap between merged pieces (points)
     role: str = ""  # "" body | header | pagenum | caption | heading | equation | region | doctitle
     col: int = 0  # 0 left/single, 1 right, -1 full width

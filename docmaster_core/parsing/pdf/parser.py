@@ -35,6 +35,7 @@ from .order import reading_order
 from .outline import apply_outline, outline_dests
 from .regions import page_regions
 from .spans import extract_page_lines, text_flags, apply_ligature_map
+from .underline import mark_underlined_prefixes
 
 
 def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[PageInfo, int]:
@@ -66,6 +67,10 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[PageInfo, int]:
     pi.words = words
     pi.images = imgs
     page_layout(pi, lines)
+    try:
+        mark_underlined_prefixes(page, pi.lines)
+    except Exception as exc:  # drawings of a damaged page: the titles stay unmarked, say so
+        ctx.warnings.append(f"page {pno + 1}: underlines not read ({type(exc).__name__}: {exc})")
     return pi, nr
 
 
