@@ -55,6 +55,29 @@ def test_question_profile_and_table_rows():
     assert rows == ["Base | Accuracy: 71.2 | Speed: fast", "Full | Accuracy: 83.9 | Speed: slow"]
 
 
+def test_a_how_many_question_is_answered_by_a_number_beside_the_counted_noun():
+    """"How many datasets ...?" prefers "18 diverse datasets" to a sentence with another
+    number; "how large is the retrieval database" prefers "a 2 trillion token database";
+    a table row counts when the noun heads the cell ("#Database tokens: 4B")."""
+    import numpy as np
+
+    from docmaster_core.text.answer_units import rank_answer_units
+
+    p = profile_question("How many datasets are included in the benchmark?")
+    assert p.answer_type == "number" and p.counted == ["dataset"]
+    assert profile_question("How large is the retrieval database Retro uses?").counted == ["databas"]
+    assert profile_question("How many GPUs were used?").counted == ["gpus"]
+    assert profile_question("What is the notice period?").counted == []
+    units = ["The benchmark datasets are included for 11 retrieval tasks.",
+             "The benchmark includes 18 diverse datasets."]
+    order = rank_answer_units("How many datasets are included in the benchmark?", units, ["TEXT", "TEXT"],
+                              np.array([0.6, 0.6]))
+    assert order[0] == 1
+    order = rank_answer_units("How many datasets are included in the benchmark?", units[::-1], ["TEXT", "TEXT"],
+                              np.array([0.6, 0.6]))
+    assert order[0] == 0
+
+
 # ------------------------------------------------------------------------------ offline answers
 def test_table_cell_is_cited_with_its_row_page_and_box(paper):
     res = _ask(paper, TABLE_Q)

@@ -536,7 +536,7 @@ class OfflineLLM:
             # passages (qa.ask.about_one_document), whose passages are then searched alone; v33 a question
             # about several documents quotes each one's best sentence first; v34 a form's empty label
             # ("Supplier Name:") is quoted only when nothing else answers
-            "answer_version": 34,
+            "answer_version": 35,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

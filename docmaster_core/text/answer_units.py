@@ -179,6 +179,9 @@ class QuestionProfile:
         class_terms: The terms that name the kind of answer of a ``"place"`` question
             ("jurisdiction" in "which jurisdiction's law"): a unit that names a place
             covers them (the document says "Indiana", not "jurisdiction").
+        counted: Stems of the noun a "how many / how large" question counts or
+            measures ("datasets" in "how many datasets are included", "database" in "how
+            large is the retrieval database"): a number written beside that noun answers it.
     """
 
     text: str
@@ -189,6 +192,7 @@ class QuestionProfile:
     words: dict[str, str] = field(default_factory=dict)
     soft_units: list[str] = field(default_factory=list)
     class_terms: list[str] = field(default_factory=list)
+    counted: list[str] = field(default_factory=list)
 
 
 def profile_question(question: str) -> QuestionProfile:
@@ -234,7 +238,38 @@ def profile_question(question: str) -> QuestionProfile:
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
             words.setdefault(t, tok)
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes)
+    counted: list[str] = []
+    m = _COUNTED_Q.search(q)
+    if m:
+        # a capitalised word is a name ("the retrieval database Retro uses"), not the noun
+        noun = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z\-]*", m.group("noun") or m.group("noun2"))
+                if w.lower() not in _STOP and not (w[:1].isupper() and w[1:].islower())]
+        counted = [_stem(noun[-1])] if noun else []
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted)
+
+
+# "how many [new] datasets are ...", "how large is the retrieval database": the counted or measured noun
+_COUNTED_Q = re.compile(
+    r"\bhow many (?P<noun>(?:[\w\-]+ ){0,2}?[\w\-]+?)(?= (?:are|is|were|was|do|does|did|have|has|had|can|could|will|"
+    r"would|should|must|shall|may|in|of|per|for|on|at|to|with)\b|\?|$)"
+    r"|\bhow (?:large|big) (?:is|was|are|were) (?:the |its |their |a )?(?P<noun2>(?:[\w\-]+ ){0,2}[\w\-]+?)"
+    r"(?= (?:used|uses|use|has|have|contains?|holds?|that|which|in|of|for|on|at|to|with)\b|\?|$)", re.I)
+
+
+def _beside_number(low: str, counted: Sequence[str]) -> bool:
+    """Whether a number stands at most three words before a counted noun ("18 diverse
+    datasets", "a 2 trillion token database") or right after it as a table cell
+    ("#Database tokens: 4B")."""
+    toks = re.findall(r"[a-z0-9][a-z0-9,.%]*|:", low)
+    for i, t in enumerate(toks):
+        if t == ":" or t[0].isdigit() or _stem(t.rstrip(".,")) not in counted:
+            continue
+        if any(x[0].isdigit() for x in toks[max(0, i - 4):i] if x != ":"):
+            return True
+        after = toks[i + 1:i + 4]
+        if ":" in after and any(x[0].isdigit() for x in after[after.index(":") + 1:]):
+            return True
+    return False
 
 
 # a question about several documents: a plural of a document's kind, a comparison ("compare", "which of",
@@ -398,6 +433,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
             return 0.0
         if profile.units or profile.soft_units:
             return 1.0 if any(_has_unit(low, u) for u in profile.units + profile.soft_units) else 0.4
+        if profile.counted:  # "how many datasets": "18 diverse datasets" over a number of something else
+            return 1.0 if _beside_number(low, profile.counted) else 0.6
         return 1.0
     if profile.answer_type == "formula":
         if node_type == "EQUATION" or "=" in unit or re.search(r"[\u2200-\u22ff\u0391-\u03c9]|softmax|exp\(|log\(", low):
