@@ -29,7 +29,7 @@ from ..base import SENTENCE_END_RE, clean_text, normalize_heading
 from .common import Line, PageInfo
 from .layout import FILING_LABEL_RE
 
-__all__ = ["detect_clause_headings", "is_signature_line", "mark_signature_blocks"]
+__all__ = ["detect_clause_headings", "is_signature_line", "mark_signature_blocks", "sentence_case_title", "title_like"]
 
 _ROMAN = r"(?:M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
 _WORD_NUMBERS = ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "TEN", "ELEVEN", "TWELVE",
@@ -125,7 +125,7 @@ def _roman(s: str) -> int | None:
     return total
 
 
-def _title_like(text: str, max_words: int = 12) -> bool:
+def title_like(text: str, max_words: int = 12) -> bool:
     """A heading's title: few words, every significant word capitalised (or all caps),
     no sentence inside, not a defined term or a list item ending in ``,`` / ``;``."""
     t = text.strip().rstrip(".:")
@@ -148,7 +148,7 @@ def _title_like(text: str, max_words: int = 12) -> bool:
 _VERB_RE = re.compile(r"\b(?:is|are|was|were|be|been|shall|will|may|must|can|has|have|had|does|do|agrees?|means)\b", re.I)
 
 
-def _sentence_case_title(text: str, max_words: int = 4) -> bool:
+def sentence_case_title(text: str, max_words: int = 4) -> bool:
     """A short title in sentence case ("Licensing rights"): 2 to ``max_words`` words, a
     capital start, no verb, no digits."""
     t = text.strip()
@@ -222,9 +222,9 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     if m and not FILING_LABEL_RE.match(t):
         rest = m.group("rest").strip()
         head = f"{m.group('kw')} {m.group('num')}"
-        if not rest and nxt is not None and nxt.role == "" and _title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()):
+        if not rest and nxt is not None and nxt.role == "" and title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()):
             return _Cand(l, "keyword", "annex", m.group("num"), clean_text(f"{head} {nxt.text.strip()}"), title_line=nxt)
-        if not rest or (_title_like(rest, 12) and (ends_early or nxt is None)):
+        if not rest or (title_like(rest, 12) and (ends_early or nxt is None)):
             return _Cand(l, "keyword", "annex", m.group("num"), clean_text(f"{head} {rest}").strip().rstrip("."))
         return None
     m = _KEYWORD_RE.match(t)
@@ -234,24 +234,24 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         rest = m.group("rest").strip()
         head = f"{m.group('kw')} {num}"
         if not rest:
-            if nxt is not None and nxt.role == "" and _title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()) \
+            if nxt is not None and nxt.role == "" and title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()) \
                     and not _KEYWORD_RE.match(nxt.text.strip()):
                 return _Cand(l, "keyword", kw, num, clean_text(f"{head} {nxt.text.strip()}"), title_line=nxt)
             return _Cand(l, "keyword", kw, num, head)
-        if _title_like(rest, 14) or (ends_early and _sentence_case_title(rest.rstrip("."), 8)):
+        if title_like(rest, 14) or (ends_early and sentence_case_title(rest.rstrip("."), 8)):
             return _Cand(l, "keyword", kw, num, clean_text(f"{head} {rest}").rstrip("."))
         rm = re.match(_RUNIN, rest)
-        if rm and _title_like(rm.group("title"), 9) and not rm.group("title").startswith("("):
+        if rm and title_like(rm.group("title"), 9) and not rm.group("title").startswith("("):
             return _Cand(l, "runin", kw, num, clean_text(f"{head} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
         return None
     m = _LABEL_RE.match(t)
     if m and nxt is not None and nxt.role == "":
         num = m.group("num") or (f"({m.group('paren')})" if m.group("paren") else f"{m.group('lower')}.")
         nt = nxt.text.strip()
-        if _title_like(nt) and not _NUMBERED_RE.match(nt):
+        if title_like(nt) and not _NUMBERED_RE.match(nt):
             return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip("."), title_line=nxt)
         rm = re.match(_RUNIN, nt)
-        if rm and abs(nxt.yc - l.yc) < 0.5 * (l.size or 10.0) and _title_like(rm.group("title"), 8) \
+        if rm and abs(nxt.yc - l.yc) < 0.5 * (l.size or 10.0) and title_like(rm.group("title"), 8) \
                 and not rm.group("title").startswith("(") and not rm.group("body").startswith("(") \
                 and not re.search(r"\b(?:Inc|Ltd|Co|Corp|LLC|L\.P|N\.A)$", rm.group("title")):
             # "11." with "Independent Contractor. Nothing in ..." beside it: the run-in heading is
@@ -269,10 +269,10 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     # a title in sentence case ("Royalties payable by TL") after a number with its dot: "10.1", "5."
     sentence_ok = "." in num
     rm = re.match(_RUNIN, rest)
-    if rm and (_title_like(rm.group("title"), 8) or (sentence_ok and _sentence_case_title(rm.group("title")))) \
+    if rm and (title_like(rm.group("title"), 8) or (sentence_ok and sentence_case_title(rm.group("title")))) \
             and not rm.group("title").startswith("("):
         return _Cand(l, "runin", "", num, clean_text(f"{num} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
-    if (_title_like(rest, 12) or (sentence_ok and rest.endswith(".") and _sentence_case_title(rest.rstrip(".")))) \
+    if (title_like(rest, 12) or (sentence_ok and rest.endswith(".") and sentence_case_title(rest.rstrip(".")))) \
             and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
         return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip("."))
     return None
@@ -292,7 +292,7 @@ def _underlined_candidate(l: Line) -> _Cand | None:
     rest = t[len(u):]
     if not rest.startswith((".", ":")) or "." in u or ":" in u:
         return None
-    if re.search(r"\d", u) or not (_title_like(u, 8) or _sentence_case_title(u, 6)):
+    if re.search(r"\d", u) or not (title_like(u, 8) or sentence_case_title(u, 6)):
         return None  # "Exchange Act of 1934": an underlined reference, not a clause title
     body = rest[1:].strip()
     if not body:

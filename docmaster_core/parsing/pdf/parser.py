@@ -51,7 +51,6 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[PageInfo, int]:
         words = None
         if ctx.settings.tables and any(TABLE_HINT_RE.match(l.text) for l in lines):
             words = page.get_text("words", textpage=tp)
-        del tp
         imgs = []
         for info in (page.get_image_info() if page.get_images(full=False) else ()):
             b = info.get("bbox")
@@ -68,9 +67,10 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[PageInfo, int]:
     pi.images = imgs
     page_layout(pi, lines)
     try:
-        mark_underlined_prefixes(page, pi.lines)
+        mark_underlined_prefixes(page, pi.lines, tp)
     except Exception as exc:  # drawings of a damaged page: the titles stay unmarked, say so
         ctx.warnings.append(f"page {pno + 1}: underlines not read ({type(exc).__name__}: {exc})")
+    del tp
     return pi, nr
 
 
