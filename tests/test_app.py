@@ -296,6 +296,21 @@ def test_chat_question_gives_cited_answer(app_uploaded):
     assert len(at.chat_message) == 2
 
 
+def test_an_opened_source_shows_its_passage_once_with_the_quote_in_bold():
+    """Chat's "Open a source" printed the quote and then the passage holding it (a
+    newcomer read the clause twice): now the passage once, the quoted words in bold;
+    document text stays escaped (no markup of its own)."""
+    from ui.citations import passage_with_quote
+
+    text = "The term is one year.\nIt renews *automatically* unless either party objects."
+    md = passage_with_quote(text, "It renews *automatically* unless either party objects.")
+    assert md.count("renews") == 1
+    assert md.endswith("**It renews \\*automatically\\* unless either party objects\\.**")
+    assert md.startswith("The term is one year\\.")
+    assert passage_with_quote(text, "not in it").startswith(r"Quote\: not in it")
+    assert passage_with_quote("", "") == "(passage text unavailable)"
+
+
 def test_chat_document_chooser_filters_by_file_name_and_offers_no_select_all(app_uploaded):
     """Issue 35 item 4: in "documents I choose", typing part of a file name lists the files
     that contain it ("contains" filtering) and there is no "select all matches" action,
@@ -611,7 +626,10 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
     unsure = {"backend": "offline", "strategy": "combined", "cuts": {"combined": {"kept": 1, "sure_yes": 6.0021}},
               "documents": [{"decisions": {"combined": {"decision": True, "uncertain": True}}}, dec(False)]}
     assert "0 sure and 1 uncertain kept" in count_line(unsure, unsure, 1, 1)
-    assert "a kept document is sure from a score of 6.0021" in count_line(unsure, unsure, 1, 1)
+    assert "a document is sure from a score of 6.0021" in count_line(unsure, unsure, 1, 1)
+    # with the cut's score beside it: kept from one score, sure from another (the evidence text says the first)
+    unsure["cuts"]["combined"]["threshold"] = 0.72
+    assert "(a document is kept from a score of 0.7, sure from a score of 6.0021)" in count_line(unsure, unsure, 1, 1)
 
 
 def test_a_topic_of_mostly_reference_list_passages_says_so():

@@ -74,6 +74,20 @@ def _citation_line(c: dict[str, Any]) -> str:
             f"{section_line(c.get('section_path') or [])}")
 
 
+def passage_with_quote(text: str, quote: str) -> str:
+    """Markdown of a cited passage shown once, its quoted words in bold where they occur
+    in it (both escaped: document text is never markup); a quote not found in the
+    passage is shown above it. ``"(passage text unavailable)"`` without a text."""
+    q = " ".join(quote.split())
+    flat = " ".join(text.split())
+    if not flat:
+        return md_escape("Quote: " + q) if q else "(passage text unavailable)"
+    i = flat.find(q) if q else -1
+    if i < 0:
+        return (md_escape("Quote: " + q) + "\n\n" if q else "") + md_escape(text)
+    return md_escape(flat[:i]) + "**" + md_escape(q) + "**" + md_escape(flat[i + len(q):])
+
+
 def _closest_line(c: dict[str, Any]) -> str:
     quote = " ".join(str(c.get("quote") or "").split())
     return _citation_line(c) + (f" · \u201c{quote[:240]}\u201d" if quote else "")
@@ -130,9 +144,7 @@ def render_answer(msg: dict[str, Any], turn: int, on_search_all: Callable[[str],
         c = next(x for x in shown if x["evidence_id"] == pick)
         with st.container(border=True):
             st.markdown("**" + md_escape(_citation_line(c)) + "**")
-            if c.get("quote"):
-                st.caption(md_escape("Quote: " + c["quote"]))
-            st.markdown(md_escape(c.get("text") or "(passage text unavailable)"))
+            st.markdown(passage_with_quote(c.get("text") or "", c.get("quote") or ""))
             if c.get("page"):
                 boxes = [c["bbox"]] if c.get("bbox") else []
                 render_page_image(c.get("source_path"), int(c["page"]), boxes, [c["evidence_id"]],

@@ -54,7 +54,10 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
                      f"{len(dropped) - unc_d} sure dropped")
         band = (shown.get("cuts") or {}).get(s) or {}
         if unc_k and band.get("sure_yes") is not None:  # "when is a kept document sure at all?" (a newcomer)
-            parts[-1] += f" (a kept document is sure from a score of {float(band['sure_yes']):g})"
+            thr = band.get("threshold")
+            kept_from = (f"kept from a score of {float(thr):.1f}, " if thr is not None
+                         and float(thr) < float(band["sure_yes"]) else "")
+            parts[-1] += f" (a document is {kept_from}sure from a score of {float(band['sure_yes']):g})"
     else:
         parts.append(f"{len(dropped)} dropped")
     if users and not offline:
