@@ -407,3 +407,13 @@ def test_real_contracts_with_underlined_titles_and_hanging_clause_numbers():
     titles = _titles(PyMuPDFParser().parse(_cuad("cuad-016")))
     assert (1, "11. Independent Contractor") in titles and (1, "12. Publicity") in titles, titles
     assert not any(t in ("Independent Contractor", "Publicity") for _, t in titles), titles
+
+
+def test_a_clause_whose_number_is_in_the_body_weight_fills_the_gap_between_styled_headings():
+    """cuad-015 sets most clause headings in bold ("4. COMPENSATION."), but "2. ",
+    "3. " and "5. " in the body weight before a bold run-in title: the style test skips them
+    and the plain-number series is refused in a document with styled numbered headings (a
+    paper's lists). A number the styled series skips, between its neighbours, is a heading."""
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-015")))
+    for t in ("2. ENDORSEMENT AND GRANT OF RIGHTS", "3. EXCLUSIVITY", "5. PAYMENTS", "4. COMPENSATION."):
+        assert (1, t) in titles, (t, titles)

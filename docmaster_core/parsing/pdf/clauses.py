@@ -392,6 +392,35 @@ def _drop_lists_of_titles(seq: list[Line]) -> int:
     return dropped
 
 
+def _fills_styled_gap(cands: list[_Cand], existing: list[Line], order_of: dict[int, int]) -> list[_Cand]:
+    """The candidates of a plain top-level series (``"2."``, ``"3."``) whose numbers the
+    style-detected numbered headings skip, each standing after heading ``n - 1`` and before
+    the next styled heading (``n + 1`` or later): headings the style test missed because
+    their number is set in the body weight, not a list inside a section."""
+    styled: list[tuple[int, int]] = []  # (order, number) of styled top-level numbered headings
+    for l in existing:
+        m = re.match(r"^(\d{1,3})\.?(?:\s|$)", l.heading_text or "")
+        if l.heading_source == "numbering" and m:
+            styled.append((order_of[id(l)], int(m.group(1))))
+    styled.sort()
+    out: list[_Cand] = []
+    grew = True
+    while grew:  # "2." fills the gap after "1.", then "3." the one after it
+        grew = False
+        numbers = {v for _, v in styled}
+        for c in cands:
+            if c in out or c.value in numbers or c.kind not in ("runin", "line"):
+                continue
+            o = order_of[id(c.line)]
+            before = [v for k, v in styled if k < o]
+            after = [v for k, v in styled if k > o]
+            if before and after and before[-1] == c.value - 1 and after[0] > c.value:
+                out.append(c)
+                styled = sorted(styled + [(o, c.value)])
+                grew = True
+    return out
+
+
 def _spread(kept: list[_Cand], order_of: dict[int, int], min_gap: int, min_pages: int) -> bool:
     """Whether the headings of a run are spread like sections: the (lower) median number of
     lines between consecutive members is at least ``min_gap`` and they cover at least
@@ -569,7 +598,11 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                 need = 1  # "ARTICLE", "Section", "§" standing alone: strong enough
             elif shape in ("arabic", "roman", "word") and depth == 1:
                 if styled_numbered >= 5:
-                    continue  # the sections are styled (a paper): a plain numbered series is a list
+                    # the sections are styled (a paper): a plain numbered series is a list, except
+                    # a number the styled headings skip, standing between its two neighbours
+                    # (cuad-015: "2. ENDORSEMENT ..." with its number in the body weight)
+                    accepted.extend(_fills_styled_gap(kept, existing, order_of))
+                    continue
                 need = 3
                 runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
                 if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=2):
