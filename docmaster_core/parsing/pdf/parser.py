@@ -5,7 +5,8 @@ Stages (one module each, testable alone on a page a test builds):
 1. :mod:`.opening` — open and check the file (:func:`open_pdf`).
 2. :mod:`.spans` — lines and spans of each page (``get_text("dict")``).
 3. :mod:`.layout` — text columns, visual lines, running headers/footers, body style,
-   document title.
+   document title; :mod:`.underline` — the words an underline drawn under a line's
+   opening covers (on pages where a paragraph may open with a title).
 4. :mod:`.marks` — captions, display equations, strongly styled numbered headings.
 5. :mod:`.figures` / :mod:`.tables` (driven by :mod:`.regions`) — figure and table
    regions.
@@ -13,7 +14,8 @@ Stages (one module each, testable alone on a page a test builds):
    formulas or tables the stages above missed go to the layout model, whose formula /
    table regions replace the fast reading there.
 6. :mod:`.headings` / :mod:`.outline` — headings from fonts and numbering, or from
-   the PDF outline.
+   the PDF outline; :mod:`.clauses` — headings from numbering, keywords and underlines
+   in documents set in one font (contracts).
 7. :mod:`.order` — reading order and paragraphs -> elements.
 """
 from __future__ import annotations
