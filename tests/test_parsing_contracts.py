@@ -332,7 +332,8 @@ def test_underlined_unnumbered_titles_are_headings_and_a_list_of_numbered_items_
     """A transport agreement in the style of cuad-112: under a bold article heading, clauses
     open with an underlined title in the body font ("Dedication. During the Term, ..."),
     one stands alone on its line. Underlined words inside a sentence are not titles, and an
-    underlined reference with digits ("Exchange Act of 1934.") is not one either. An exhibit
+    underlined reference with digits ("Exchange Act of 1934.") or a company's name ("Hospira,
+    Inc.", a 10-K's list of subsidiaries) is not one either. An exhibit
     that lists numbered feature names one per line (cuad-138's specification) is a list: none
     of its items becomes a heading."""
     doc = pymupdf.open()
@@ -368,6 +369,7 @@ def test_underlined_unnumbered_titles_are_headings_and_a_list_of_numbered_items_
     para("Commencement Date Facilities", BODY + " " + BODY)
     para(None, "The parties note that Transporter shall keep the " + BODY, underline_words="Transporter shall")
     para("Exchange Act of 1934", BODY)
+    para("Hospira, Inc", "is a subsidiary listed in the exhibit, as " + BODY)  # a company's name, not a title
     para("Nominations", BODY + " " + BODY)
     page.insert_text((72, y), "Imbalances.", fontname="helv", fontsize=10)
     page.draw_line((72, y + 1.5), (72 + pymupdf.get_text_length("Imbalances", fontname="helv", fontsize=10), y + 1.5),
@@ -394,7 +396,7 @@ def test_underlined_unnumbered_titles_are_headings_and_a_list_of_numbered_items_
     texts = [t for _, t in titles]
     assert (2, "Dedication") in titles and (2, "Commencement Date Facilities") in titles, titles
     assert (2, "Nominations") in titles and (2, "Imbalances") in titles, titles
-    assert not any("Transporter" in t or "Exchange Act" in t for t in texts), titles
+    assert not any("Transporter" in t or "Exchange Act" in t or "Hospira" in t for t in texts), titles
     assert not any(t.startswith("4.") or "Package" in t for t in texts), titles
 
 

@@ -253,7 +253,7 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         rm = re.match(_RUNIN, nt)
         if rm and abs(nxt.yc - l.yc) < 0.5 * (l.size or 10.0) and title_like(rm.group("title"), 8) \
                 and not rm.group("title").startswith("(") and not rm.group("body").startswith("(") \
-                and not re.search(r"\b(?:Inc|Ltd|Co|Corp|LLC|L\.P|N\.A)$", rm.group("title")):
+                and not _ABBREVIATION_END.search(rm.group("title")):
             # "11." with "Independent Contractor. Nothing in ..." beside it: the run-in heading is
             # the neighbour's; the label joins it
             return _Cand(nxt, "runin", "", num, clean_text(f"{t} {rm.group('title')}"),
@@ -278,6 +278,10 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     return None
 
 
+# a "." after these ends an abbreviation, not a title: "Hospira, Inc.", "Amendment No. 1"
+_ABBREVIATION_END = re.compile(r"\b(?:Inc|Ltd|Ltda|Lda|Co|Corp|LLC|plc|PLC|L\.P|N\.A|S\.A|GmbH|AG|BV|NV|No|Nos)$")
+
+
 def _underlined_candidate(l: Line) -> _Cand | None:
     """An unnumbered title the line opens with, underlined (:mod:`.underline`):
     ``"Dedication. During the Term, ..."`` (run-in) or ``"Post-Commencement Date
@@ -292,10 +296,12 @@ def _underlined_candidate(l: Line) -> _Cand | None:
     rest = t[len(u):]
     if not rest.startswith((".", ":")) or "." in u or ":" in u:
         return None
-    if re.search(r"\d", u) or not (title_like(u, 8) or sentence_case_title(u, 6)):
-        return None  # "Exchange Act of 1934": an underlined reference, not a clause title
+    if re.search(r"\d", u) or _ABBREVIATION_END.search(u) or not (title_like(u, 8) or sentence_case_title(u, 6)):
+        return None  # "Exchange Act of 1934", "Hospira, Inc.": a reference or a name, not a clause title
     body = rest[1:].strip()
     if not body:
+        if rest.startswith(":") and not title_like(u, 8):
+            return None  # "Costs and expenses follow:" above a table: a lead-in, not a title
         return _Cand(l, "line", "", "", u, series=_UNDERLINED)
     return _Cand(l, "runin", "", "", u, chars=_end_of(l, u), series=_UNDERLINED)
 
