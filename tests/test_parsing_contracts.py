@@ -3,6 +3,7 @@ out of the content, the title line as the document title. On a contract the test
 writes, and on real filings from ../shared when present."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pymupdf
@@ -345,15 +346,7 @@ def test_underlined_unnumbered_titles_are_headings_and_a_list_of_numbered_items_
     def para(title: str | None, text: str, underline_words: str = "") -> None:
         nonlocal y
         first = f"{title}. {text}" if title else text
-        line, lines = "", []
-        for w in first.split(" "):
-            if len(line) + len(w) + 1 > 90:
-                lines.append(line)
-                line = w
-            else:
-                line = (line + " " + w).strip()
-        lines.append(line)
-        for k, ln in enumerate(lines):
+        for k, ln in enumerate(textwrap.wrap(first, 90)):
             page.insert_text((72, y), ln, fontname="helv", fontsize=10)
             if k == 0 and title:
                 w = pymupdf.get_text_length(title, fontname="helv", fontsize=10)
