@@ -489,6 +489,9 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
     cands: list[_Cand] = []
     in_signature = False
     consumed: set[int] = set()
+    on_page: dict[int, list[Line]] = {}
+    for l in seq:
+        on_page.setdefault(l.page, []).append(l)
     for i, l in enumerate(seq):
         if id(l) in consumed:
             continue
@@ -522,7 +525,7 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         right = rights.get((l.page, l.col), page_right.get(l.page, l.x1))
         if not same_row_next and _LABEL_RE.match(t):
             # a hanging label ("11.") whose text line was given another column
-            row = [q for q in seq if q.page == l.page and q.role == "" and q.x0 > l.x1
+            row = [q for q in on_page.get(l.page, ()) if q.role == "" and q.x0 > l.x1
                    and abs(q.yc - l.yc) < 0.5 * size and id(q) not in consumed]
             if row:
                 nxt, same_row_next = min(row, key=lambda q: q.x0), True
@@ -667,7 +670,6 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             l.y1 = max(l.y1, c.title_line.y1)
         if c.label_line is not None:
             c.label_line.role = "merged"
-
     if has_article:
         for l in existing:
             if re.match(r"^article\b", l.heading_text, re.I):
