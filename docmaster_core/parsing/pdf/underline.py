@@ -5,9 +5,9 @@ unnumbered and underlined: ``"Dedication.  During the Term, ..."`` with only
 *Dedication* underlined. In PDF an underline is not a font property (MuPDF reports it
 only when text styles are collected, which makes ``get_text("dict")`` several times
 slower): it is a thin stroke or filled rectangle drawn under the glyphs. This stage reads
-the page's vector paths (``Page.get_cdrawings``) only on pages where a line could open
-with such a title (a short capitalised prefix ending in ``.`` or ``:``, not in bold), and
-sets :attr:`~.common.Line.underline_prefix` to the text the underline covers when it
+the page's vector paths (``Page.get_cdrawings``) only on pages where a paragraph could
+open with such a title (:func:`may_open_with_title`: unstyled, digit-free words that read
+as a title before the first ``.`` or ``:``), and sets :attr:`~.common.Line.underline_prefix` to the text the underline covers when it
 starts at the line's left edge. :mod:`.clauses` decides whether that text is a heading.
 """
 from __future__ import annotations
