@@ -412,3 +412,13 @@ def test_a_clause_whose_number_is_in_the_body_weight_fills_the_gap_between_style
     titles = _titles(PyMuPDFParser().parse(_cuad("cuad-015")))
     for t in ("2. ENDORSEMENT AND GRANT OF RIGHTS", "3. EXCLUSIVITY", "5. PAYMENTS", "4. COMPENSATION."):
         assert (1, t) in titles, (t, titles)
+
+
+def test_a_title_ending_on_a_connective_goes_on_below_and_a_party_name_is_not_the_title():
+    """cuad-128's double-spaced title "ADDENDUM TO" / "ZEBRA® PARTNERCONNECT DISTRIBUTOR
+    AGREEMENT" is one title; cuad-010 sets its party's name a little larger than the centred
+    "Amendment n° 01" / "to the Global Maintenance Agreement": the line naming a kind of
+    document is the title; cuad-039's parenthetical "(WQHT HD2)" is not one."""
+    assert PyMuPDFParser().parse(_cuad("cuad-128")).title == "ADDENDUM TO ZEBRA® PARTNERCONNECT DISTRIBUTOR AGREEMENT"
+    assert PyMuPDFParser().parse(_cuad("cuad-010")).title == "Amendment n° 01 to the Global Maintenance Agreement"
+    assert PyMuPDFParser().parse(_cuad("cuad-039")).title != "(WQHT HD2)"

@@ -321,15 +321,19 @@ _KIND_RE = re.compile(r"\b(agreement|contract|amendment|addendum|licen[cs]e|leas
                       r"understanding|arrangement|order|statement|proposal|report|manual|guide)\b", re.IGNORECASE)
 
 
-def _title_line(p: PageInfo) -> str:
+# a title line cannot end on a connective: "ADDENDUM TO", "AGREEMENT OF" go on below
+_OPEN_END_RE = re.compile(r"\b(?:to|of|and|for|the|between|on|by|with|in|under|&)\s*$", re.IGNORECASE)
+
+
+def _title_line(p: PageInfo, kind_only: bool = False) -> str:
     """The title line of a document set in one size (a contract, a filing): above the
     first paragraph of prose on page 1, the first line in capitals (2-16 words) or a
     centred line in title case (<= 10 words) naming a kind of document ("Distribution
     Agreement"; not an author line) that is not a filing label ("EXHIBIT
     10.32", "Execution Copy"), a legend ("CONFIDENTIAL TREATMENT ... OMITTED"), a date
     or a page number; of several, the first that names a kind of document
-    ("... AGREEMENT") rather than a party. Marked ``doctitle``; ``""`` when there is
-    none."""
+    ("... AGREEMENT") rather than a party (with ``kind_only``, only such a line). Marked
+    ``doctitle``; ``""`` when there is none."""
     lines = sorted((l for l in p.lines if not l.role), key=lambda l: (l.y0, l.x0))
     if not lines:
         return ""
@@ -351,24 +355,34 @@ def _title_line(p: PageInfo) -> str:
             continue
         if re.search(r"\b(19|20)\d\d\b", t) and len(words) <= 4:
             continue  # a date line
+        if re.fullmatch(r"\(.*\)", t):
+            continue  # "(WQHT HD2)": a parenthetical under the title, not the title
         letters = [ch for ch in t if ch.isalpha()]
         caps = sum(ch.isupper() for ch in letters) >= 0.9 * len(letters)
         centred = abs((l.x0 + l.x1) / 2 - (left + right) / 2) < 0.1 * max(1.0, right - left) and l.x0 > left + 20
         titled = all(w[:1].isupper() or w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "by")
+                     or len(w) <= 2  # "Amendment n° 01"
                      for w in re.findall(r"[A-Za-z][\w'’\-]*", t))
         if (caps and 2 <= len(words) <= 16) or (centred and titled and 2 <= len(words) <= 10 and _KIND_RE.search(t)):
             run = [l]
             for q in lines[i + 1:i + 3]:  # a title wrapped over two lines
                 qt = q.text.strip()
-                if caps and qt.isupper() and 0 <= q.y0 - run[-1].y1 < 1.2 * max(l.size, 1.0) and len(qt.split()) <= 10 \
+                # a line ending on a connective ("ADDENDUM TO") goes on below, even double-spaced
+                gap = (2.5 if _OPEN_END_RE.search(run[-1].text) else 1.2) * max(l.size, 1.0)
+                if caps and qt.isupper() and 0 <= q.y0 - run[-1].y1 < gap and len(qt.split()) <= 10 \
                         and not _LEGEND_RE.search(qt):
                     run.append(q)
+                elif not caps and re.match(r"(?:to|of|and|for|between)\s", qt) and len(qt.split()) <= 10 \
+                        and 0 <= q.y0 - run[-1].y1 < 2.5 * max(l.size, 1.0) \
+                        and abs((q.x0 + q.x1) / 2 - (l.x0 + l.x1) / 2) < 0.1 * max(1.0, right - left):
+                    run.append(q)  # "Amendment n° 01" / "to the Global Maintenance Agreement", centred
                 else:
                     break
             found.append(run)
-    if not found:
+    run = next((r for r in found if _KIND_RE.search(" ".join(q.text for q in r))), None if kind_only else
+               (found[0] if found else None))
+    if run is None:
         return ""
-    run = next((r for r in found if _KIND_RE.search(" ".join(q.text for q in r))), found[0])
     for q in run:
         q.role = "doctitle"
     return clean_text(" ".join(q.text for q in run))
@@ -393,12 +407,23 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
                         run.append(l)
                     else:
                         break
+                below = sorted((l for l in p.lines if not l.role and l.y0 >= run[-1].y1 - 0.5 and l.nchars >= 3),
+                               key=lambda l: (l.y0, l.x0))
+                if below and _OPEN_END_RE.search(run[-1].text) and below[0].size >= body - 0.5 \
+                        and below[0].y0 - run[-1].y1 < 1.6 * mx:
+                    run.append(below[0])  # "ADDENDUM TO" / "ZEBRA PARTNERCONNECT DISTRIBUTOR AGREEMENT"
                 txt = clean_text(" ".join(l.text for l in run))
                 hn = heading_numbering(txt)
-                if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300 and not FILING_LABEL_RE.match(txt):
-                    title = txt
-                    for l in run:
-                        l.role = "doctitle"
+                if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300 and not FILING_LABEL_RE.match(txt) \
+                        and not re.fullmatch(r"\(.*\)", txt):  # "(WQHT HD2)": a parenthetical, not the title
+                    if mx < 1.5 * body and not _KIND_RE.search(txt):
+                        # a party's name set a little larger ("AZUL LINHAS AEREAS ...") above or below
+                        # the line that names the kind of document ("Amendment n° 01 to the ... Agreement")
+                        title = _title_line(p, kind_only=True)
+                    if not title:
+                        title = txt
+                        for l in run:
+                            l.role = "doctitle"
     if not title and pages:
         title = _title_line(pages[0])
     if not title:
