@@ -142,6 +142,16 @@ class DocMaster(IngestStage, IndexStage):
         """``(run_id, params)`` of the latest saved run of ``kind``, or None."""
         return self.ws.last_run_params(kind)
 
+    def recent_runs(self, kind: str = "filter", limit: int = 2) -> list[dict[str, Any]]:
+        """The newest ``limit`` saved runs of ``kind``, newest first: ``[{run_id, kind,
+        created_at, params, result}]`` (``created_at`` a Unix time in seconds; ``result``
+        as the run was saved, e.g. ``FilterRun.to_dict()``).
+
+        Raises:
+            ValueError: ``limit`` < 1.
+        """
+        return self.ws.recent_runs(kind, limit)
+
     def preference(self, name: str, default: Any = None) -> Any:
         """A preference saved in the workspace with :meth:`save_preference` (e.g. the
         app's filter configurations, so they survive a page reload), else ``default``."""

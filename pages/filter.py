@@ -23,14 +23,17 @@ from ui.filtering import (
     evidence_node_ids,
     export_csv,
     export_json,
+    floor_ranks_words,
     is_offline_run,
     is_kept_cell,
     mark_removed,
     ranked_column_config,
     ranked_rows,
     render_filter_form,
+    restored_words,
     run_cut,
     run_filter,
+    saved_page_runs,
     warm_filter,
     candidates_line,
 )
@@ -55,8 +58,9 @@ dm = open_docmaster_or_stop()
 docs = documents_or_stop(dm)
 by_id = {d.doc_id: d for d in docs}
 
-# a new browser session (e.g. after a reload) starts from the condition of the last saved run
-restored = None
+# a new browser session (e.g. after a reload) starts from the last saved run: its condition, and its
+# results when the Filter page made it
+restored, restored_runs, restored_at = None, {}, None
 if not state.get(state.FILTER_CONDITION) and W_COND not in st.session_state \
         and st.session_state.get(W_RESTORED) != str(dm.path):
     st.session_state[W_RESTORED] = str(dm.path)
@@ -64,6 +68,11 @@ if not state.get(state.FILTER_CONDITION) and W_COND not in st.session_state \
     if last and last[1].get("condition"):
         restored = last[0]
         state.put(state.FILTER_CONDITION, str(last[1]["condition"]))
+        if not state.get(state.FILTER_RUNS):
+            restored_runs, restored_at = saved_page_runs(dm)
+            if restored_runs:
+                state.put(state.FILTER_RUNS, restored_runs)
+                state.put(state.HIGHLIGHT, evidence_node_ids(restored_runs))
 state.seed_widget(W_COND, state.get(state.FILTER_CONDITION, ""))
 condition = st.text_area(
     "Condition",
@@ -74,7 +83,9 @@ condition = st.text_area(
     help="Each document is kept when it satisfies this condition.",
 )
 state.put(state.FILTER_CONDITION, condition)
-if restored is not None:
+if restored_runs:
+    st.caption(md_escape(restored_words(restored_runs, restored_at, set(by_id))))
+elif restored is not None:
     st.caption(f"Condition of the last saved run (#{restored}) restored; press \"Run filter with A and B\" to see its decisions "
                "(unchanged evidence is decided again from the cache).")
 
@@ -219,9 +230,10 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.session_state["dm_filter_picked"] = marker  # a click picks the document for the evidence view once
             st.session_state[W_DOC] = rows[picked[0]]["doc_id"]
             st.session_state[W_WHICH] = name
+        floor = floor_ranks_words(rows)
         st.caption("Kept documents first, each group by evidence score; documents whose passages are too weakly "
-                   "similar to the condition (\"below the similarity floor\") rank after all others whatever their "
-                   "score. Tick a row's box to see its evidence below; green rows are kept (inside the cut, or "
+                   "similar to the condition (\"below the similarity floor\"" + (f": here {floor}" if floor else "")
+                   + ") rank after all others whatever their score. Tick a row's box to see its evidence below; green rows are kept (inside the cut, or "
                    "matches by your answers). Certainty: " + CERTAINTY_WORDS)
 
 # ---------------------------------------------------------------- differences

@@ -81,6 +81,9 @@ st.text_input(
     help=f"A folder under {root} (set DOCMASTER_WORKSPACE_ROOT to allow another root). "
     "It is created when missing; reopening it shows its collection without re-parsing.",
 )
+st.caption(md_escape(f"Every page works on this workspace (the sidebar names it). To switch, type another folder under "
+                     f"{root} and press Enter: an existing workspace opens with its documents; a new folder becomes an "
+                     "empty workspace."))
 if state.get(state.WORKSPACE_ERROR):
     st.error(md_escape(state.get(state.WORKSPACE_ERROR)), icon=":material/block:")
 

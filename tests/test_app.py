@@ -262,11 +262,20 @@ def test_filter_condition_restored_in_a_new_session(app_uploaded, app_env):
     workspace's last saved filter run instead of an empty box."""
     from docmaster_core.store.workspace import Workspace
 
-    last = Workspace(app_env["ws"], create=False).last_run_params("filter")
+    ws = Workspace(app_env["ws"], create=False)
+    last = ws.last_run_params("filter")
     assert last is not None, "the filter test above saves its runs"
+    saved = {r["params"]["app_configuration"]: r for r in ws.runs("filter")[:2]}
+    assert set(saved) == {"A", "B"} and saved["A"]["run_id"] == last[0]
     at = open_app("pages/filter.py")
     assert at.text_area(key="w_filter_condition").value == last[1]["condition"]
     assert any(f"#{last[0]}" in t and "restored" in t for t in page_texts(at))
+    # ... and the results of that press of "Run filter": both tables, their evidence whole
+    shown = at.session_state["dm_filter_runs"]
+    assert {n: r["run_id"] for n, r in shown.items()} == {n: r["run_id"] for n, r in saved.items()}
+    texts = [e["text"] for d in shown["A"]["documents"] for es in d["evidence"].values() for e in es]
+    assert texts and not any(t.endswith(" ...") for t in texts) and "evidence_text_chars" not in shown["A"]
+    assert sum("kept" in m.value and "of 2 documents" in m.value for m in at.markdown) == 2
     # once edited, the user's text is kept (no second restore in the same session)
     at.text_area(key="w_filter_condition").set_value("Does the paper describe a storage system?")
     run_app(at)

@@ -119,6 +119,30 @@ def test_filter_run_is_saved_and_runs_compare(toy, embedder):
     assert cmp["params_changed"]["strategy"] == ["combined", "semantic"]
     assert 0.0 <= cmp["agreement"] <= 1.0
     assert {x["doc_id"] for x in cmp["both"] + cmp["only_a"]} == set(a.matches())
+    # the saved run keeps its evidence texts whole (a reopened Filter page shows them) ...
+    assert [e.text for d in a.documents for es in d.evidence.values() for e in es] == \
+        [e["text"] for d in saved["result"]["documents"] for es in d["evidence"].values() for e in es]
+    assert ws.recent_runs("filter", 2)[0]["run_id"] == b.run_id and \
+        [x["run_id"] for x in ws.recent_runs("filter", 2)] == sorted(runs, reverse=True)[:2]
+    with pytest.raises(ValueError, match="limit"):
+        ws.recent_runs("filter", 0)
+
+
+def test_a_very_large_saved_run_keeps_its_evidence_short(toy, embedder, monkeypatch):
+    """Past a character budget (a run at scale), each saved evidence text keeps its first
+    400 characters and the saved run says so; the returned run is whole either way."""
+    import docmaster_core.filtering.run as run_mod
+
+    ws, r = toy
+    monkeypatch.setattr(run_mod, "_EVIDENCE_CHARS_SAVED_WHOLE", 100)
+    a = run_filter(ws, embedder, None, RetrievalSettings(), IMAGENET, retriever=r, top_k=8)
+    saved = ws.recent_runs("filter", 1)[0]["result"]
+    assert saved["run_id"] is None or saved["run_id"] == a.run_id
+    assert saved["evidence_text_chars"] == 400
+    texts = [e["text"] for d in saved["documents"] for es in d["evidence"].values() for e in es]
+    whole = [e.text for d in a.documents for es in d.evidence.values() for e in es]
+    assert all(len(t) <= 404 for t in texts)
+    assert any(t.endswith(" ...") for t in texts) == any(len(t) > 400 for t in whole)
 
 
 def test_filter_rejects_bad_input(toy, embedder):

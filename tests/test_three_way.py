@@ -95,7 +95,7 @@ def test_run_counts_and_export_show_uncertain_documents():
 def test_rows_below_the_similarity_floor_say_so():
     """A document whose passages fail the dense floor ranks after all others even with a
     higher score; its row says why (issue 24: ranks that contradict the score column)."""
-    from ui.filtering import ranked_rows
+    from ui.filtering import floor_ranks_words, ranked_rows
 
     def doc(doc_id, score, rank, dec):
         return {"doc_id": doc_id, "file": f"{doc_id}.pdf", "evidence": {},
@@ -108,6 +108,10 @@ def test_rows_below_the_similarity_floor_say_so():
     rows = {r["file"]: r for r in ranked_rows(raw)}
     assert rows["d1.pdf"]["certainty"] == "sure: below the similarity floor"  # as the count line counts it
     assert rows["d3.pdf"]["certainty"] == "sure" and rows["d2.pdf"]["certainty"] == "sure"
+    # the caption under the table names those ranks, since the certainty column lies behind a scroll
+    assert floor_ranks_words(ranked_rows(raw)) == "rank 3"
+    raw["cuts"]["combined"]["eligible"] = 1
+    assert floor_ranks_words(ranked_rows(raw)) == "ranks 2-3"
 
 
 def test_a_sure_keep_is_on_topic_in_meaning_and_in_words():

@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import threading
+import time
 from typing import Any
 
 import streamlit as st
@@ -45,6 +46,9 @@ __all__ = [
     "CONFIG_PREFERENCE",
     "retrieval_settings",
     "run_filter",
+    "saved_page_runs",
+    "restored_words",
+    "floor_ranks_words",
     "warm_filter",
     "deciding",
     "doc_match",
@@ -336,6 +340,57 @@ def run_filter(dm: Any, condition: str, config: dict[str, Any], docs: list[str] 
     return dm.filter(condition, opts).to_dict()
 
 
+def saved_page_runs(dm: Any) -> tuple[dict[str, dict[str, Any]], float | None]:
+    """The Filter page's last press of "Run filter", read back from the workspace: the
+    newest saved filter run if the page made it (``params["app_configuration"]``), with the
+    run just before it when that is the other configuration of the same press (B runs first,
+    A last, the same condition). A reopened page (a reload is a new browser session) shows
+    them instead of asking for the run again.
+
+    Returns:
+        ``({"A": run, "B": run}, created_at)``: each run as :func:`run_filter` returned it
+        (``FilterRun.to_dict()``, its ``run_id`` set; evidence texts shortened where the
+        run's ``evidence_text_chars`` says so), ``created_at`` of the newest in Unix
+        seconds; ``({}, None)`` when the newest run was not made on the page.
+    """
+    saved = dm.recent_runs("filter", 2)
+    if not saved or saved[0]["params"].get("app_configuration") not in ("A", "B"):
+        return {}, None
+    newest = saved[0]
+    out = {newest["params"]["app_configuration"]: {**newest["result"], "run_id": newest["run_id"]}}
+    if len(saved) > 1:
+        prev = saved[1]
+        name = prev["params"].get("app_configuration")
+        if name in ("A", "B") and name not in out and prev["params"].get("condition") == newest["params"].get("condition"):
+            out[name] = {**prev["result"], "run_id": prev["run_id"]}
+    return {n: out[n] for n in ("A", "B") if n in out}, float(newest["created_at"])
+
+
+def restored_words(runs: dict[str, dict[str, Any]], created_at: float | None, doc_ids: set[str]) -> str:
+    """The line a reopened Filter page shows above results read back by
+    :func:`saved_page_runs`: which runs, when (local time), how to decide again, and what
+    they cannot show (documents added since; evidence texts saved shortened).
+
+    Args:
+        runs: ``{"A"|"B": FilterRun.to_dict()}`` with their ``run_id``.
+        created_at: Unix time in seconds of the newest run, or None.
+        doc_ids: The workspace's documents now.
+    """
+    names = " and ".join(f"{n} (run #{r.get('run_id')})" for n, r in runs.items())
+    when = "" if created_at is None else time.strftime(" of %Y-%m-%d %H:%M", time.localtime(created_at))
+    out = (f"Results of the last run{when} restored: configuration {names}. Press \"Run filter with A and B\" to "
+           "decide again with the settings now in the forms.")
+    in_runs = {d.get("doc_id") for r in runs.values() for d in r.get("documents", [])}
+    added = len(doc_ids - in_runs)
+    if added:
+        out += f" {added} document(s) added since are not in these results; a new run decides them."
+    short = {r.get("evidence_text_chars") for r in runs.values()} - {None}
+    if short:
+        out += (f" The saved evidence passages are shortened to {min(short)} characters (a run this large keeps "
+                "them short); a new run shows them whole.")
+    return out
+
+
 # ---------------------------------------------------------------- reading a run (FilterRun.to_dict())
 def deciding(run: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     """The deciding strategy's decision dict (``Decision.to_dict()``) of one document of
@@ -478,6 +533,21 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         row.update({"rationale": doc_rationale(run, d), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
+
+
+def floor_ranks_words(rows: list[dict[str, Any]]) -> str:
+    """Which rows of :func:`ranked_rows` lie below the similarity floor, in words
+    ("ranks 11-15", "rank 9", "ranks 3, 7-9"); ``""`` when none does."""
+    ranks = sorted(int(r["rank"]) for r in rows
+                   if r.get("rank") is not None and str(r.get("certainty", "")).endswith("similarity floor"))
+    if not ranks:
+        return ""
+    spans, start = [], ranks[0]
+    for prev, cur in zip(ranks, ranks[1:] + [None]):
+        if cur != prev + 1:
+            spans.append(str(start) if start == prev else f"{start}-{prev}")
+            start = cur
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(spans)
 
 
 def ranked_column_config(columns: list[str]) -> dict:

@@ -114,7 +114,9 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                "of the evidence (best first); when a stretch of documents holds no match it checks a random sample "
                "of the rest, and stops once that sample shows, with the chosen confidence, that you have found at "
                "least the target share of the matches. Your answers are kept in the workspace for this condition "
-               "and decide these documents in every later run (A and B).")
+               "and decide these documents in every later run (A and B). You may stop at any time: the documents "
+               "you answered are decided by your answers, the others keep the evidence's decision, and the line "
+               "below says how far the certification got.")
     c1, c2 = st.columns(2)
     with c1:
         recall = st.select_slider("Find at least this share of the matches", [0.8, 0.9, 0.95, 1.0], value=0.9,

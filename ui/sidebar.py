@@ -36,7 +36,7 @@ def render_sidebar() -> None:
     """Draw the workspace line and the LLM settings panel in ``st.sidebar``."""
     with st.sidebar:
         st.markdown("**Workspace**")
-        st.caption(md_escape(str(state.get(state.WORKSPACE, ""))))
+        st.caption(md_escape(str(state.get(state.WORKSPACE, ""))) + "  \n(switch on the Upload page)")
         st.markdown("**LLM backend**")
         state.seed_widget(_W_BACKEND, state.get(state.LLM_BACKEND, "offline"))
         st.radio(

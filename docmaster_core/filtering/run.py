@@ -98,7 +98,20 @@ __all__ = [
 #: Strategies decided by default: the demo's four booleans.
 DEFAULT_STRATEGIES = ("tree", "semantic", "hyperedge", "combined")
 
-_EVIDENCE_TEXT_SAVED = 400  # characters of each evidence text kept in a saved run
+#: A saved run keeps its evidence texts whole up to this many characters in all (88 papers:
+#: ~2.5 M), so a reopened Filter page shows what the run showed; a larger run (a two-stage run
+#: at scale) keeps the first :data:`_EVIDENCE_TEXT_SHORTENED` characters of each text.
+_EVIDENCE_CHARS_SAVED_WHOLE = 4_000_000
+_EVIDENCE_TEXT_SHORTENED = 400
+
+
+def _saved_text_chars(run: "FilterRun") -> int | None:
+    """Characters of each evidence text a saved ``run`` keeps: None (whole) when all its
+    evidence texts together hold at most :data:`_EVIDENCE_CHARS_SAVED_WHOLE` characters,
+    else :data:`_EVIDENCE_TEXT_SHORTENED` (the saved result then says so in
+    ``evidence_text_chars``)."""
+    total = sum(len(e.text) for d in run.documents for es in d.evidence.values() for e in es)
+    return None if total <= _EVIDENCE_CHARS_SAVED_WHOLE else _EVIDENCE_TEXT_SHORTENED
 
 
 def condition_query(condition: str) -> str:
@@ -245,6 +258,7 @@ class FilterRun:
             **({"review": self.review} if self.review else {}),
             **({"user_answers": self.user_answers} if self.user_answers else {}),
             **({"candidates": self.candidates} if self.candidates else {}),
+            **({"evidence_text_chars": text_chars} if text_chars is not None else {}),
             "documents": [d.to_dict(text_chars) for d in self.documents],
         }
 
@@ -549,7 +563,7 @@ def run_filter(
     )
     run.timings["total"] = time.perf_counter() - t_all
     if save:
-        run.run_id = ws.save_run("filter", run.params, run.to_dict(text_chars=_EVIDENCE_TEXT_SAVED))
+        run.run_id = ws.save_run("filter", run.params, run.to_dict(text_chars=_saved_text_chars(run)))
     return run
 
 

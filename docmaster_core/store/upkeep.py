@@ -206,6 +206,20 @@ class IndexRunStore:
             for r in rows
         ]
 
+    def recent_runs(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` stored runs of ``kind``, newest first, in the shape of
+        :meth:`runs` (only those rows are read and parsed).
+
+        Raises:
+            ValueError: ``limit`` < 1.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        rows = self._con().execute("SELECT * FROM runs WHERE kind=? ORDER BY run_id DESC LIMIT ?",
+                                   (kind, int(limit))).fetchall()
+        return [{"run_id": r["run_id"], "kind": r["kind"], "created_at": r["created_at"],
+                 "params": json.loads(r["params_json"]), "result": json.loads(r["result_json"])} for r in rows]
+
     def last_run_params(self, kind: str) -> tuple[int, dict[str, Any]] | None:
         """``(run_id, params)`` of the newest run of ``kind`` (its result is not read), or None."""
         r = self._con().execute("SELECT run_id, params_json FROM runs WHERE kind=? ORDER BY run_id DESC LIMIT 1",
