@@ -421,4 +421,81 @@ def test_a_title_ending_on_a_connective_goes_on_below_and_a_party_name_is_not_th
     document is the title; cuad-039's parenthetical "(WQHT HD2)" is not one."""
     assert PyMuPDFParser().parse(_cuad("cuad-128")).title == "ADDENDUM TO ZEBRA® PARTNERCONNECT DISTRIBUTOR AGREEMENT"
     assert PyMuPDFParser().parse(_cuad("cuad-010")).title == "Amendment n° 01 to the Global Maintenance Agreement"
-    assert PyMuPDFParser().parse(_cuad("cuad-039")).title != "(WQHT HD2)"
+    assert PyMuPDFParser().parse(_cuad("cuad-039")).title == "LOCAL PROGRAMMING AND MARKETING AGREEMENT"
+
+
+def _one_page(path: Path, head: list[tuple[str, float, str]], body_lines: int = 30) -> Path:
+    """One page: ``head`` lines ``(text, font size, "centre"|"left")`` from the top, then a
+    preamble and ``body_lines`` lines of 9 pt prose."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = 60.0
+    for text, size, where in head:
+        width = pymupdf.get_text_length(text, fontname="cour", fontsize=size)
+        page.insert_text((306 - width / 2 if where == "centre" else 72, y + size), text, fontname="cour", fontsize=size)
+        y += size * 1.25
+    for line in textwrap.wrap(BODY * 8, 86)[:body_lines]:
+        page.insert_text((72, y + 9), line, fontname="cour", fontsize=9)
+        y += 11.5
+    doc.save(path)
+    return path
+
+
+def test_document_titles_after_a_legend_above_parties_under_a_larger_word_and_the_one_the_preamble_repeats(tmp_path):
+    """Four title styles of filed contracts: a confidentiality legend in capitals ends with
+    its sentence and the title under it is the title (cuad-079); "BETWEEN" and the parties
+    under a title are not part of it (cuad-149); a title set in two sizes ("SOFTWARE /
+    DEVELOPMENT" and, a size smaller, "AGREEMENT") is one title (cuad-110); and of the
+    exhibit titles a filing prints before the contract, the title is the one the preamble
+    repeats (cuad-095)."""
+    parse = lambda p: PyMuPDFParser().parse(p).title  # noqa: E731
+    legend = _one_page(tmp_path / "legend.pdf", [
+        ("THE SYMBOL \"****\" DENOTES PLACES WHERE PORTIONS OF THIS DOCUMENT HAVE BEEN", 9, "centre"),
+        ("OMITTED PURSUANT TO A REQUEST FOR CONFIDENTIAL TREATMENT WITH THE", 9, "centre"),
+        ("SECURITIES AND EXCHANGE COMMISSION.", 9, "centre"),
+        ("PRODUCT MANUFACTURING AGREEMENT", 9, "centre")])
+    assert parse(legend) == "PRODUCT MANUFACTURING AGREEMENT"
+    # a legend with "(i)" in it and no full stop, the title flush left under it: the legend stays text
+    legend2 = _one_page(tmp_path / "legend2.pdf", [
+        ("THE SYMBOL \"[****]\" DENOTES PLACES WHERE CERTAIN IDENTIFIED", 9, "centre"),
+        ("INFORMATION HAS BEEN EXCLUDED FROM THE EXHIBIT BECAUSE IT IS BOTH (i)", 9, "centre"),
+        ("NOT MATERIAL, AND (ii) WOULD LIKELY CAUSE COMPETITIVE HARM TO THE", 9, "centre"),
+        ("COMPANY IF PUBLICLY DISCLOSED", 9, "centre"),
+        ("JOINT SUPPLY AND MARKETING AGREEMENT", 9, "left")])
+    parsed = PyMuPDFParser().parse(legend2)
+    assert parsed.title == "JOINT SUPPLY AND MARKETING AGREEMENT"
+    assert not [e.text for e in parsed.elements if e.type == NodeType.TITLE and "DISCLOSED" in e.text]
+    assert any("PUBLICLY DISCLOSED" in e.text for e in parsed.elements if e.type == NodeType.TEXT)
+    parties = _one_page(tmp_path / "parties.pdf", [
+        ("NON-EXCLUSIVE LICENSE AGREEMENT", 9, "centre"), ("BETWEEN", 9, "centre"),
+        ("THE ACME UNIVERSITY", 9, "centre"), ("&", 9, "centre"), ("WIDGET SURGICAL, INC.", 9, "centre")])
+    assert parse(parties) == "NON-EXCLUSIVE LICENSE AGREEMENT"
+    sizes = _one_page(tmp_path / "sizes.pdf", [
+        ("SOFTWARE", 36, "left"), ("DEVELOPMENT", 36, "left"), ("AGREEMENT", 30, "left"), ("PHASE 1", 13, "left")])
+    assert parse(sizes) == "SOFTWARE DEVELOPMENT AGREEMENT"
+    echoed = _one_page(tmp_path / "echoed.pdf", [
+        ("EXHIBIT D", 9, "left"), ("FORM OF AGREEMENT FOR TRIAL", 9, "left"), ("[Form follows.]", 9, "left"),
+        ("FIRST AMENDMENT TO", 9, "left"), ("DISTRIBUTOR AGREEMENT", 9, "left"),
+        ("THIS FIRST AMENDMENT TO DISTRIBUTOR AGREEMENT (this \"Amendment\") is made", 9, "left")])
+    assert parse(echoed) == "FIRST AMENDMENT TO DISTRIBUTOR AGREEMENT"
+
+
+def test_a_contract_title_printed_again_on_every_page_is_the_title(tmp_path):
+    """cuad-039 prints its title at the top of every page: the lines are running headers,
+    but on page 1 it is the title (the parenthetical under it is not part of it)."""
+    doc = pymupdf.open()
+    lines = textwrap.wrap(BODY * 12, 86)
+    for n in range(3):
+        page = doc.new_page(width=612, height=792)
+        head = "LOCAL PROGRAMMING AND MARKETING AGREEMENT"
+        page.insert_text((306 - pymupdf.get_text_length(head, fontname="cour", fontsize=9) / 2, 66), head,
+                         fontname="cour", fontsize=9)
+        y = 80.0
+        if n == 0:
+            page.insert_text((270, y), "(WQHT HD2)", fontname="cour", fontsize=9)
+            y += 20
+        for line in lines[:40]:
+            page.insert_text((72, y + 9), line, fontname="cour", fontsize=9)
+            y += 11.5
+    doc.save(tmp_path / "headers.pdf")
+    assert PyMuPDFParser().parse(tmp_path / "headers.pdf").title == "LOCAL PROGRAMMING AND MARKETING AGREEMENT"

@@ -80,7 +80,7 @@ class Line:
     italic_prefix: str = ""  # leading italic text when the rest is not italic
     underline_prefix: str = ""  # leading underlined text (drawn under the glyphs; see .underline)
     max_gap: float = 0.0  # largest horizontal gap between merged pieces (points)
-    role: str = ""  # "" body | header | pagenum | caption | heading | equation | region | doctitle
+    role: str = ""  # "" body | header | pagenum | caption | heading | equation | region | doctitle | legend (body text, no heading)
     col: int = 0  # 0 left/single, 1 right, -1 full width
     heading_level: int | None = None
     heading_text: str = ""

@@ -315,17 +315,40 @@ FILING_LABEL_RE = re.compile(r"^(?:ex(?:hibit)?[\s.\-]*\d+[\w.\-()]*|execution (
 # a legend printed in capitals above a filed contract, not its title
 _LEGEND_RE = re.compile(r"omitted|confidential treatment|redacted|denotes|securities and exchange commission|"
                         r"regulation s-k|\[\*+\]", re.IGNORECASE)
+# ... and the words of a notice that information was left out (not the SEC's name on a cover page)
+_NOTICE_RE = re.compile(r"omitted|confidential treatment|redacted|denotes|\[\*+\]", re.IGNORECASE)
 # words that name what a document is: a title line holding one is preferred
 _KIND_RE = re.compile(r"\b(agreement|contract|amendment|addendum|licen[cs]e|lease|terms|conditions|plan|policy|"
                       r"memorandum|deed|charter|certificate|warrant|note|guarantee|guaranty|bylaws|consent|"
                       r"understanding|arrangement|order|statement|proposal|report|manual|guide)\b", re.IGNORECASE)
 
 
+# a line naming the parties under a title: "BETWEEN", "BY AND BETWEEN X", "AMONG"
+_PARTIES_RE = re.compile(r"(?:by and )?(?:between|among|amongst)\b", re.IGNORECASE)
+
+
+def _continues_legend(prev: Line, l: Line, text_width: float) -> bool:
+    """Whether ``l`` goes on with the legend paragraph whose last line so far is ``prev``:
+    the next line (less than 0.8 of a line's height below), in capitals ("... BOTH (i)"
+    counts: at least 90 % of its letters), set on the same axis (centred alike or starting
+    at the same x; a title under a centred legend is often set flush left)."""
+    letters = [ch for ch in l.text if ch.isalpha()]
+    caps = bool(letters) and sum(ch.isupper() for ch in letters) >= 0.9 * len(letters)
+    aligned = abs((l.x0 + l.x1) - (prev.x0 + prev.x1)) / 2 < 0.05 * max(text_width, 1.0) or abs(l.x0 - prev.x0) < 2.0
+    return caps and aligned and 0 <= l.y0 - prev.y1 < 0.8 * max(l.size, 1.0)
+
+
+def _letters_only(text: str) -> str:
+    """``text`` lower-cased with every run of non-letters made one space (for comparing a
+    title with the preamble that repeats it, whatever its quotes, hyphens and breaks)."""
+    return " " + " ".join(re.findall(r"[a-z]+", text.lower())) + " "
+
+
 # a title line cannot end on a connective: "ADDENDUM TO", "AGREEMENT OF" go on below
 _OPEN_END_RE = re.compile(r"\b(?:to|of|and|for|the|between|on|by|with|in|under|&)\s*$", re.IGNORECASE)
 
 
-def _title_line(p: PageInfo, kind_only: bool = False) -> str:
+def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False) -> str:
     """The title line of a document set in one size (a contract, a filing): above the
     first paragraph of prose on page 1, the first line in capitals (2-16 words) or a
     centred line in title case (<= 10 words) naming a kind of document ("Distribution
@@ -333,22 +356,31 @@ def _title_line(p: PageInfo, kind_only: bool = False) -> str:
     10.32", "Execution Copy"), a legend ("CONFIDENTIAL TREATMENT ... OMITTED"), a date
     or a page number; of several, the first that names a kind of document
     ("... AGREEMENT") rather than a party (with ``kind_only``, only such a line). Marked
-    ``doctitle``; ``""`` when there is none."""
-    lines = sorted((l for l in p.lines if not l.role), key=lambda l: (l.y0, l.x0))
+    ``doctitle``; ``""`` when there is none. With ``headers``, lines taken for the running
+    header (the title printed again at the top of every page) are candidates too."""
+    lines = sorted((l for l in p.lines if not l.role or (headers and l.role == "header")), key=lambda l: (l.y0, l.x0))
     if not lines:
         return ""
     xs = [l.x0 for l in lines if l.nchars >= 40] or [l.x0 for l in lines]
     x1s = [l.x1 for l in lines if l.nchars >= 40] or [l.x1 for l in lines]
     left, right = min(xs), max(x1s)
     found: list[list[Line]] = []
-    legend_end = -1.0
+    legend: Line | None = None  # the legend paragraph's last line while it may go on
+    notice = False  # the legend is a notice of omitted information (its lines are marked "legend")
+    opening = ""  # the first lines of prose: a contract's preamble repeats its title
     for i, l in enumerate(lines[:25]):
         t = clean_text(l.text).strip()
         words = t.split()
-        if _LEGEND_RE.search(t) or (legend_end >= 0 and l.y0 - legend_end < 0.8 * max(l.size, 1.0) and t.isupper()):
-            legend_end = l.y1  # a legend paragraph in capitals, line by line
+        if _LEGEND_RE.search(t) or (legend is not None and _continues_legend(legend, l, right - left)):
+            # a legend paragraph in capitals, line by line, up to the line that ends its sentence; a notice's
+            # lines stay text but are neither a title nor a heading
+            notice = bool(_NOTICE_RE.search(t)) or (legend is not None and notice)
+            legend = None if t.endswith(".") else l
+            if notice:
+                l.role = "legend"
             continue
         if len(words) >= 14 and not t.isupper():
+            opening = opening or " ".join(q.text for q in lines[i:i + 3])
             break  # the first paragraph of prose: no title below it
         if not t or FILING_LABEL_RE.match(t) or PAGENUM_RE.match(t) or sum(ch.isalpha() for ch in t) < 4 \
                 or _LEGEND_RE.search(t):
@@ -367,6 +399,8 @@ def _title_line(p: PageInfo, kind_only: bool = False) -> str:
             run = [l]
             for q in lines[i + 1:i + 3]:  # a title wrapped over two lines
                 qt = q.text.strip()
+                if _PARTIES_RE.match(qt) or re.fullmatch(r"\(.*\)", qt):
+                    break  # "BETWEEN / THE JOHNS HOPKINS UNIVERSITY": the parties; "(WQHT HD2)": a parenthetical
                 # a line ending on a connective ("ADDENDUM TO") goes on below, even double-spaced
                 gap = (2.5 if _OPEN_END_RE.search(run[-1].text) else 1.2) * max(l.size, 1.0)
                 if caps and qt.isupper() and 0 <= q.y0 - run[-1].y1 < gap and len(qt.split()) <= 10 \
@@ -379,7 +413,13 @@ def _title_line(p: PageInfo, kind_only: bool = False) -> str:
                 else:
                     break
             found.append(run)
-    run = next((r for r in found if _KIND_RE.search(" ".join(q.text for q in r))), None if kind_only else
+        elif len(words) >= 8 and not opening:
+            opening = " ".join(q.text for q in lines[i:i + 3])
+    # of several candidates, the one the preamble repeats ("THIS FIRST AMENDMENT TO DISTRIBUTOR AGREEMENT (this
+    # "Amendment") is made ..."), else the first that names a kind of document
+    said = _letters_only(opening)
+    echoed = [r for r in found if len(found) > 1 and _letters_only(" ".join(q.text for q in r)) in said]
+    run = next((r for r in echoed + found if _KIND_RE.search(" ".join(q.text for q in r))), None if kind_only else
                (found[0] if found else None))
     if run is None:
         return ""
@@ -412,6 +452,14 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
                 if below and _OPEN_END_RE.search(run[-1].text) and below[0].size >= body - 0.5 \
                         and below[0].y0 - run[-1].y1 < 1.6 * mx:
                     run.append(below[0])  # "ADDENDUM TO" / "ZEBRA PARTNERCONNECT DISTRIBUTOR AGREEMENT"
+                elif below and below[0].size >= 0.8 * mx and below[0].y0 - run[-1].y1 < 0.6 * mx \
+                        and all(l.text.isupper() for l in run) and below[0].text.isupper() \
+                        and len(below[0].text.split()) <= 4 \
+                        and (abs(below[0].x0 - run[-1].x0) < 0.02 * p.width
+                             or abs(below[0].x0 + below[0].x1 - run[-1].x0 - run[-1].x1) < 0.04 * p.width):
+                    # "SOFTWARE / DEVELOPMENT" and, a size smaller, "AGREEMENT" under it (in capitals, as a
+                    # paper's author line is not)
+                    run.append(below[0])
                 txt = clean_text(" ".join(l.text for l in run))
                 hn = heading_numbering(txt)
                 if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300 and not FILING_LABEL_RE.match(txt) \
@@ -425,7 +473,9 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
                         for l in run:
                             l.role = "doctitle"
     if not title and pages:
-        title = _title_line(pages[0])
+        # a contract may print its title again at the top of every page, and page 1's line is then
+        # taken for the running header: it is the title when nothing else is one
+        title = _title_line(pages[0]) or _title_line(pages[0], kind_only=True, headers=True)
     if not title:
         mt = clean_text((doc.metadata or {}).get("title") or "")
         if len(mt) > 5 and not re.match(r"^(microsoft\s+word|untitled|slide|doi)", mt, re.I) and not mt.lower().endswith((".pdf", ".doc", ".docx", ".dvi", ".tex")):

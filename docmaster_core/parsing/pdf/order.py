@@ -55,7 +55,7 @@ def _page_items(p: PageInfo) -> list[dict[str, Any]]:
                     bx = l.x0 + frac * (l.x1 - l.x0)
                     items.append({"kind": "line", "line": l, "text": rest_text, "bbox": (bx, l.y0 + 0.01, l.x1, l.y1),
                                   "para_start": True})
-        elif l.role == "":
+        elif l.role in ("", "legend"):  # a filing's legend above the title is text, never a heading
             items.append({"kind": "line", "line": l, "text": l.text, "bbox": (l.x0, l.y0, l.x1, l.y1)})
     return items
 
