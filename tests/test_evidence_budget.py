@@ -150,6 +150,41 @@ def test_a_condition_nothing_meets_keeps_nothing(ws_contract, embedder):
     assert "cnn_imagenet.pdf" in {d.file_name for d in run.documents if d.decision("combined")}
 
 
+def test_a_name_no_document_uses_keeps_nothing_and_the_document_that_names_it_stays(ws_contract, embedder):
+    """"Governed by the laws of Japan" over documents that never name Japan keeps nothing and says
+    why (a newcomer's run kept 6 of 15 contracts for it, "strong support" for a further-assurance
+    clause); the same condition with the place the contract does name keeps the contract."""
+    run = run_filter(ws_contract, embedder, None, RetrievalSettings(), "The agreement is governed by the laws of "
+                     "Japan.", decider="calibrated", save=False)
+    assert run.matches("combined") == [] and run.cuts["combined"].none_meets is True
+    top = min(run.documents, key=lambda d: d.decisions["combined"].rank)
+    assert 'none mentions "japan"' in top.decisions["combined"].rationale
+    run = run_filter(ws_contract, embedder, None, RetrievalSettings(), "The agreement is governed by the laws of "
+                     "Ontario.", decider="calibrated", save=False)
+    assert "supply_agreement.pdf" in {d.file_name for d in run.documents if d.decision("combined")}
+    others = [d for d in run.documents if d.file_name != "supply_agreement.pdf"]
+    assert not any(d.decision("combined") for d in others)
+
+
+def test_the_names_a_condition_requires():
+    """Capitalised words are required names, but not the first word, abbreviations, words most
+    documents hold, or names given as examples or alternatives."""
+    from collections import Counter
+
+    from docmaster_core.filtering.decider import LexicalStats
+    from docmaster_core.filtering.evidence import condition_names
+
+    stats = LexicalStats(10, Counter({"agreement": 9, "imagenet": 3, "delaware": 4}))
+    assert condition_names("The agreement is governed by the laws of Japan.", stats) == ["japan"]
+    assert condition_names("Is the Agreement governed by Delaware law?", stats) == ["delaware"]
+    # a word for a kind of place is no name: a contract says "the PRC Law", not "People's Republic"
+    assert condition_names("It is governed by the laws of the People's Republic of China.", stats) == ["china"]
+    assert condition_names("Does the paper report results on the ImageNet dataset?", stats) == ["imagenet"]
+    assert condition_names("Does the paper use BERT or Transformer layers?", stats) == []
+    assert condition_names("Does the paper study board games (chess, Go)?", stats) == []
+    assert condition_names("Is a model of GPT-3 scale used, for example PaLM?", stats) == []
+
+
 def test_on_topic_needs_meaning_or_distinctive_words():
     got = on_topic(np.array([0.62, 0.31, 0.31, 0.0]), np.array([0.0, 0.75, 0.25, 0.0]), DEFAULT_CALIBRATION)
     assert got.tolist() == [True, True, False, False]

@@ -42,11 +42,11 @@ from ..errors import RetrievalError
 from ..model import NodeType
 from ..retrieval.corpus import TYPE_CODES, CorpusView
 from .decider import LexicalStats, robust_z
-from ..text.terms import condition_terms, tokens
+from ..text.terms import GENERIC_NAME_WORDS, condition_terms, tokens
 from ..tree.roles import ROLE_CODE, view_roles
 
 __all__ = ["condition_parts", "lexical_parts", "strip_question", "search_query", "DocTerms", "doc_terms", "DocumentSignals",
-           "document_signals", "topm_per_doc", "distinctive_terms", "distinctive_share"]
+           "document_signals", "topm_per_doc", "distinctive_terms", "distinctive_share", "condition_names", "lacks_names"]
 
 _FRAME = re.compile(r"^\s*(?:does|do|did|is|are|was|were|has|have)\s+(?:the|this|a|an)?\s*"
                     r"(?:paper|document|article|report|study|work|manual|text|publication)(?:'s|s)?\s+", re.IGNORECASE)
@@ -271,6 +271,58 @@ def distinctive_terms(condition: str, stats: LexicalStats, max_df: float = 0.5) 
     """
     n = max(1, int(stats.n_docs))
     return [t for t in dict.fromkeys(condition_terms(condition)) if stats.df.get(t, 0) / n <= max_df]
+
+
+# in a clause holding one of these, a capitalised word is one alternative or an example, not a must:
+# "board games (chess, Go)", "attention or Transformer layers", "models such as PaLM"
+_ALTERNATIVES = re.compile(r"\b(?:or|such as|for example|for instance|e\.\s?g\.|including|like|either)\b", re.IGNORECASE)
+
+
+def condition_names(condition: str, stats: LexicalStats, max_df: float = 0.5) -> list[str]:
+    """The names a condition requires: words it writes capitalised (not in capitals, not
+    its first word or a sentence's), outside parentheses and outside a clause that lists
+    alternatives or examples (:data:`_ALTERNATIVES`), not a word for a kind of place, party or
+    document (:data:`~docmaster_core.text.terms.GENERIC_NAME_WORDS`: "State", "Republic"), and held by at most ``max_df`` of the
+    collection's documents ("Japan" in "governed by the laws of Japan", "ImageNet" in
+    "reports results on the ImageNet dataset"; not "Agreement" of a contract collection).
+    A document that never uses such a name cannot meet the condition (issue 32).
+
+    Returns:
+        Lower-case tokens (:func:`~docmaster_core.text.terms.tokens`), in condition order.
+    """
+    text = re.sub(r"\([^)]*\)", " ", condition or "")
+    n = max(1, int(stats.n_docs))
+    out: list[str] = []
+    for clause in re.finditer(r"[^,;:]+", text):
+        if _ALTERNATIVES.search(clause.group(0)):
+            continue
+        for m in re.finditer(r"[A-Za-z][A-Za-z0-9'’\-]*", clause.group(0)):
+            w = m.group(0)
+            before = text[:clause.start() + m.start()].rstrip()
+            first = not before or before[-1] in ".?!"
+            if first or not w[:1].isupper() or w.isupper():
+                continue
+            for t in tokens(w):
+                if len(t) >= 3 and t not in GENERIC_NAME_WORDS and stats.df.get(t, 0) / n <= max_df and t not in out:
+                    out.append(t)
+    return out
+
+
+def lacks_names(view: CorpusView, names: list[str], related_weight: float = 0.25) -> np.ndarray:
+    """Per document, whether its body (reference lists left out, as in
+    :func:`distinctive_share`) misses one of ``names`` (:func:`condition_names`); a word
+    that begins with the name counts ("Japanese" for "japan").
+
+    Returns:
+        bool (D,) in view order; all False when ``names`` is empty.
+    """
+    if not names:
+        return np.zeros(len(view.docs), dtype=bool)
+    dt = doc_terms(view, related_weight)
+    out = np.zeros(len(dt.counts), dtype=bool)
+    for i, c in enumerate(dt.counts):
+        out[i] = any(c.get(t, 0) <= 0 and not any(k.startswith(t) and c[k] > 0 for k in c) for t in names)
+    return out
 
 
 def distinctive_share(view: CorpusView, condition: str, stats: LexicalStats, max_df: float = 0.5,

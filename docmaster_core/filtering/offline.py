@@ -25,7 +25,7 @@ from .decider import (
     clearly_on_topic,
     on_topic,
 )
-from .evidence import distinctive_share, document_signals, lexical_parts
+from .evidence import condition_names, distinctive_share, document_signals, lacks_names, lexical_parts
 from ..text.terms import condition_terms, tokens
 from ..tree.roles import evidence_weight
 
@@ -107,7 +107,8 @@ def _ranks(z: np.ndarray, eligible: np.ndarray, tie: float = 1e-4) -> np.ndarray
 def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]], cos_by_doc: list[np.ndarray],
                                   calib: OfflineCalibration, stats, extra_z: np.ndarray | None = None,
                                   role_aware: bool = False, term_share: np.ndarray | None = None,
-                                  topic_cos: np.ndarray | None = None) -> tuple[list[Decision], Cut]:
+                                  topic_cos: np.ndarray | None = None, names: Sequence[str] = (),
+                                  lacks_name: np.ndarray | None = None) -> tuple[list[Decision], Cut]:
     """Offline decisions of one strategy for a collection (:mod:`.decider`).
 
     Args:
@@ -133,6 +134,12 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             strategy of the run, for absolute relevance (whether a document is about the
             condition does not depend on the strategy deciding it: flat chunks mix topics
             and are rarely as close as a node); default: this strategy's own best cosine.
+        names: The names the condition requires
+            (:func:`~docmaster_core.filtering.evidence.condition_names`), for the rationale.
+        lacks_name: Optional bool (D,): the document never uses one of ``names``
+            (:func:`~docmaster_core.filtering.evidence.lacks_names`). Such a document is
+            not on topic and is not kept (an uncertain drop when its score would have kept
+            it); when every document lacks one, none is kept. Used with ``term_share``.
 
     Returns:
         ``(decisions, cut)``: one :class:`Decision` per document (0 tokens, backend
@@ -171,6 +178,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         if topic_cos is not None:
             best_cos = np.maximum(best_cos, np.asarray(topic_cos, dtype=np.float64))
         topical = on_topic(best_cos, term_share, calib) & present
+        if lacks_name is not None:  # "governed by the laws of Japan" over contracts that never name Japan
+            topical = topical & ~np.asarray(lacks_name, dtype=bool)
         if not topical.any():  # nothing in the collection is about the condition: keep nothing
             none_meets = True
             unsure = unsure | dec
@@ -188,6 +197,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                 unsure = unsure | dropped_off_topic | dec
             # sure only on topic in meaning and in words; with one of the two (or neither) uncertain
             unsure = unsure | (dec & ~clearly_on_topic(best_cos, term_share, calib))
+            if lacks_name is not None:  # a document that never uses a name the condition requires is not kept
+                unnamed = dec & np.asarray(lacks_name, dtype=bool)
+                dropped_off_topic = dropped_off_topic | unnamed
+                dec = dec & ~unnamed
+                unsure = unsure | unnamed
     if dropped_off_topic.any():  # the kept documents stay ranks 1..N: the dropped ones rank after the eligible
         eligible = eligible & ~dropped_off_topic
         ranks = _ranks(z, eligible)
@@ -218,9 +232,17 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         rationale = readable_rationale(bool(dec[i]), float(z[i]), thr, int(ranks[i]), len(z),
                                        [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak,
                                        on_topic=bool(topical[i]))
-        if none_meets:
+        missing_name = lacks_name is not None and bool(lacks_name[i])
+        named = ", ".join(f'"{t}"' for t in names)
+        if none_meets and missing_name and lacks_name is not None and bool(np.all(np.asarray(lacks_name)[present])):
+            rationale = (f"No document of this collection meets the condition: none mentions {named}, which it names, "
+                         "so nothing is kept. " + rationale)
+        elif none_meets:
             rationale = ("No document of this collection meets the condition: none holds a passage close in meaning "
                          "to it or uses its distinctive words, so nothing is kept. " + rationale)
+        elif missing_name and (dropped_off_topic[i] or not dec[i]):
+            rationale += (f" It never mentions {named}, which the condition names, so it is not kept"
+                          + (" although its score would have kept it." if dropped_off_topic[i] else "."))
         elif dropped_off_topic[i]:
             rationale += (" Only one document of this collection is about the condition (holds a passage close in "
                           "meaning to it or its distinctive words); this one scores high only against documents that "
@@ -350,6 +372,8 @@ def offline_decisions(retr, view, condition: str, docs: list,
     stats = lexical_stats(view)
     mask_all = view.doc_mask(doc_ids)
     share = distinctive_share(view, condition, stats, calib.distinct_df, calib.related_weight)[np.flatnonzero(mask_all)]
+    names = condition_names(condition, stats, calib.distinct_df)
+    lacking = lacks_names(view, names, calib.related_weight)[np.flatnonzero(mask_all)] if names else None
     extra = None
     if "combined" in strategies and len(docs) >= calib.min_collection:
         mask = view.doc_mask(doc_ids)
@@ -367,5 +391,5 @@ def offline_decisions(retr, view, condition: str, docs: list,
                                                         [c[:n] for c in cos_by[s]], calib,
                                                         stats, extra_z=extra if s == "combined" else None,
                                                         role_aware=s == "combined", term_share=share,
-                                                        topic_cos=topic_cos)
+                                                        topic_cos=topic_cos, names=names, lacks_name=lacking)
     return out, cuts

@@ -7,7 +7,7 @@ import functools
 import re
 from collections import Counter
 
-__all__ = ["STOPWORDS", "tokens", "token_counts", "condition_terms"]
+__all__ = ["STOPWORDS", "GENERIC_NAME_WORDS", "tokens", "token_counts", "condition_terms"]
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -19,6 +19,15 @@ STOPWORDS = frozenset(
     all some each other own same so not no nor only also can could should would may might must will shall
     one ones""".split()
 )
+
+
+#: Capitalised words that name a kind of place, party or document, not a particular one ("the
+#: *State* of California", "the *People's Republic* of China", "the *Agreement*"): never a name a
+#: condition or a question requires (filtering.evidence.condition_names, text.answer_units.question_names).
+GENERIC_NAME_WORDS = frozenset(
+    "state states united kingdom republic people people's peoples commonwealth county province city federal "
+    "agreement agreements contract contracts company party parties section article exhibit schedule paper papers "
+    "document documents".split())
 
 
 def tokens(text: str) -> list[str]:
