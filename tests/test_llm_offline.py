@@ -270,3 +270,30 @@ def test_a_question_about_several_documents_quotes_each_ones_best_sentence(llm):
     several = llm.answer(q, ev, several=True)
     assert {c.doc_id for c in several.citations} == {"a", "b", "c"}
     assert len({c.doc_id for c in plain.citations}) < 3
+
+
+def test_a_question_about_several_documents_quotes_only_sentences_holding_its_names(llm):
+    """"Which of these agreements are governed by the laws of the State of California?": a
+    Delaware or Israel clause is no answer (a newcomer's answer quoted them beside the California
+    ones); "State" is a kind of place, not a name the answer must hold."""
+    from docmaster_core.qa.ask import by_document, document_label
+    from docmaster_core.text.answer_units import question_names
+
+    q = "Which of these agreements are governed by the laws of the State of California?"
+    assert question_names(q) == ["california"]
+    ev = [Evidence("E1", "a", 1, "semantic", 0.7, "This Agreement shall be governed by the laws of the State of "
+                   "California without giving effect to conflict of law principles.", page=7, section_path=["11 Law"]),
+          Evidence("E2", "b", 2, "semantic", 0.7, "This Agreement is governed in all respects by the laws of the State "
+                   "of Delaware.", page=4, section_path=["14 General"]),
+          Evidence("E3", "c", 3, "semantic", 0.6, "The performance of this Agreement shall be governed by the law of "
+                   "the State of Israel.", page=12, section_path=["22 Governing Law"]),
+          Evidence("E4", "d", 4, "semantic", 0.6, "This Agreement will be governed and construed in accordance with "
+                   "the laws of the State of California.", page=7, section_path=["12.1 Governing Law"])]
+    ans = llm.answer(q, ev, several=True)
+    assert {c.doc_id for c in ans.citations} == {"a", "d"}
+    # ... and each document's sentences come under its name
+    named = by_document(ans, ev, {"a": document_label("a.pdf", "HOSTING AGREEMENT"), "d": document_label("d.pdf")})
+    assert named.text.startswith("HOSTING AGREEMENT (a.pdf):  \nThis Agreement shall be governed")
+    assert "\n\nd.pdf:  \nThis Agreement will be governed" in named.text and named.citations == ans.citations
+    one = llm.answer(q, ev[:1], several=True)
+    assert by_document(one, ev, {"a": "A"}).text == one.text  # one document: nothing to name

@@ -224,6 +224,10 @@ def test_answer_sentences_are_whole():
     assert whole_sentences("It is Texas. [E1] The term is one year. [E2]")
     assert not whole_sentences("It is Texas. [E1] and the term of this agreement is one year from the [E2]")
     assert whole_sentences("Location: White Plains, AL Aircraft: Fisher Aero Celebrity [E1]")  # a form, not prose
+    # an answer about several documents names each on the line above its sentences
+    assert whole_sentences("HOSTING AGREEMENT (cuad-150.pdf):  \nIt is Texas. [E1]\n\ncuad-001.pdf:  \nThe term is "
+                           "one year. [E2]")
+    assert not whole_sentences("cuad-001.pdf:  \nand the term of this agreement is one year from the [E2]")
     assert is_toc_entry("16. Governing Law And Arbitration.................. 7") and not is_toc_entry("See p. 7.")
 
 

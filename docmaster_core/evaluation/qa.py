@@ -134,7 +134,7 @@ def whole_sentences(text: str, passages: dict[str, str] | None = None) -> bool:
 
     pieces = re.split(r"\s*\[(E\d+)\]", text or "")
     for k in range(0, len(pieces), 2):
-        p = pieces[k].strip()
+        p = pieces[k].strip().split("\n")[-1].strip()  # a document's name on the line above is no quote
         if not p or not is_cut_prose(p):
             continue
         eid = pieces[k + 1] if k + 1 < len(pieces) else None

@@ -535,8 +535,9 @@ class OfflineLLM:
             # one document (text.answer_units.asks_about_several); v30 only when that document holds half the
             # passages (qa.ask.about_one_document), whose passages are then searched alone; v33 a question
             # about several documents quotes each one's best sentence first; v34 a form's empty label
-            # ("Supplier Name:") is quoted only when nothing else answers
-            "answer_version": 35,
+            # ("Supplier Name:") is quoted only when nothing else answers; v36 a question about several documents
+            # quotes only sentences holding the names it asks about ("... the State of California")
+            "answer_version": 36,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -589,6 +590,13 @@ class OfflineLLM:
             order = [i for i in order if evidence[int(owner[i])].doc_id == doc]
         max_sentences, max_words = self.answer_max_sentences, 150
         if order and several:  # several documents asked about: each one's best sentence first
+            # ... from the sentences that hold the names the question asks about ("governed by the laws of the
+            # State of California": a Delaware clause is no answer), when any sentence holds them
+            from ..text.answer_units import question_names, terms_of
+
+            names = question_names(question)
+            if names:
+                order = [i for i in order if set(names) <= set(terms_of(units[i]))] or order
             first: dict[str, int] = {}
             for i in order:
                 first.setdefault(evidence[int(owner[i])].doc_id, i)

@@ -37,6 +37,7 @@ prints it; ``doc_source`` is then ``"named"``).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import dataclass, field
@@ -491,7 +492,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     t_ret = time.perf_counter() - t0
     t0 = time.perf_counter()
     backend = llm.backend_name
-    files = {d.doc_id: d.file_name for d in ws.documents()}
+    records = ws.documents()
+    files = {d.doc_id: d.file_name for d in records}
     if not evidence:
         ans = Answer(f"{NOT_FOUND_PREFIX} anything about this: no passage was retrieved from the chosen documents.",
                      [], 0, backend, outcome="not_found", reason="no passage was retrieved")
@@ -502,6 +504,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         several = route is None and len({e.doc_id for e in evidence}) > 1 and asks_about_several(q)
         ans = _llm_answer(llm, need if llm.is_offline else q, evidence, doc_ids[0] if len(doc_ids) == 1 else None,
                           on_piece, one_document=one_doc, several=several)
+        if several and llm.is_offline:  # which documents answer: each one's sentences under its name
+            ans = by_document(ans, evidence, {d.doc_id: document_label(d.file_name, d.title) for d in records})
         note = getattr(llm, "last_context_note", lambda: None)()
         if note:  # passages left out to fit the model's context window: said where the warnings are
             warnings = [*warnings, note]
@@ -574,6 +578,42 @@ def about_one_document(question: str, evidence: Sequence[Evidence]) -> bool:
     if len(set(docs)) < 2 or asks_about_several(question):
         return False
     return docs.count(docs[0]) >= ONE_DOCUMENT_SHARE * len(docs)
+
+
+def document_label(file_name: str, title: str = "", max_chars: int = 48) -> str:
+    """A document as an answer names it: its title, when it has a short one, and its file name,
+    each shortened to ``max_chars`` characters ("HOSTING AGREEMENT (cuad-150_vitalibisinc-...pdf)")."""
+    def short(x: str) -> str:
+        x = " ".join((x or "").split())
+        return x if len(x) <= max_chars else x[: max_chars - 1].rstrip() + "…"
+
+    return f"{short(title)} ({short(file_name)})" if title and len(title) <= 2 * max_chars else short(file_name)
+
+
+def by_document(ans: Answer, evidence: Sequence[Evidence], labels: dict[str, str]) -> Answer:
+    """An extractive answer about several documents, each document's quoted sentences under
+    its name (:func:`document_label`): "NAME:" on its own line, the document's sentences with
+    their markers below, a blank line between documents. Unchanged when the answer quotes
+    fewer than two documents (or is not a list of ``sentence [E3]`` pieces).
+
+    Args:
+        ans: The offline answer, sentences in document order.
+        evidence: The passages it cites (``[E3]`` -> its document).
+        labels: ``{doc_id: name}``.
+    """
+    doc_of = {e.evidence_id: e.doc_id for e in evidence}
+    pieces = [(m.group(0).strip(), doc_of.get(m.group(1))) for m in re.finditer(r"\s*.+?\[(E\d+)\]", ans.text or "")]
+    if len({d for _, d in pieces}) < 2 or None in {d for _, d in pieces} \
+            or "".join(p for p, _ in pieces).replace(" ", "") != (ans.text or "").replace(" ", ""):
+        return ans
+    groups: list[tuple[str, list[str]]] = []
+    for piece, doc in pieces:
+        if groups and groups[-1][0] == doc:
+            groups[-1][1].append(piece)
+        else:
+            groups.append((doc, [piece]))
+    text = "\n\n".join(f"{labels.get(d, d)}:  \n" + " ".join(ps) for d, ps in groups)
+    return dataclasses.replace(ans, text=text)
 
 
 def _llm_answer(llm: LLM, question: str, evidence: list[Evidence], doc_id: str | None,

@@ -31,11 +31,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .terms import GENERIC_NAME_WORDS
 from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units", "names_place", "askers_words"]
+           "rank_answer_units", "names_place", "askers_words", "question_names"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -564,6 +565,23 @@ def _named_in_question(profile: QuestionProfile, term: str) -> bool:
     word = profile.words.get(term, "")
     first = re.match(r"\W*([A-Za-z0-9]+)", profile.text)
     return word[:1].isupper() and not word.isupper() and not (first and first.group(1) == word)
+
+
+# capitalised words that name a kind of place, party or document, not a particular one (stemmed)
+_KIND_WORDS = {_stem(w) for w in GENERIC_NAME_WORDS}
+
+
+def question_names(question: str) -> list[str]:
+    """The names a question asks about: its terms written capitalised, not as its first
+    word, not in capitals (an abbreviation the document may spell out) and not a word for
+    a kind of place, party or document (:data:`~docmaster_core.text.terms.GENERIC_NAME_WORDS`): "California" in "Which
+    of these agreements are governed by the laws of the State of California?".
+
+    Returns:
+        Stemmed terms (:func:`terms_of`), in question order.
+    """
+    profile = profile_question(question)
+    return [t for t in profile.terms if _named_in_question(profile, t) and t not in _KIND_WORDS]
 
 
 def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[str]) -> Verdict:
