@@ -22,6 +22,7 @@ from ui.filtering import (
     evidence_list,
     evidence_node_ids,
     export_csv,
+    export_file_name,
     export_json,
     floor_ranks_words,
     is_offline_run,
@@ -255,10 +256,10 @@ runs = shown_runs
 # ---------------------------------------------------------------- export
 exp1, exp2, _ = st.columns([1, 1, 4])
 with exp1:
-    st.download_button("Export CSV", export_csv(runs), file_name="docmaster_filter.csv", mime="text/csv",
+    st.download_button("Export CSV", export_csv(runs), file_name=export_file_name(runs, "csv"), mime="text/csv",
                        icon=":material/download:")
 with exp2:
-    st.download_button("Export JSON", export_json(runs), file_name="docmaster_filter.json", mime="application/json",
+    st.download_button("Export JSON", export_json(runs), file_name=export_file_name(runs, "json"), mime="application/json",
                        icon=":material/download:")
 
 # ---------------------------------------------------------------- the user as the oracle (issue 33)

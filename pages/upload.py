@@ -222,7 +222,8 @@ if rows:
                 state.put(state.REMOVE_PENDING, [])
                 st.rerun()
 else:
-    st.info("No documents yet: drop PDFs above and press Ingest.")
+    st.info("No documents yet: drop PDFs above (or browse for them); an **Ingest** button appears under the chosen "
+            "files.")
 fails = failure_rows(dm)
 if fails:
     with st.expander(f"{plural(len(fails), 'file')} could not be ingested (upload a fixed copy to try again)"):

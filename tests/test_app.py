@@ -490,6 +490,12 @@ def test_filter_compare_and_export_from_engine_run():
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
     assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""
     assert json.loads(export_json({"A": a}))["A"]["documents"][1]["decisions"]["combined"]["decision"] is False
+    # a download is named by its condition and runs, so a second export never clashes with the first
+    from ui.filtering import export_file_name
+
+    named = export_file_name({"A": {**a, "condition": "Caps liability at the fees paid!", "run_id": 8},
+                              "B": {**b, "run_id": 7}}, "csv")
+    assert named == "docmaster_filter_caps-liability-at-the-fees_run-8-7.csv"
 
 
 def test_with_cut_and_ranked_rows_from_engine_run():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -61,6 +62,7 @@ __all__ = [
     "difference_rows",
     "export_csv",
     "export_json",
+    "export_file_name",
     "evidence_node_ids",
     "mark",
     "is_kept_cell",
@@ -686,6 +688,15 @@ def export_csv(runs: dict[str, dict[str, Any]]) -> str:
                 doc_rationale(run, d), _tokens(d), " ".join(e.get("evidence_id", "") for e in evidence_list(d)),
             ])
     return buf.getvalue()
+
+
+def export_file_name(runs: dict[str, dict[str, Any]], ext: str) -> str:
+    """The download's file name: the condition's first words and the runs' ids, so that
+    two exports never share a name ("docmaster_filter_the-agreement-renews_run-8-7.csv")."""
+    first = next(iter(runs.values()), {})
+    words = re.findall(r"[a-z0-9]+", str(first.get("condition", "")).lower())[:5]
+    ids = "-".join(str(r.get("run_id")) for r in runs.values() if r.get("run_id") is not None)
+    return "_".join(["docmaster_filter", "-".join(words) or "condition", *([f"run-{ids}"] if ids else [])]) + f".{ext}"
 
 
 def export_json(runs: dict[str, dict[str, Any]]) -> str:
