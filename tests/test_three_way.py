@@ -186,3 +186,20 @@ def test_scores_equal_but_for_float_noise_rank_by_position():
     z2 = np.array([-0.6744909, 2.0, -0.6744906, 5.0, 9.0])  # the same run scored elsewhere
     eligible = np.array([True, True, True, True, False])
     assert _ranks(z, eligible).tolist() == _ranks(z2, eligible).tolist() == [3, 2, 4, 1, 5]
+
+
+def test_a_rationale_quotes_the_sentence_that_holds_the_conditions_words():
+    """The closest passage is quoted by its sentence holding most of the condition's words, not
+    by its first 30 words (a newcomer's quote stopped at "The Services Term of this Agreement shall
+    be", before "automatically renewed ... unless written notice is given")."""
+    from docmaster_core.filtering.offline import readable_rationale
+    from docmaster_core.model import Evidence
+
+    text = ("6.1 Term. (a) The Services Term of this Agreement shall begin on the Effective Date and shall be for "
+            "an initial period of two years, during which the services described in Exhibit A are provided by "
+            "the consultant. The Services Term of this Agreement shall be automatically renewed for successive "
+            "two-year terms unless written notice is given by either party.")
+    best = Evidence("C1", "d", 3, "combined", 0.6, text, page=3, section_path=["6. Term"])
+    why = readable_rationale(False, 1.6, 2.1, 5, 15, [best], best, ["renewed", "notice"], "kept from a score of 2.1")
+    assert why.endswith('"The Services Term of this Agreement shall be automatically renewed for successive two-year '
+                        'terms unless written notice is given by either party."')

@@ -27,6 +27,7 @@ from .decider import (
 )
 from .evidence import condition_names, distinctive_share, document_signals, lacks_names, lexical_parts
 from ..text.terms import condition_terms, tokens
+from ..text.words import split_sentences
 from ..tree.roles import evidence_weight
 
 __all__ = ["Cut", "calibrated_document_decisions", "offline_decisions"]
@@ -334,8 +335,18 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
     if weak is not None:
         out += (f" Its passages are only weakly similar to the condition (average similarity {weak[0]:.2f}, "
                 f"needed {weak[1]:g}), so it ranks after every document with closer passages.")
-    quote = " ".join(best.text.split()[:30])
-    return out + f" Closest passage [{best.evidence_id}] p.{best.page}: \"{quote}\""
+    return out + f" Closest passage [{best.evidence_id}] p.{best.page}: \"{_quoted_sentence(best.text, hits)}\""
+
+
+def _quoted_sentence(text: str, hits: Sequence[str], max_words: int = 40) -> str:
+    """The sentence of a passage a rationale quotes: the one holding most of the condition's
+    words found (``hits``), the first on a tie, at most ``max_words`` words (a newcomer could
+    not overrule a decision whose quote stopped before the deciding words)."""
+    sents = split_sentences(" ".join((text or "").split())) or [text or ""]
+    kw = set(hits)
+    pick = max(enumerate(sents), key=lambda p: (len(kw & set(tokens(p[1]))), -p[0]))[1]
+    words = pick.split()
+    return " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
 
 
 def offline_decisions(retr, view, condition: str, docs: list,
