@@ -42,7 +42,7 @@ from ..errors import RetrievalError
 from ..model import NodeType
 from ..retrieval.corpus import TYPE_CODES, CorpusView
 from .decider import LexicalStats, robust_z
-from ..text.terms import GENERIC_NAME_WORDS, condition_terms, tokens
+from ..text.terms import GENERIC_NAME_WORDS, condition_terms, name_words, tokens
 from ..tree.roles import ROLE_CODE, view_roles
 
 __all__ = ["condition_parts", "lexical_parts", "strip_question", "search_query", "DocTerms", "doc_terms", "DocumentSignals",
@@ -273,16 +273,10 @@ def distinctive_terms(condition: str, stats: LexicalStats, max_df: float = 0.5) 
     return [t for t in dict.fromkeys(condition_terms(condition)) if stats.df.get(t, 0) / n <= max_df]
 
 
-# in a clause holding one of these, a capitalised word is one alternative or an example, not a must:
-# "board games (chess, Go)", "attention or Transformer layers", "models such as PaLM"
-_ALTERNATIVES = re.compile(r"\b(?:or|such as|for example|for instance|e\.\s?g\.|including|like|either)\b", re.IGNORECASE)
-
-
 def condition_names(condition: str, stats: LexicalStats, max_df: float = 0.5) -> list[str]:
-    """The names a condition requires: words it writes capitalised (not in capitals, not
-    its first word or a sentence's), outside parentheses and outside a clause that lists
-    alternatives or examples (:data:`_ALTERNATIVES`), not a word for a kind of place, party or
-    document (:data:`~docmaster_core.text.terms.GENERIC_NAME_WORDS`: "State", "Republic"), and held by at most ``max_df`` of the
+    """The names a condition requires (:func:`~docmaster_core.text.terms.name_words`: words
+    it writes capitalised, outside parentheses and lists of examples or alternatives, not
+    "State" or "Republic"), as tokens held by at most ``max_df`` of the
     collection's documents ("Japan" in "governed by the laws of Japan", "ImageNet" in
     "reports results on the ImageNet dataset"; not "Agreement" of a contract collection).
     A document that never uses such a name cannot meet the condition (issue 32).
@@ -290,21 +284,12 @@ def condition_names(condition: str, stats: LexicalStats, max_df: float = 0.5) ->
     Returns:
         Lower-case tokens (:func:`~docmaster_core.text.terms.tokens`), in condition order.
     """
-    text = re.sub(r"\([^)]*\)", " ", condition or "")
     n = max(1, int(stats.n_docs))
     out: list[str] = []
-    for clause in re.finditer(r"[^,;:]+", text):
-        if _ALTERNATIVES.search(clause.group(0)):
-            continue
-        for m in re.finditer(r"[A-Za-z][A-Za-z0-9'’\-]*", clause.group(0)):
-            w = m.group(0)
-            before = text[:clause.start() + m.start()].rstrip()
-            first = not before or before[-1] in ".?!"
-            if first or not w[:1].isupper() or w.isupper():
-                continue
-            for t in tokens(w):
-                if len(t) >= 3 and t not in GENERIC_NAME_WORDS and stats.df.get(t, 0) / n <= max_df and t not in out:
-                    out.append(t)
+    for w in name_words(condition):
+        for t in tokens(w):
+            if len(t) >= 3 and t not in GENERIC_NAME_WORDS and stats.df.get(t, 0) / n <= max_df and t not in out:
+                out.append(t)
     return out
 
 

@@ -536,8 +536,9 @@ class OfflineLLM:
             # passages (qa.ask.about_one_document), whose passages are then searched alone; v33 a question
             # about several documents quotes each one's best sentence first; v34 a form's empty label
             # ("Supplier Name:") is quoted only when nothing else answers; v36 a question about several documents
-            # quotes only sentences holding the names it asks about ("... the State of California")
-            "answer_version": 36,
+            # quotes only sentences holding the names it asks about ("... the State of California"); v37 not names
+            # given as examples or alternatives ("benchmarks (e.g. Natural Questions)")
+            "answer_version": 37,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .terms import GENERIC_NAME_WORDS
+from .terms import GENERIC_NAME_WORDS, name_words
 from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
@@ -572,16 +572,16 @@ _KIND_WORDS = {_stem(w) for w in GENERIC_NAME_WORDS}
 
 
 def question_names(question: str) -> list[str]:
-    """The names a question asks about: its terms written capitalised, not as its first
-    word, not in capitals (an abbreviation the document may spell out) and not a word for
-    a kind of place, party or document (:data:`~docmaster_core.text.terms.GENERIC_NAME_WORDS`): "California" in "Which
+    """The names a question asks about: its terms written as names it requires
+    (:func:`~docmaster_core.text.terms.name_words`: capitalised, not its first word, not in
+    capitals, outside parentheses and lists of examples or alternatives, not "State"): "California" in "Which
     of these agreements are governed by the laws of the State of California?".
 
     Returns:
         Stemmed terms (:func:`terms_of`), in question order.
     """
-    profile = profile_question(question)
-    return [t for t in profile.terms if _named_in_question(profile, t) and t not in _KIND_WORDS]
+    wanted = {t for w in name_words(question) for t in terms_of(w)}
+    return [t for t in profile_question(question).terms if t in wanted and t not in _KIND_WORDS]
 
 
 def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[str]) -> Verdict:

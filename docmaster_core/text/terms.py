@@ -7,7 +7,7 @@ import functools
 import re
 from collections import Counter
 
-__all__ = ["STOPWORDS", "GENERIC_NAME_WORDS", "tokens", "token_counts", "condition_terms"]
+__all__ = ["STOPWORDS", "GENERIC_NAME_WORDS", "name_words", "tokens", "token_counts", "condition_terms"]
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -28,6 +28,39 @@ GENERIC_NAME_WORDS = frozenset(
     "state states united kingdom republic people people's peoples commonwealth county province city federal "
     "agreement agreements contract contracts company party parties section article exhibit schedule paper papers "
     "document documents".split())
+
+
+# in a clause holding one of these, a capitalised word is one alternative or an example, not a must:
+# "board games (chess, Go)", "attention or Transformer layers", "models such as PaLM"
+_ALTERNATIVES = re.compile(r"\b(?:or|such as|for example|for instance|e\.\s?g\.|including|like|either)\b", re.IGNORECASE)
+
+
+def name_words(text: str) -> list[str]:
+    """The words a condition or question writes as names it requires: capitalised, not in
+    capitals (an abbreviation a document may spell out), not the first word of a sentence,
+    outside parentheses and outside a clause that lists alternatives or examples ("such as",
+    "for example", "e.g.", "or", "including"), and not a word for a kind of place, party or
+    document (:data:`GENERIC_NAME_WORDS`): "Japan" in "governed by the laws of Japan",
+    "California" in "... the State of California"; none in "benchmarks (e.g. Natural
+    Questions, TriviaQA)" or "attention or Transformer layers".
+
+    Returns:
+        The words as written, in text order.
+    """
+    text = re.sub(r"\([^)]*\)", " ", text or "")
+    out: list[str] = []
+    for clause in re.finditer(r"[^,;:]+", text):
+        if _ALTERNATIVES.search(clause.group(0)):
+            continue
+        for m in re.finditer(r"[A-Za-z][A-Za-z0-9'’\-]*", clause.group(0)):
+            w = m.group(0)
+            before = text[:clause.start() + m.start()].rstrip()
+            if not before or before[-1] in ".?!" or not w[:1].isupper() or w.isupper():
+                continue
+            if w.lower().rstrip("'’s") in GENERIC_NAME_WORDS or w.lower() in GENERIC_NAME_WORDS:
+                continue
+            out.append(w)
+    return out
 
 
 def tokens(text: str) -> list[str]:
