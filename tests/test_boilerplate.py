@@ -35,8 +35,14 @@ def test_reasons_short_repeated_and_roles():
     assert boilerplate_reasons(texts, docs, min_words=0, min_docs=0).tolist() == [""] * 8
     roles = ["front", "body", "body", "body", "body", "body", "back", "body"]
     assert boilerplate_reasons(texts, docs, roles=roles).tolist()[0::6] == ["front", "back"]
+    # a passage the parser tagged as a signature block ("IN WITNESS WHEREOF, the parties have executed this
+    # Agreement ...": long, worded differently in every contract) is left out too
+    signed = [False] * 7 + [True]
+    assert boilerplate_reasons(texts, docs, min_repeats=0, signature=signed).tolist()[6:] == ["", "signature"]
     with pytest.raises(ValueError):
         boilerplate_reasons(texts, docs[:-1])
+    with pytest.raises(ValueError, match="signature"):
+        boilerplate_reasons(texts, docs, signature=signed[:-1])
 
 
 def _with_paths(tree):

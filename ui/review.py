@@ -182,7 +182,9 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                     st.error(md_escape(f"Answer not stored: {e}"))
                 else:
                     st.rerun()
-            ev = ((d.get("evidence") or {}).get(run.get("strategy", "combined")) or [])[:4]
+            # the four passages closest to the condition, best first (the fused order interleaves the ways)
+            ev = sorted((d.get("evidence") or {}).get(run.get("strategy", "combined")) or [],
+                        key=lambda e: -float(e.get("score") or 0.0))[:4]
             left, right = st.columns([1, 1], gap="large")
             with left:
                 for e in ev:

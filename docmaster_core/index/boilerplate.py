@@ -20,7 +20,11 @@ know no document:
 ``front`` / ``back``
     with ``roles`` given, passages before a document's first heading (cover page, title
     block, preamble naming the parties) or under references / acknowledgements, as
-    :func:`docmaster_core.tree.roles.path_role` reads the headings. Off by default.
+    :func:`docmaster_core.tree.roles.path_role` reads the headings. Off by default;
+``signature``
+    with ``signature`` given, passages the parser tagged as a signature block
+    (:func:`docmaster_core.parsing.pdf.clauses.mark_signature_blocks`: "IN WITNESS WHEREOF,
+    the parties have executed ...", "By: ... Name: ... Title: ..."), however long.
 
 The passages stay in their documents (tree, search, filter and the per-document index
 see them); only the collection clustering leaves them out.
@@ -36,7 +40,7 @@ import numpy as np
 __all__ = ["boilerplate_reasons", "passage_key", "word_count", "REASONS"]
 
 #: Reason codes, "" for a passage that is kept.
-REASONS = ("short", "repeated", "front", "back")
+REASONS = ("short", "repeated", "front", "back", "signature")
 
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -59,7 +63,7 @@ def passage_key(text: str) -> str:
 
 def boilerplate_reasons(texts: Sequence[str], groups: Sequence[Hashable], *, min_words: int = 8,
                         min_docs: int = 2, min_repeats: int = 3,
-                        roles: Sequence[str] | None = None) -> np.ndarray:
+                        roles: Sequence[str] | None = None, signature: Sequence[bool] | None = None) -> np.ndarray:
     """Why each passage is boilerplate, or ``""`` when it is kept.
 
     Args:
@@ -72,19 +76,23 @@ def boilerplate_reasons(texts: Sequence[str], groups: Sequence[Hashable], *, min
             ``repeated`` (0: off).
         roles: Optional role of each passage's section (``"front"``, ``"back"``, ...);
             front and back matter are left out when given.
+        signature: Optional flag of each passage: the parser tagged it as part of a
+            signature block; such passages are left out when given.
 
     Returns:
         An object array of n reason strings (first rule that applies, in the order
-        short, repeated, front, back).
+        short, repeated, front, back, signature).
 
     Raises:
-        ValueError: ``groups`` or ``roles`` differ in length from ``texts``.
+        ValueError: ``groups``, ``roles`` or ``signature`` differ in length from ``texts``.
     """
     n = len(texts)
     if len(groups) != n:
         raise ValueError(f"{len(groups)} document ids for {n} passages")
     if roles is not None and len(roles) != n:
         raise ValueError(f"{len(roles)} roles for {n} passages")
+    if signature is not None and len(signature) != n:
+        raise ValueError(f"{len(signature)} signature flags for {n} passages")
     out = np.full(n, "", dtype=object)
     keys = [passage_key(t) for t in texts]
     docs_of: dict[str, set] = defaultdict(set)
@@ -102,4 +110,6 @@ def boilerplate_reasons(texts: Sequence[str], groups: Sequence[Hashable], *, min
             out[i] = "repeated"
         elif roles is not None and roles[i] in ("front", "back"):
             out[i] = roles[i]
+        elif signature is not None and signature[i]:
+            out[i] = "signature"
     return out

@@ -494,7 +494,8 @@ def _kept_passages(trees: Sequence[DocumentTree], doc_indexes: Mapping[str, Docu
 
     rules = dict(rules)
     use_roles = bool(rules.pop("roles", False))
-    texts, groups, ids, roles = [], [], [], []
+    use_signature = bool(rules.pop("signature", False))
+    texts, groups, ids, roles, signature = [], [], [], [], []
     for tree in trees:
         idx = (doc_indexes or {}).get(tree.doc_id)
         tids = idx.text_node_ids if idx is not None else tree.text_node_ids()
@@ -505,9 +506,11 @@ def _kept_passages(trees: Sequence[DocumentTree], doc_indexes: Mapping[str, Docu
             texts.append(tree.nodes[int(t)].content or "")
             groups.append(tree.doc_id)
             ids.append(int(t))
+            signature.append((tree.nodes[int(t)].extra or {}).get("role") == "signature")
             if use_roles:
                 roles.append(names[j])
-    reasons = boilerplate_reasons(texts, groups, roles=roles if use_roles else None, **rules)
+    reasons = boilerplate_reasons(texts, groups, roles=roles if use_roles else None,
+                                  signature=signature if use_signature else None, **rules)
     out: dict[str, dict[int, str]] = {}
     for g, t, r in zip(groups, ids, reasons.tolist()):
         if r:

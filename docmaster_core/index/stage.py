@@ -25,9 +25,11 @@ __all__ = ["IndexStage", "COLLECTION_KEY"]
 #: The ``doc_id`` under which the collection-level index is stored.
 COLLECTION_KEY = "__collection__"
 #: Boilerplate rules of the collection clustering (``boilerplate_reasons`` keyword arguments; ``roles``: front
-#: and back matter out too), and their version in the stored collection index's key.
-COLLECTION_BOILERPLATE: dict = {"min_words": 8, "min_docs": 2, "min_repeats": 3, "roles": True}
-COLLECTION_BOILERPLATE_VERSION = "v1: short<8 words, repeated in 2+ documents or 3+ times, front/back matter"
+#: and back matter out too; ``signature``: signature blocks out too), and their version in the stored
+#: collection index's key.
+COLLECTION_BOILERPLATE: dict = {"min_words": 8, "min_docs": 2, "min_repeats": 3, "roles": True, "signature": True}
+COLLECTION_BOILERPLATE_VERSION = ("v2: short<8 words, repeated in 2+ documents or 3+ times, front/back matter, "
+                                  "signature blocks")
 
 
 class IndexStage:
