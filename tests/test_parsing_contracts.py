@@ -499,3 +499,13 @@ def test_a_contract_title_printed_again_on_every_page_is_the_title(tmp_path):
             y += 11.5
     doc.save(tmp_path / "headers.pdf")
     assert PyMuPDFParser().parse(tmp_path / "headers.pdf").title == "LOCAL PROGRAMMING AND MARKETING AGREEMENT"
+
+
+def test_run_in_clauses_between_headings_another_stage_found_are_headings():
+    """cuad-001 (a newcomer's tree): own-line "8. TERM AND TERMINATION." and "12. GENERAL
+    PROVISIONS." were headings, the run-in "9. INDEMNITY. Each party ...", "10." and "11." between
+    them were not (their run did not start at 1-3), so indemnity sat under "8.5 EFFECTS OF
+    TERMINATION"."""
+    parsed = PyMuPDFParser().parse(_cuad("cuad-001"))
+    top = [e.text.split(".")[0] for e in parsed.elements if e.type == NodeType.TITLE and e.level == 1]
+    assert [n for n in top if n.isdigit()] == ["1", "2", "3", "5", "6", "7", "8", "9", "10", "11", "12"]

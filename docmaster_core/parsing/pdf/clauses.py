@@ -398,15 +398,19 @@ def _drop_lists_of_titles(seq: list[Line]) -> int:
     return dropped
 
 
-def _fills_styled_gap(cands: list[_Cand], existing: list[Line], order_of: dict[int, int]) -> list[_Cand]:
+def _fills_styled_gap(cands: list[_Cand], existing: list[Line], order_of: dict[int, int],
+                      styled_only: bool = True) -> list[_Cand]:
     """The candidates of a plain top-level series (``"2."``, ``"3."``) whose numbers the
     style-detected numbered headings skip, each standing after heading ``n - 1`` and before
     the next styled heading (``n + 1`` or later): headings the style test missed because
-    their number is set in the body weight, not a list inside a section."""
+    their number is set in the body weight, not a list inside a section. With
+    ``styled_only`` false, numbered top-level headings found by any earlier stage count
+    (cuad-001: own-line "8. TERM AND TERMINATION." and "12. GENERAL PROVISIONS." found,
+    the run-in "9. INDEMNITY. Each party ...", "10." and "11." between them not)."""
     styled: list[tuple[int, int]] = []  # (order, number) of styled top-level numbered headings
     for l in existing:
         m = re.match(r"^(\d{1,3})\.?(?:\s|$)", l.heading_text or "")
-        if l.heading_source == "numbering" and m:
+        if (l.heading_source == "numbering" or not styled_only) and m:
             styled.append((order_of[id(l)], int(m.group(1))))
     styled.sort()
     out: list[_Cand] = []
@@ -627,6 +631,11 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                 need = 1 if kept[0].value <= 2 else 2
             if len(kept) >= need:
                 accepted.extend(kept)
+        if not kw and shape in ("arabic", "roman", "word") and depth == 1:
+            # the numbers the document's other top-level headings skip, each between its neighbours (a run
+            # that does not start at 1-3 because its first members were found by another stage)
+            accepted.extend(_fills_styled_gap([c for c in cs if c not in accepted], existing, order_of,
+                                              styled_only=styled_numbered >= 5))
     if not accepted:
         return 0
     nested = _nested_series(accepted, existing, order_of)
