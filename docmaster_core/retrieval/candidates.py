@@ -148,13 +148,17 @@ def candidate_documents(view: CorpusView, lexical, queries: np.ndarray, term_lis
     Returns:
         The :class:`Candidates` (within ``doc_mask``).
     """
-    from ..store.collection_index import index_kind
+    from ..store.collection_index import EXACT_MAX_ROWS, collection_index, index_kind, willneed_lists
 
     pool = int(settings.pool_docs)
     t0 = time.perf_counter()
     dense: set[int] = set()
     asked = 0
-    for q in np.atleast_2d(np.asarray(queries, dtype=np.float32)):
+    qs = np.ascontiguousarray(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+    if view.collection is not None and view.emb.shape[0] and qs.shape[0] > 1:  # every query's lists read at once
+        willneed_lists(collection_index(view.collection, settings.dense_exact_max_rows or EXACT_MAX_ROWS,
+                                        settings.nprobe), qs)
+    for q in qs:
         got, k = dense_document_ranking(view, q, pool, nodes_per_doc=settings.nodes_per_doc,
                                         exact_max_rows=settings.dense_exact_max_rows, nprobe=settings.nprobe,
                                         doc_mask=doc_mask)
