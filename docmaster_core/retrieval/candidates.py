@@ -192,13 +192,22 @@ def candidate_view(view, doc_indices, ws, lex=None):
 
     Returns:
         The sub-view (:class:`~docmaster_core.retrieval.corpus.CorpusView`), documents in
-        ``view`` order.
+        ``view`` order. For a view over a collection store, the documents' stored nodes and
+        per-document files are first read in the background
+        (:meth:`~docmaster_core.store.workspace.Workspace.warm_nodes`,
+        :func:`~docmaster_core.store.docinfo.warm`), so that the later reads of their
+        passages and arrays find them in the page cache.
     """
+    from ..store import docinfo
     from ..store.lexical_index import lexical_index
     from .corpus import sub_view
     from .keyword import COLLECTION_BM25
 
     idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
+    if ws is not None and view.collection is not None and idx.size and hasattr(ws, "warm_nodes"):
+        ids = [view.docs[i].doc_id for i in idx.tolist()]
+        docinfo.warm(view.ws_path, docinfo.FILTER_KINDS, ids)  # their per-document arrays
+        ws.warm_nodes(ids)  # their passages, read later by the evidence
     sub = sub_view(view, idx)
     if lex is None and view.collection is not None:
         lex = lexical_index(ws, view.collection)
