@@ -149,3 +149,26 @@ def test_per_document_arrays_round_trip_and_old_npz_files_are_rewritten(tmp_path
     forget(tmp_path, "d1", ["hyperedges"])
     assert load_arrays(tmp_path, "hyperedges", "d1", "k|1.5") is None
     assert prune(tmp_path, keep=["d3"]) == 1 and load_arrays(tmp_path, "names", "d3", "1") is not None
+
+
+def test_warming_reads_in_the_background_and_changes_nothing(tmp_path):
+    from docmaster_core.store.docinfo import FILTER_KINDS, load_arrays, save_arrays, warm
+
+    ws = Workspace(tmp_path / "ws")
+    tree = _tree()
+    ws.add_document(tree, np.eye(4, 384, dtype=np.float32), sha256="f" * 64, source_path="/x/paper.pdf",
+                    parser="pymupdf")
+    before = ws.load_nodes(tree.doc_id, [1, 3])
+    t = ws.warm_nodes([tree.doc_id, "no-such-document", tree.doc_id])
+    t.join(10)
+    assert not t.is_alive() and ws.warm_nodes([]) is None
+    after = ws.load_nodes(tree.doc_id, [1, 3])
+    assert [(n.id, n.content, n.bboxes) for n in after.values()] == [(n.id, n.content, n.bboxes) for n in before.values()]
+    (ws.path / "collection").mkdir(exist_ok=True)
+    assert save_arrays(ws.path, "chars", tree.doc_id, "4", chars=np.array([0, 14, 27, 30], np.int32))
+    t = warm(ws.path, FILTER_KINDS, [tree.doc_id, "no-such-document"])  # missing files are skipped
+    if t is not None:
+        t.join(10)
+        assert not t.is_alive()
+    assert load_arrays(ws.path, "chars", tree.doc_id, "4")["chars"].tolist() == [0, 14, 27, 30]
+    assert warm("", FILTER_KINDS, [tree.doc_id]) is None

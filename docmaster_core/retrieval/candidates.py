@@ -148,13 +148,17 @@ def candidate_documents(view: CorpusView, lexical, queries: np.ndarray, term_lis
     Returns:
         The :class:`Candidates` (within ``doc_mask``).
     """
-    from ..store.collection_index import index_kind
+    from ..store.collection_index import EXACT_MAX_ROWS, collection_index, index_kind, willneed_lists
 
     pool = int(settings.pool_docs)
     t0 = time.perf_counter()
     dense: set[int] = set()
     asked = 0
-    for q in np.atleast_2d(np.asarray(queries, dtype=np.float32)):
+    qs = np.ascontiguousarray(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+    if view.collection is not None and view.emb.shape[0] and qs.shape[0] > 1:  # every query's lists read at once
+        willneed_lists(collection_index(view.collection, settings.dense_exact_max_rows or EXACT_MAX_ROWS,
+                                        settings.nprobe), qs)
+    for q in qs:
         got, k = dense_document_ranking(view, q, pool, nodes_per_doc=settings.nodes_per_doc,
                                         exact_max_rows=settings.dense_exact_max_rows, nprobe=settings.nprobe,
                                         doc_mask=doc_mask)
@@ -188,13 +192,22 @@ def candidate_view(view, doc_indices, ws, lex=None):
 
     Returns:
         The sub-view (:class:`~docmaster_core.retrieval.corpus.CorpusView`), documents in
-        ``view`` order.
+        ``view`` order. For a view over a collection store, the documents' stored nodes and
+        per-document files are first read in the background
+        (:meth:`~docmaster_core.store.workspace.Workspace.warm_nodes`,
+        :func:`~docmaster_core.store.docinfo.warm`), so that the later reads of their
+        passages and arrays find them in the page cache.
     """
+    from ..store import docinfo
     from ..store.lexical_index import lexical_index
     from .corpus import sub_view
     from .keyword import COLLECTION_BM25
 
     idx = np.unique(np.asarray(list(doc_indices), dtype=np.int64))
+    if ws is not None and view.collection is not None and idx.size and hasattr(ws, "warm_nodes"):
+        ids = [view.docs[i].doc_id for i in idx.tolist()]
+        docinfo.warm(view.ws_path, docinfo.FILTER_KINDS, ids)  # their per-document arrays
+        ws.warm_nodes(ids)  # their passages, read later by the evidence
     sub = sub_view(view, idx)
     if lex is None and view.collection is not None:
         lex = lexical_index(ws, view.collection)

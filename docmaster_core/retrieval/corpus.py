@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..store.collection import META_DTYPE, sync_collection
+from ..store.readahead import willneed_rows
 from ..errors import RetrievalError, WorkspaceError
 from ..model import DocumentTree, Evidence, Node, NodeType
 
@@ -642,7 +643,8 @@ def sub_view(view: CorpusView, doc_indices) -> CorpusView:
     """A view over some documents of ``view`` (the candidates of a filter at scale).
 
     The documents keep their order; their rows' vectors are copied out of the
-    (memory-mapped) matrix, only theirs, and their trees are read through the parent's
+    (memory-mapped) matrix, only theirs (their ranges advised ``MADV_WILLNEED`` first:
+    :func:`~docmaster_core.store.readahead.willneed_rows`), and their trees are read through the parent's
     loader (and its tree cache). Derived structures (:meth:`CorpusView.aux`: section
     roles, term counts, hyper-edges) are then built for these documents only.
 
@@ -662,7 +664,11 @@ def sub_view(view: CorpusView, doc_indices) -> CorpusView:
     for j, i in enumerate(idx.tolist()):
         dv = view.docs[i]
         docs.append(DocView(j, dv.doc_id, dv.file_name, dv._tree, int(offsets[j]), int(n[j]), dv._loader))
-    emb = np.ascontiguousarray(view.emb[rows]) if rows.size else np.zeros((0, view.emb.shape[1]), view.emb.dtype)
+    if rows.size:
+        willneed_rows(view.emb, starts, n)  # the documents' row ranges read at once, nothing around them
+        emb = np.ascontiguousarray(view.emb[rows])
+    else:
+        emb = np.zeros((0, view.emb.shape[1]), view.emb.dtype)
     return CorpusView(
         docs=docs, emb=emb, doc_of=np.repeat(np.arange(len(docs), dtype=np.int32), n), node_of=view.node_of[rows],
         type_code=view.type_code[rows], depth=view.depth[rows], back_matter=view.back_matter[rows],

@@ -20,6 +20,7 @@ format when their tag holds; arrays of a dtype safetensors lacks are kept as ``.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Iterable
 
@@ -28,7 +29,7 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
-__all__ = ["load_arrays", "save_arrays", "has_arrays", "prune", "forget", "docinfo_dir"]
+__all__ = ["load_arrays", "save_arrays", "has_arrays", "prune", "forget", "docinfo_dir", "warm", "FILTER_KINDS"]
 
 
 def docinfo_dir(ws_path: str | Path) -> Path:
@@ -73,6 +74,50 @@ def load_arrays(ws_path, kind: str, doc_id: str, tag: str) -> dict[str, np.ndarr
     if _safetensors_dtypes(got):
         save_arrays(ws_path, kind, doc_id, tag, **got)  # rewritten as safetensors (the .npz goes)
     return got
+
+
+#: The kinds a filter's exact stage reads for each candidate document (section roles,
+#: tree parents, stored hyper-edges, passage lengths).
+FILTER_KINDS = ("roles", "parents", "hyperedges", "chars")
+
+
+def warm(ws_path, kinds: Iterable[str], doc_ids: Iterable[str]) -> threading.Thread | None:
+    """Ask the kernel to read the files of ``(kind, doc_id)`` ahead, in a background thread
+    (``posix_fadvise(POSIX_FADV_WILLNEED)`` on each existing file), so that the
+    :func:`load_arrays` calls that follow find them in the page cache instead of waiting
+    for each small file in turn (issue 37: ~2,200 files for 557 candidates, 0.5-1 s on a
+    cold cache at 20,000 documents). A hint: nothing is read into the process.
+
+    Args:
+        ws_path: The workspace directory (falsy: nothing to do).
+        kinds: Kinds (e.g. :data:`FILTER_KINDS`).
+        doc_ids: Documents.
+
+    Returns:
+        The started daemon thread, or None (nothing to do, or no ``posix_fadvise``).
+    """
+    if not ws_path or not hasattr(os, "posix_fadvise"):
+        return None
+    paths = [str(_file(ws_path, k, d)) for d in doc_ids for k in kinds]
+    if not paths:
+        return None
+
+    def advise() -> None:
+        for p in paths:
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:  # missing (computed on first use) or an old .npz
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+    t = threading.Thread(target=advise, name="docmaster-warm-docinfo", daemon=True)
+    t.start()
+    return t
 
 
 def _safetensors_dtypes(arrays: dict[str, np.ndarray]) -> bool:

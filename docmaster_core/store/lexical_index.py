@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from .collection import Collection, collection_lock, write_json_atomic
+from .readahead import willneed_rows
 from ..errors import RetrievalError
 from ..text.terms import tokens
 
@@ -110,11 +111,15 @@ class LexicalIndex:
         want = np.array(sorted(cols), dtype=np.int64)
         where = np.array([cols[c] for c in want], dtype=np.int64)
         rows = np.asarray(rows, dtype=np.int64)
+        willneed_rows(self.tf_indptr, rows, np.full(rows.size, 2))  # read at once (memory-mapped)
         starts = np.asarray(self.tf_indptr[rows], dtype=np.int64)
         lens = np.asarray(self.tf_indptr[rows + 1], dtype=np.int64) - starts
         total = int(lens.sum())
         if total == 0:
             return out
+        # the rows' entries read at once, nothing around them (the arrays are memory-mapped)
+        willneed_rows(self.tf_indices, starts, lens)
+        willneed_rows(self.tf_data, starts, lens)
         first = np.r_[0, np.cumsum(lens)[:-1]]
         pos = np.repeat(starts - first, lens) + np.arange(total)
         idx = np.asarray(self.tf_indices[pos], dtype=np.int64)
