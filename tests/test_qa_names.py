@@ -537,3 +537,19 @@ def test_a_forms_empty_label_is_no_answer_sentence():
     assert not is_empty_label("Addendum Effective Date: March 3, 2011")
     assert not is_empty_label("The Program Materials include the following components, each of which is licensed:")
     assert not is_empty_label("")
+
+
+def test_a_tier_whose_range_holds_the_questions_number_answers():
+    """"What royalty when net sales are $4,000,000?" over a royalty scale: the tier "$3,500,001 to
+    $5,000,000" holds the number and answers; "$5,000,001 to $10,000,000" does not (a newcomer's
+    answer quoted it); "greater than" and "up to" are ranges too."""
+    from docmaster_core.text.answer_units import profile_question, range_holds, type_match
+
+    p = profile_question("What royalty does Dr. Murray receive when net sales are $4,000,000 in 12 months?")
+    right, wrong = "$3,500,001 to $5,000,000 | royalty: $250,000", "$5,000,001 to $10,000,000 | royalty: $350,000"
+    assert range_holds(p, right) is True and range_holds(p, wrong) is False
+    assert type_match(p, right) > type_match(p, wrong)
+    assert range_holds(p, "greater than $1,000,000 | royalty: $2,500,000") is True
+    assert range_holds(p, "up to $2,000,000 | royalty: $100,000") is False
+    assert range_holds(p, "the royalty is paid each january.") is None  # no range: the other rules decide
+    assert range_holds(profile_question("What royalty is paid on net sales?"), right) is None  # no number asked

@@ -537,8 +537,10 @@ class OfflineLLM:
             # about several documents quotes each one's best sentence first; v34 a form's empty label
             # ("Supplier Name:") is quoted only when nothing else answers; v36 a question about several documents
             # quotes only sentences holding the names it asks about ("... the State of California"); v37 not names
-            # given as examples or alternatives ("benchmarks (e.g. Natural Questions)")
-            "answer_version": 37,
+            # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
+            # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
+            # money compared with money only
+            "answer_version": 39,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

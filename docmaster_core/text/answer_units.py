@@ -36,7 +36,7 @@ from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units", "names_place", "askers_words", "question_names"]
+           "rank_answer_units", "names_place", "askers_words", "question_names", "range_holds"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -421,9 +421,50 @@ def _has_unit(text_l: str, unit: str) -> bool:
     return any(s in padded for s in UNITS.get(unit, (unit,)))
 
 
+_AMOUNT = r"(\$?)\s?(\d[\d,]*(?:\.\d+)?)"
+# "$3,500,001 to $5,000,000", "10-20 units", "from 1,000 through 5,000"; "greater than $100,000,000", "up to 500"
+_RANGE = re.compile(_AMOUNT + r"\s*(?:to|through|-|\u2013|\u2014)\s*" + _AMOUNT)
+_ABOVE = re.compile(r"\b(?:greater than|more than|over|above|in excess of|exceeding)\s+" + _AMOUNT)
+_BELOW = re.compile(r"\b(?:up to|less than|under|below|not exceeding)\s+" + _AMOUNT)
+
+
+def _amount(number: str) -> float | None:
+    try:
+        return float(number.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def range_holds(profile: QuestionProfile, unit_lower: str) -> bool | None:
+    """Whether a unit's ranges hold a number the question gives: a tier of a table or a
+    clause ("$3,500,001 to $5,000,000 | Royalty: $250,000", "greater than $100,000,000")
+    answers "what royalty when net sales are $4,000,000" only when it holds 4,000,000. An
+    amount of money is compared with the question's amounts of money only, a plain number
+    with its plain numbers ("in 12 months" is no sales figure).
+
+    Returns:
+        None when the question gives no number of the kind of the unit's ranges or the
+        unit states no range; True when a range holds one of them; False when none does.
+    """
+    asked = [(bool(m), _amount(n)) for m, n in re.findall(_AMOUNT, profile.text)]
+    spans = [(bool(m1 or m2), _amount(a), _amount(b)) for m1, a, m2, b in _RANGE.findall(unit_lower)]
+    spans += [(bool(m), _amount(a), float("inf")) for m, a in _ABOVE.findall(unit_lower)]
+    spans += [(bool(m), float("-inf"), _amount(b)) for m, b in _BELOW.findall(unit_lower)]
+    spans = [(m, a, b) for m, a, b in spans if a is not None and b is not None and a <= b]
+    seen = [(m, a, b) for m, a, b in spans if any(mx == m and x is not None for mx, x in asked)]
+    if not seen:
+        return None
+    return any(a <= x <= b for m, a, b in seen for mx, x in asked if mx == m and x is not None)
+
+
 def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> float:
-    """How well a unit's form fits the asked answer type, in [0, 1]."""
+    """How well a unit's form fits the asked answer type, in [0, 1]. A unit stating ranges
+    when the question gives a number fits by whether a range holds it (:func:`range_holds`:
+    1.0, else 0.2)."""
     low = unit.lower()
+    holds = range_holds(profile, low)
+    if holds is not None:
+        return 1.0 if holds else 0.2
     if profile.answer_type == "number":
         # element labels and reference marks are not answers: "Table 1", "Eq. (2)", "[36]"
         low = _LABEL_NUM.sub(" ", low)
