@@ -37,6 +37,8 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
+from ..text.words import letters_key
+
 __all__ = ["boilerplate_reasons", "passage_key", "word_count", "REASONS"]
 
 #: Reason codes, "" for a passage that is kept.
@@ -44,7 +46,6 @@ REASONS = ("short", "repeated", "front", "back", "signature")
 
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_NOT_LETTER = re.compile(r"[\W\d_]+")
 
 
 def word_count(text: str) -> int:
@@ -57,8 +58,9 @@ def word_count(text: str) -> int:
 
 def passage_key(text: str) -> str:
     """The text as compared for repeats: lower case, letters only, single spaces
-    ("Page 3 of 10" and "Page 4 of 10" share the key ``page of``)."""
-    return _NOT_LETTER.sub(" ", (text or "").lower()).strip()
+    ("Page 3 of 10" and "Page 4 of 10" share the key ``page of``;
+    :func:`~docmaster_core.text.words.letters_key`)."""
+    return letters_key(text)
 
 
 def boilerplate_reasons(texts: Sequence[str], groups: Sequence[Hashable], *, min_words: int = 8,

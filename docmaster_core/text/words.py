@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences",
-           "is_prose", "is_cut_prose", "is_toc_entry", "is_empty_label", "ends_its_paragraph", "shingles", "SHINGLE"]
+           "is_prose", "is_cut_prose", "is_toc_entry", "is_empty_label", "ends_its_paragraph", "shingles", "SHINGLE", "letters_key"]
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[a-z0-9]+")
@@ -16,6 +16,16 @@ _ABBREV = re.compile(
     r"(?:\b(?:e\.g|i\.e|et al|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|Tab|No|Dr|Mr|Mrs|Ms|Prof|approx|resp|incl|al)\.|\b[A-Z]\.)$"
 )
 _SPLIT = re.compile(r"([.!?][\"')\]]?)\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
+
+
+_NOT_LETTER = re.compile(r"[\W\d_]+")
+
+
+def letters_key(text: str | None) -> str:
+    """The text as compared when only its words matter: lower case, letters only (any
+    script), single spaces ("Page 3 of 10" -> ``"page of"``; a title and the preamble that
+    repeats it in other quotes, hyphens and line breaks share their key)."""
+    return _NOT_LETTER.sub(" ", (text or "").lower()).strip()
 
 
 def normalize_ws(text: str | None) -> str:

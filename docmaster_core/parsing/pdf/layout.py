@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from ...text.words import letters_key
 from ..base import clean_text, heading_numbering, is_caption
 from .common import EQNUM_RE, PAGENUM_RE, Line, PageInfo
 from .spans import merge_pieces
@@ -338,12 +339,6 @@ def _continues_legend(prev: Line, l: Line, text_width: float) -> bool:
     return caps and aligned and 0 <= l.y0 - prev.y1 < 0.8 * max(l.size, 1.0)
 
 
-def _letters_only(text: str) -> str:
-    """``text`` lower-cased with every run of non-letters made one space (for comparing a
-    title with the preamble that repeats it, whatever its quotes, hyphens and breaks)."""
-    return " " + " ".join(re.findall(r"[a-z]+", text.lower())) + " "
-
-
 # a title line cannot end on a connective: "ADDENDUM TO", "AGREEMENT OF" go on below
 _OPEN_END_RE = re.compile(r"\b(?:to|of|and|for|the|between|on|by|with|in|under|&)\s*$", re.IGNORECASE)
 
@@ -417,8 +412,8 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False) -> 
             opening = " ".join(q.text for q in lines[i:i + 3])
     # of several candidates, the one the preamble repeats ("THIS FIRST AMENDMENT TO DISTRIBUTOR AGREEMENT (this
     # "Amendment") is made ..."), else the first that names a kind of document
-    said = _letters_only(opening)
-    echoed = [r for r in found if len(found) > 1 and _letters_only(" ".join(q.text for q in r)) in said]
+    said = f" {letters_key(opening)} "
+    echoed = [r for r in found if len(found) > 1 and f" {letters_key(' '.join(q.text for q in r))} " in said]
     run = next((r for r in echoed + found if _KIND_RE.search(" ".join(q.text for q in r))), None if kind_only else
                (found[0] if found else None))
     if run is None:
