@@ -57,7 +57,9 @@ def _ask(w: subprocess.Popen, f: str) -> tuple[float, float]:
     assert w.stdin is not None and w.stdout is not None
     w.stdin.write(f + "\n")
     w.stdin.flush()
-    wall, cpu, _, n, lp = json.loads(w.stdout.readline())
+    wall, cpu, ok, n, lp = json.loads(w.stdout.readline())
+    if not ok:
+        print(f"warning: {f} did not parse in one checkout; its time is not comparable", file=sys.stderr)
     return wall, cpu, n, lp
 
 
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parser-b", default="fast", help="backend of B, e.g. auto (fast + the layout gate)")
     ap.add_argument("--settings-b", default="", help='ParsingSettings of B as JSON, e.g. \'{"layout_features": "rf"}\'')
     args = ap.parse_args(argv)
-    files = sorted(glob.glob(str(Path(args.corpus) / args.files)))
+    # absolute paths: each worker runs in its own checkout's folder
+    files = sorted(glob.glob(str(Path(args.corpus).resolve() / args.files)))
     if not files:
         print(f"no PDFs under {args.corpus}", file=sys.stderr)
         return 2
