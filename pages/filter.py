@@ -39,7 +39,7 @@ from ui.filtering import (
     candidates_line,
 )
 from ui.render import render_evidence, render_page_image
-from ui.review import APPLY_ANSWERS, answers_not_applied, count_line, render_review
+from ui.review import APPLY_ANSWERS, answers_not_applied, count_line, decided_by_user, render_review
 from ui.layout import page_header
 from ui.text import md_escape, shorten
 from ui.widgets import documents_or_stop, open_docmaster_or_stop, open_in_tree, selected_rows
@@ -185,11 +185,15 @@ for col, (name, run) in zip(res_cols, runs.items()):
         suggested = int(cut.get("kept", sum(doc_match(run, d) is True for d in run.get("documents", []))))
         key = f"w_filter_cut_{name}_{run.get('run_id')}"
         state.seed_widget(key, suggested)
+        all_answered = n_docs > 0 and decided_by_user(run) == n_docs  # the cut decides nothing left
         kept_n = st.slider(
             f"Configuration {name}: keep the top N documents by evidence score", 0, max(n_docs, 1), key=key,
-            help=f"Documents are ranked by their offline evidence score; the suggested cut keeps those with at least "
-            f"{DEFAULT_CALIBRATION.rel_rho:g} x the best document's score. Moving the cut re-uses this run: nothing is "
-            "retrieved again.",
+            disabled=all_answered,
+            help=("Your review answers decide every document of this run, so the cut by score does not apply."
+                  if all_answered else
+                  f"Documents are ranked by their offline evidence score; the suggested cut keeps those with at least "
+                  f"{DEFAULT_CALIBRATION.rel_rho:g} x the best document's score. Moving the cut re-uses this run: "
+                  "nothing is retrieved again."),
         )
         shown = dm.move_cut(run, kept_n if kept_n != suggested else None)  # the engine moves the cut
         shown_runs[name] = shown

@@ -576,6 +576,9 @@ def test_filter_review_answers_update_counts_and_survive_a_reload(app_uploaded, 
     assert by_user == {d: v for d, (v, _) in stored.items()}
     # both documents answered: the count says so (it said "the others by the top 1", with no others)
     assert any("**kept 1 of 2 documents** (all 2 decided by your answers)" in m.value for m in again.markdown)
+    # ... and the cut by score, which decides none of them, cannot be moved (it showed "top 6" beside "kept 5")
+    cut_a = next(sl for sl in again.slider if sl.label.startswith("Configuration A: keep the top N"))
+    assert cut_a.disabled and "Your review answers decide every document" in cut_a.help
     assert not any("not in these tables yet" in i.value for i in again.info)
     again.toggle(key="w_review_on").set_value(True)
     run_app(again)
@@ -626,7 +629,7 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
 
 
 def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
-    from ui.review import count_line
+    from ui.review import count_line, decided_by_user
 
     def dec(v, who="offline"):
         return {"decisions": {"combined": {"decision": v, "decided_by": who, "uncertain": False}}}
@@ -637,14 +640,15 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
     assert "**kept 2 of 5 documents** (2 decided by your answers, the other 3 by the top 1 by evidence score" in line
     everyone = {**run, "documents": run["documents"][:2]}
     assert "(all 2 decided by your answers)" in count_line(everyone, everyone, 1, 1)
+    assert (decided_by_user(run), decided_by_user(everyone)) == (2, 2)
     # every kept document uncertain: the line says from which score one would be sure (a newcomer asked)
     unsure = {"backend": "offline", "strategy": "combined", "cuts": {"combined": {"kept": 1, "sure_yes": 6.0021}},
               "documents": [{"decisions": {"combined": {"decision": True, "uncertain": True}}}, dec(False)]}
     assert "0 sure and 1 uncertain kept" in count_line(unsure, unsure, 1, 1)
-    assert "a document is sure from a score of 6.0021" in count_line(unsure, unsure, 1, 1)
+    assert "a document is sure from a score of 6.0" in count_line(unsure, unsure, 1, 1)
     # with the cut's score beside it: kept from one score, sure from another (the evidence text says the first)
     unsure["cuts"]["combined"]["threshold"] = 0.72
-    assert "(a document is kept from a score of 0.7, sure from a score of 6.0021)" in count_line(unsure, unsure, 1, 1)
+    assert "(a document is kept from a score of 0.7, sure from a score of 6.0)" in count_line(unsure, unsure, 1, 1)
 
 
 def test_a_topic_of_mostly_reference_list_passages_says_so():

@@ -343,11 +343,11 @@ def test_first_five_minutes_chat_scope_example_answer_and_removal(empty_server):
         wait_idle(page)
         assert page.get_by_text("Answering from: all 3 documents").count() == 1  # the default
         timed(page, page.get_by_text("documents kept by the last filter run (1; ").click)
-        assert page.get_by_text(re.compile(r"Answering from: the 1 document kept by filter run \d+ \(of 3\)")).count() == 1
+        assert page.get_by_text(re.compile(r"Answering from: the 1 of 3 documents kept by filter run \d+")).count() == 1
         navigate(page, "Upload")
         navigate(page, "Chat")  # the choice stays for the session
         wait_idle(page)
-        assert page.get_by_text(re.compile(r"Answering from: the 1 document kept by filter run")).count() == 1
+        assert page.get_by_text(re.compile(r"Answering from: the 1 of 3 documents kept by filter run")).count() == 1
         page.get_by_text("all documents (3)").click()  # a radio choice: its rerun is checked by what it shows
         expect(page.get_by_text("Answering from: all 3 documents")).to_have_count(1, timeout=120_000)
         wait_idle(page)

@@ -349,7 +349,7 @@ def test_chat_citation_links_contiguous_numbers_and_scope(app_uploaded, app_env)
         made_by = saved[0]["params"].get("app_configuration")
         where = f"(configuration {made_by} of the Filter page" if made_by else "(from the command line or a script)"
         assert any(t.startswith(f"Filter run #{saved[0]['run_id']} {where}") and ", condition" in t for t in texts)
-        assert any(t.startswith(f"Answering from: the {n_kept} document") and
+        assert any(t.startswith(f"Answering from: the {n_kept} ") and
                    f"kept by filter run {saved[0]['run_id']}" in t for t in texts)
     at.radio(key="w_chat_scope").set_value("chosen")
     run_app(at)
@@ -523,7 +523,7 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(app_env, monkey
     run_app(at)
     at.radio(key="w_chat_scope").set_value("filter")
     run_app(at)
-    scope = f"the 1 document kept by filter run {run_a['run_id']} (of 3)"
+    scope = f"the 1 of 3 documents kept by filter run {run_a['run_id']}"
     assert f"Answering from: {scope}" in page_texts(at)
     at.chat_input(key="w_chat_input").set_value(EXAMPLE_QUESTION)
     run_app(at)

@@ -143,6 +143,9 @@ def test_a_condition_nothing_meets_keeps_nothing(ws_contract, embedder):
     top = min(run.documents, key=lambda d: d.decisions["combined"].rank)
     assert "No document of this collection meets the condition" in top.decisions["combined"].rationale
     assert "strong support" not in top.decisions["combined"].rationale
+    # no cut a document could have passed is quoted beside "nothing is kept" (a newcomer read it as a contradiction)
+    assert "kept from a score" not in top.decisions["combined"].rationale
+    assert "no document of this collection is about the condition" in top.decisions["combined"].rationale
     # a condition the collection does meet is unaffected
     run = run_filter(ws_contract, embedder, None, RetrievalSettings(), "Does the paper report results on ImageNet?",
                      decider="calibrated", save=False)

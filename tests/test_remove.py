@@ -121,7 +121,7 @@ def test_cli_rm_check_compare_and_ask_scope(toy_dm, capsys):
     assert cli.main(["ask", q, "-w", w, "--no-save"]) == 0
     out, err = capsys.readouterr()
     n_b = len(kept_b)
-    scope_b = f"the {n_b} document{'s' * (n_b != 1)} kept by filter run {run_b['run_id']} (of {N})"
+    scope_b = f"the {n_b} of {N} documents kept by filter run {run_b['run_id']}"
     assert f"answering from: {scope_b}" in err.splitlines()[0]
     assert "not found" in out.splitlines()[-1]  # the manual does not say
     assert "closest passages (they do not answer the question):" in out
@@ -182,7 +182,9 @@ def test_scope_line_words():
     from docmaster_core.qa.ask import scope_line
 
     assert scope_line("all", 9, 9) == "all 9 documents"
-    assert scope_line("last-filter-run", 3, 9, 7) == "the 3 documents kept by filter run 7 (of 9)"
-    assert scope_line("last-filter-run", 1, 9, 7) == "the 1 document kept by filter run 7 (of 9)"
+    # "run 7 (of 9)" read as "run 7 of 9 runs" (a newcomer)
+    assert scope_line("last-filter-run", 3, 9, 7) == "the 3 of 9 documents kept by filter run 7"
+    assert scope_line("last-filter-run", 1, 9, 7) == "the 1 of 9 documents kept by filter run 7"
+    assert scope_line("last-filter-run", 9, 9, 7) == "the 9 documents kept by filter run 7"
     assert scope_line("given", 2, 9) == "2 chosen documents (of 9)"
     assert scope_line("given", 9, 9) == "all 9 documents"

@@ -29,7 +29,7 @@ def chat_scope(scope: str, all_ids: list[str], chosen: list[str] | None,
 
     Returns:
         ``{"scope", "doc_ids", "n", "n_all", "run_id", "label"}``; ``label`` is e.g.
-        ``"all 9 documents"`` or ``"the 3 documents kept by filter run 7 (of 9)"``
+        ``"all 9 documents"`` or ``"the 3 of 9 documents kept by filter run 7"``
         (:func:`docmaster_core.qa.ask.scope_line`), shown as "Answering from: ...".
     """
     from docmaster_core.qa.ask import scope_line

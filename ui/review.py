@@ -16,11 +16,18 @@ import streamlit as st
 from ui.render import render_evidence, render_page_image
 from ui.text import md_escape, shorten
 
-__all__ = ["render_review", "count_line", "answers_not_applied", "APPLY_ANSWERS"]
+__all__ = ["render_review", "count_line", "answers_not_applied", "decided_by_user", "APPLY_ANSWERS"]
 
 _SKIPPED = "dm_review_skipped"  # {condition: [doc_id]} skipped in this browser session
 APPLY_ANSWERS = "dm_filter_apply_answers"  # set by "Apply my answers": the Filter page runs A and B again
 _ANSWER_LABELS = {"match": True, "no match": False, "(remove)": None}
+
+
+def decided_by_user(run: dict[str, Any]) -> int:
+    """How many documents of a run (dict of :func:`~docmaster_core.filtering.results.run_to_dict`)
+    the user's review answers decided (its strategy's decisions with ``decided_by == "user"``)."""
+    s = run.get("strategy", "combined")
+    return sum(((d.get("decisions") or {}).get(s) or {}).get("decided_by") == "user" for d in run.get("documents", []))
 
 
 def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggested: int) -> str:
@@ -57,7 +64,7 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
             thr = band.get("threshold")
             kept_from = (f"kept from a score of {float(thr):.1f}, " if thr is not None
                          and float(thr) < float(band["sure_yes"]) else "")
-            parts[-1] += f" (a document is {kept_from}sure from a score of {float(band['sure_yes']):g})"
+            parts[-1] += f" (a document is {kept_from}sure from a score of {float(band['sure_yes']):.1f})"
     else:
         parts.append(f"{len(dropped)} dropped")
     if users and not offline:

@@ -219,7 +219,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         order = np.argsort(-(np.asarray(c) * w_by_doc[i]) if role_aware else -np.asarray(c), kind="stable")
         best = next((evs[int(j)] for j in order if evs[int(j)].text.strip()), evs[int(order[0])])
         hits = lex[i][1]
-        rule = _rule_sentence(st["mode"], calib, thr, cut.best, int(present.sum()))
+        rule = _rule_sentence(st["mode"], calib, thr, cut.best, int(present.sum())) if not none_meets else \
+            "no score keeps a document here, because no document of this collection is about the condition"
         weak = None if above_floor[i] else (d[i], calib.floor)
         conf = float(1.0 / (1.0 + np.exp(-(z[i] - thr))))
         if dec[i]:
@@ -287,7 +288,7 @@ def _rule_sentence(mode: str, calib: OfflineCalibration, thr: float, best: float
     if calib.cut == "best_fraction":
         return (f"a document is kept from a score of {thr:.1f}: {calib.rel_rho:g} times the best document's score "
                 f"{best:.1f}, and never below {calib.rel_z_min:g}")
-    return f"a document is kept from a score of {thr:g}"
+    return f"a document is kept from a score of {thr:.1f}"
 
 
 def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, top: Sequence[Evidence],

@@ -540,7 +540,7 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only
-            "answer_version": 39,
+            "answer_version": 41,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -204,7 +204,7 @@ def select_documents(ws, docs: Sequence[str] | None = None, all_docs: bool = Fal
 def scope_line(source: str, n: int, n_all: int, run_id: int | None = None, files: Sequence[str] = ()) -> str:
     """Which documents a question was answered from, in words (the CLI's scope line).
 
-    Examples: ``"all 9 documents"``, ``"the 3 documents kept by filter run 7 (of 9)"``,
+    Examples: ``"all 9 documents"``, ``"the 3 of 9 documents kept by filter run 7"``,
     ``"2 chosen documents (of 9)"``, ``"cuad-077_....pdf (named in the question)"``.
     """
     if source == "named":
@@ -214,9 +214,9 @@ def scope_line(source: str, n: int, n_all: int, run_id: int | None = None, files
         return f"{k} document{'s' * (k != 1)}"
 
     of = f" (of {n_all})" if n_all and n != n_all else ""
-    if source == "last-filter-run":
-        return f"the {docs(n)} kept by filter run {run_id}{of}" if run_id is not None else \
-            f"the {docs(n)} kept by the last filter run{of}"
+    if source == "last-filter-run":  # "the 5 of 15 documents kept by filter run 16" ("run 16 (of 15)" misread)
+        part = f"the {n} of {docs(n_all)}" if n_all and n != n_all else f"the {docs(n)}"
+        return f"{part} kept by filter run {run_id}" if run_id is not None else f"{part} kept by the last filter run"
     if source == "all" or (n_all and n == n_all):
         return f"all {docs(n)}" if n != 1 else "the 1 document"
     return f"{n} chosen document{'s' * (n != 1)}{of}"
@@ -473,6 +473,9 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
     search_retr, search_ids = retr, doc_ids
     if candidates is not None and not deep and len(doc_ids) > candidates.min_docs and retr.view.collection is not None:
         search_retr, search_ids, cand_info = _question_candidates(retr, need, doc_ids, candidates)
+    # several documents asked about, or named ("Compare how RAPTOR and LightRAG build their index"):
+    # each one's best passages first, so that one document's passages do not crowd out the others'
+    several_named = route is not None and len(set(doc_ids)) > 1
     if deep:
         evidence, subs, ran = _deep_evidence(retr, need, doc_ids, k, llm, rounds)
         di_of = {d.doc_id: i for i, d in enumerate(retr.view.docs)}
@@ -480,8 +483,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
             (e.score, di_of[e.doc_id], e.node_id, e.strategy) for e in evidence])
     else:
         sel, subs, ran = select_passages(search_retr, need, search_ids, k, whole_documents=route is not None,
-                                         per_document=route is None and len(search_ids) > 1
-                                         and asks_about_several(q)), [need], 1
+                                         per_document=len(search_ids) > 1 and (several_named or (
+                                             route is None and asks_about_several(q)))), [need], 1
         if route is None and llm.is_offline and sel.verdict.found and about_one_document(q, sel.evidence):
             # the passages of the best passage's document alone, searched as if it were chosen (document,
             # then passage retrieval); kept when they answer
@@ -501,7 +504,7 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         ans = not_found_answer(q, sel, files, backend)
     else:  # a model reads the whole question; the offline answerer ranks sentences by what is asked
         one_doc = route is None and about_one_document(q, evidence)
-        several = route is None and len({e.doc_id for e in evidence}) > 1 and asks_about_several(q)
+        several = len({e.doc_id for e in evidence}) > 1 and (several_named or (route is None and asks_about_several(q)))
         ans = _llm_answer(llm, need if llm.is_offline else q, evidence, doc_ids[0] if len(doc_ids) == 1 else None,
                           on_piece, one_document=one_doc, several=several)
         if several and llm.is_offline:  # which documents answer: each one's sentences under its name

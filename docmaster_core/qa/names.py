@@ -377,7 +377,9 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
     them together, two distinct names of the question held together by at most ``max_named``
     documents' name fields name them all (:func:`_named_together`; a pair of parties: "must Audible give
     Amazon.com Commerce Services ...", or a contract and its amendments between the same
-    parties: "the Fox and Glu Mobile license under Amendment No. 3"); else nothing is routed.
+    parties: "the Fox and Glu Mobile license under Amendment No. 3"). Failing both, "the <Word> paper"
+    (or agreement, report, ...) names the one document whose title begins with that word
+    (:func:`_route_by_title_head`: "the Attention paper"); else nothing is routed.
 
     Returns:
         The :class:`Route`, or None when the question names no document.
@@ -409,7 +411,7 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
         if not family or min(n_names(row[d]) for d in route.doc_ids) >= max(map(n_names, family)):
             return route
     if not family:
-        return None
+        return _route_by_title_head(question, view, nf, allowed)
     by_word = {w for w, _ in held}
     names = list(dict.fromkeys(w for w, _ in held))
     front = set().union(*(nf.tokens[di] for di in family))
@@ -420,6 +422,34 @@ def route_by_names(question: str, view, doc_ids: Sequence[str] | None = None, *,
     scores = {di: sum(idf[t] for _, t in held if t in nf.tokens[di]) for di in family}
     return Route([view.docs[di].doc_id for di in family], names, need,
                  {view.docs[di].doc_id: round(scores[di], 3) for di in family})
+
+
+_TITLE_HEAD = re.compile(r"\bthe\s+([A-Z][A-Za-z0-9\-]*)\s+(" + "|".join(sorted(DOC_NOUNS)) + r")\b")
+
+
+def _route_by_title_head(question: str, view, nf: NameFields, allowed: set[str] | None, max_read: int = 20
+                         ) -> Route | None:
+    """A document called by the first word of its title, as people call papers ("How many layers
+    does the encoder have in *the Attention paper*?" for "Attention Is All You Need", a word
+    other documents' opening text holds too): "the <Word> <document noun>" names the one
+    document whose title begins with that word (None when none or several do, or when more
+    than ``max_read`` documents' name fields hold the word)."""
+    for m in _TITLE_HEAD.finditer(question or ""):
+        word = m.group(1)
+        # the title is in the name field: only documents whose name field holds the word are read
+        # (a word most documents hold names none of them this way)
+        held = [di for di, dv in enumerate(view.docs) if (allowed is None or dv.doc_id in allowed)
+                and word.lower() in nf.tokens[di]]
+        if len(held) > max_read:
+            continue
+        hits = [di for di in held if name_tokens(view.docs[di].tree.title or "")[:1] == [word.lower()]]
+        if len(hits) == 1:
+            di = hits[0]
+            need = _need(question, {word}, nf.tokens[di])
+            if not [w for w in name_tokens(need) if w not in _FUNCTION and len(w) > 2]:
+                need = question
+            return Route([view.docs[di].doc_id], [word], need, {view.docs[di].doc_id: 1.0})
+    return None
 
 
 def _route_by_candidates(question: str, view, nf: NameFields, cands: list[tuple[str, str]],

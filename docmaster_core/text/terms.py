@@ -37,7 +37,8 @@ _ALTERNATIVES = re.compile(r"\b(?:or|such as|for example|for instance|e\.\s?g\.|
 
 def name_words(text: str) -> list[str]:
     """The words a condition or question writes as names it requires: capitalised, not in
-    capitals (an abbreviation a document may spell out), not the first word of a sentence,
+    capitals (an abbreviation a document may spell out) unless it holds a digit (an
+    identifier: "BM25", "GPT-4", "P100"), not the first word of a sentence,
     outside parentheses and outside a clause that lists alternatives or examples ("such as",
     "for example", "e.g.", "or", "including"), and not a word for a kind of place, party or
     document (:data:`GENERIC_NAME_WORDS`): "Japan" in "governed by the laws of Japan",
@@ -55,7 +56,9 @@ def name_words(text: str) -> list[str]:
         for m in re.finditer(r"[A-Za-z][A-Za-z0-9'’\-]*", clause.group(0)):
             w = m.group(0)
             before = text[:clause.start() + m.start()].rstrip()
-            if not before or before[-1] in ".?!" or not w[:1].isupper() or w.isupper():
+            if not before or before[-1] in ".?!" or not w[:1].isupper():
+                continue
+            if w.isupper() and not any(ch.isdigit() for ch in w):  # "BM25", "GPT-4", "P100" are names
                 continue
             if w.lower().rstrip("'’s") in GENERIC_NAME_WORDS or w.lower() in GENERIC_NAME_WORDS:
                 continue
