@@ -44,6 +44,13 @@ PAPERS = [
                                            "LightRAG deduplicates the retrieval index to build a smaller graph."]),
         ("4 Experiments", ["LightRAG is compared with GraphRAG on four datasets."]),
     ]),
+    ("raft.pdf", "In Search of an Understandable Consensus Algorithm", [
+        (None, ["Diego Ongaro, Stanford University. Raft is a consensus algorithm for managing a replicated log."]),
+        ("5.2 Leader election", ["Raft uses randomized election timeouts to elect a leader: a follower that hears "
+                                 "from no leader becomes a candidate and asks the other servers for votes."]),
+        ("5.6 Timing and availability", ["Raft will be able to elect and maintain a steady leader as long as the "
+                                         "system satisfies the following timing requirement:"]),
+    ]),
     ("dynamo.pdf", "Dynamo: Amazon's Highly Available Key-value Store", [
         (None, ["Giuseppe DeCandia, Amazon.com. Dynamo is a highly available key-value storage system."]),
         ("4 System Architecture", ["Dynamo is eventually consistent: updates reach all replicas asynchronously.",
@@ -93,3 +100,26 @@ def test_which_papers_use_a_named_method_lists_only_papers_that_mention_it(dm):
     res = dm.ask("Which papers use BM25?", all_docs=True, save=False)
     cited = set(_files(dm, {c.doc_id for c in res.answer.citations}))
     assert cited and cited <= {"bert.pdf", "raptor.pdf"}, res.answer.text
+
+
+def test_a_sentence_announcing_what_its_passage_lacks_is_not_quoted(dm):
+    res = dm.ask("How does Raft elect a leader?", all_docs=True, save=False)
+    assert "randomized election timeouts" in res.answer.text
+    assert "timing requirement:" not in res.answer.text, res.answer.text  # the requirement itself is elsewhere
+
+
+def test_a_not_found_answer_lists_passages_with_words_before_bare_numbers():
+    from docmaster_core.model import Evidence
+    from docmaster_core.qa.answering import Selection, not_found_answer
+    from docmaster_core.text.answer_units import Verdict, profile_question
+
+    def ev(i, text, kind="TEXT"):
+        return Evidence(f"E{i}", "d1", i, "semantic", 1.0 - i / 10, text, 1, None, ["Results"], kind)
+
+    evidence = [ev(1, "50.2 | 17.5: 26.4\n\n53.0 | 17.5: 32.1", "TABLE"), ev(2, "27.2 | column 2: 53.3", "TABLE"),
+                ev(3, "Which country did Sokolovsko belong to from 1392 to 1525?"),
+                ev(4, "The economy of the region grew after the war.")]
+    q = "What is the GDP of France?"
+    sel = Selection(evidence, Verdict(False, 'they never mention "GDP"', 0.0, 0.0, ["gdp"]), profile_question(q))
+    ans = not_found_answer(q, sel, {"d1": "a.pdf"}, "offline", n_closest=2)
+    assert [c.evidence_id for c in ans.closest] == ["E3", "E4"]

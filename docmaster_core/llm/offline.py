@@ -540,7 +540,7 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only
-            "answer_version": 41,
+            "answer_version": 42,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -585,8 +585,13 @@ class OfflineLLM:
         # nodes) or a table-of-contents line only when nothing else answers; table rows, form fields and
         # formulas are no prose
         # (a paragraph's last sentence whose source omits the stop, "... the laws of Hong Kong", is whole)
+        # a sentence that announces what follows ("... the following timing requirement:") is whole only with
+        # what follows it in its passage (a formula or list the passage lacks would leave the answer hanging)
+        last_of = {int(j): i for i, j in enumerate(owner)}
+        hanging = {i for i in range(len(units)) if units[i].rstrip().endswith(":") and last_of[int(owner[i])] == i}
         whole = [i for i in ranked if (not is_cut_prose(units[i]) or ends_its_paragraph(
-            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i]) and not is_empty_label(units[i])]
+            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i]) and not is_empty_label(units[i])
+            and i not in hanging]
         order = whole or ranked
         if order and one_document:  # one thing asked: quoted from the best sentence's document
             doc = evidence[int(owner[order[0]])].doc_id
@@ -617,6 +622,11 @@ class OfflineLLM:
             seen.add(key)
             picked.append(i)
             words += count_words(units[i])
+            nxt = i + 1  # what a sentence ending in ":" announces comes with it
+            if units[i].rstrip().endswith(":") and nxt < len(units) and owner[nxt] == owner[i] and nxt not in picked:
+                seen.add(norm_key(units[nxt]))
+                picked.append(nxt)
+                words += count_words(units[nxt])
         if not picked:
             return {"text": NO_ANSWER_TEXT, "citations": []}
         # reading order: documents in the order of their best sentence, then passage (node) and sentence order

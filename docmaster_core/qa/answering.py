@@ -358,11 +358,19 @@ def citation_of(e: Evidence, quote: str, file: str = "", supports: bool = True) 
                     bbox=tuple(e.bbox) if e.bbox else None, supports=supports)
 
 
+_WORDS = re.compile(r"[A-Za-z]{3,}")
+
+
 def not_found_answer(question: str, sel: Selection, files: dict[str, str], backend: str, n_closest: int = 3) -> Answer:
-    """The plain "not found" answer with the closest passages marked as not answering."""
+    """The plain "not found" answer with the closest passages marked as not answering: the
+    first ``n_closest`` passages in retrieval order that hold at least three words, then
+    the others (a table row of bare numbers last)."""
     q = normalize_ws(question)
+    # passages with words first: a table's bare numbers ("50.2 | 17.5: 26.4") show a reader nothing (a newcomer)
+    # (the "column 2" labels of a headerless table's cells are no words of the document)
+    wordy = sorted(sel.evidence, key=lambda e: sum(w.lower() != "column" for w in _WORDS.findall(e.text or "")) < 3)
     closest = [citation_of(e, best_quote(question, e.text, e.node_type), files.get(e.doc_id, ""), supports=False)
-               for e in sel.evidence[:n_closest]]
+               for e in wordy[:n_closest]]
     text = (f'{S.NOT_FOUND_PREFIX} what the question asks ("{q}"): {sel.verdict.reason}.'
             + (" The closest passages are listed below; they do not answer the question." if closest else ""))
     return Answer(text, [], 0, backend, outcome="not_found", closest=closest, reason=sel.verdict.reason)
