@@ -14,8 +14,10 @@ from ui.ingest import (
     collection_rows,
     example_doc_ids,
     failure_rows,
+    dismiss_interrupted,
     ingest_summary,
     ingest_files,
+    interrupted_ingest,
     remove_now,
     save_uploads,
 )
@@ -92,6 +94,21 @@ try:
 except DocMasterError as e:
     st.error(md_escape(f"Cannot open the workspace: {e}"))
     st.stop()
+
+stopped, journals = interrupted_ingest(dm)
+if stopped:  # a closed tab stopped an ingest: said, and resumable from the saved uploads
+    names = ", ".join(p.name for p in stopped[:5]) + (f" and {len(stopped) - 5} more" if len(stopped) > 5 else "")
+    st.warning(md_escape(f"An earlier ingest stopped before it finished (its page was left or its tab closed): "
+                         f"{plural(len(stopped), 'file')} not ingested: {names}. The documents done before it "
+                         "stopped are in the collection below."), icon=":material/warning:")
+    c1, c2 = st.columns([1, 1])
+    if c1.button(f"Ingest the {plural(len(stopped), 'remaining file')}", key="w_upload_resume", type="primary"):
+        dismiss_interrupted(journals)
+        _ingest_with_progress(dm, stopped)
+        st.rerun()
+    if c2.button("Forget it", key="w_upload_dismiss"):
+        dismiss_interrupted(journals)
+        st.rerun()
 
 max_mb = int(st.get_option("server.maxUploadSize"))
 # after an ingest the uploader starts empty (a new key): the files are in the workspace, and an

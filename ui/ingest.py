@@ -9,9 +9,12 @@ one progress bar per document through its stages (SPEC F1, F2, F9).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import threading
 import time
 import unicodedata
+import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Callable, Iterable, Sequence
@@ -26,6 +29,8 @@ __all__ = [
     "save_uploads",
     "ProgressBoard",
     "ingest_files",
+    "interrupted_ingest",
+    "dismiss_interrupted",
     "ingest_summary",
     "collection_rows",
     "failure_rows",
@@ -167,6 +172,61 @@ class ProgressBoard:
             )
 
 
+#: An ingest's journal (``uploads/.ingest-<id>.json``: the files it was given) lives until the ingest
+#: returns. The app's ingest runs with its page's script, so a closed tab stops it; a journal whose
+#: ingest is not running in this server process (:data:`_RUNNING`) is one that stopped part-way.
+_JOURNAL_GLOB = ".ingest-*.json"
+_RUNNING: set[str] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _journal(dm: Any, paths: Sequence[Path]) -> Path:
+    j = Path(dm.path) / "uploads" / f".ingest-{uuid.uuid4().hex[:12]}.json"
+    j.parent.mkdir(parents=True, exist_ok=True)
+    j.write_text(json.dumps({"started": time.time(), "files": [str(p) for p in paths]}), encoding="utf-8")
+    with _RUNNING_LOCK:
+        _RUNNING.add(str(j))
+    return j
+
+
+def interrupted_ingest(dm: Any) -> tuple[list[Path], list[Path]]:
+    """Files of an ingest that stopped before it finished (the tab was closed or the page
+    left while it ran) and are neither in the workspace nor recorded as failed.
+
+    Returns:
+        ``(files, journals)``: the files still on disk under ``uploads/`` that were not
+        ingested, and the journals naming them (:func:`dismiss_interrupted` deletes
+        them). A journal whose files are all in the workspace is deleted here.
+    """
+    up = Path(dm.path) / "uploads"
+    if not up.is_dir():
+        return [], []
+    have = {d.file_name for d in dm.documents()} | {f["file_name"] for f in dm.failures()}
+    files: list[Path] = []
+    journals: list[Path] = []
+    for j in sorted(up.glob(_JOURNAL_GLOB)):
+        with _RUNNING_LOCK:
+            if str(j) in _RUNNING:
+                continue
+        try:
+            listed = [Path(f) for f in json.loads(j.read_text(encoding="utf-8")).get("files", [])]
+        except (OSError, ValueError):
+            listed = []
+        left = [f for f in listed if f.name not in have and f.is_file() and f not in files]
+        if left:
+            files += left
+            journals.append(j)
+        else:
+            j.unlink(missing_ok=True)
+    return files, journals
+
+
+def dismiss_interrupted(journals: Sequence[Path]) -> None:
+    """Forget stopped ingests (their files stay under ``uploads/``)."""
+    for j in journals:
+        Path(j).unlink(missing_ok=True)
+
+
 def ingest_files(dm: Any, paths: Sequence[Path], on_progress: Callable[[Any], None] | None = None) -> list[dict]:
     """Ingest ``paths`` into the facade's workspace; one result dict per input.
 
@@ -177,17 +237,29 @@ def ingest_files(dm: Any, paths: Sequence[Path], on_progress: Callable[[Any], No
     ``dm.ingest`` refuses the whole batch before touching a file; every file then gets
     a ``failed`` result carrying that one reason (nothing is recorded in the workspace).
 
+    While it runs, a journal under ``uploads/`` names the files; when the ingest is
+    stopped part-way (the page's script stops with the tab), :func:`interrupted_ingest`
+    finds what it did not ingest.
+
     Raises:
         WorkspaceLockedError: another process is writing to the workspace.
     """
-    from docmaster_core.errors import ConfigError
+    from docmaster_core.errors import ConfigError, WorkspaceLockedError
 
+    journal = _journal(dm, paths)
     try:
         results = dm.ingest([str(p) for p in paths], on_progress=on_progress)
-    except ConfigError as e:
+    except (ConfigError, WorkspaceLockedError) as e:
+        journal.unlink(missing_ok=True)  # refused before any file: nothing stopped part-way
+        if isinstance(e, WorkspaceLockedError):
+            raise
         reason = " ".join(str(e).split())
         return [{"file": str(p), "status": "failed", "doc_id": None, "reason": f"{Path(p).name}: {reason}",
                  "pages": 0, "nodes": 0, "counts": {}, "timings": {}} for p in paths]
+    finally:  # (a stopped script leaves its journal: the next visit says what was not ingested)
+        with _RUNNING_LOCK:
+            _RUNNING.discard(str(journal))
+    journal.unlink(missing_ok=True)
     new = [r.doc_id for r in results if r.status == "ingested" and r.doc_id]
     if new:
         from .projection import queue_missing_layouts
