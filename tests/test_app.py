@@ -489,6 +489,15 @@ def test_filter_compare_and_export_from_engine_run():
     assert compare_runs(a, b, documents=True)["documents"][0]["b_decisions"] == {"combined": True, "semantic": False}
     rows = list(csv.DictReader(io.StringIO(export_csv({"A": a, "B": b}))))
     assert len(rows) == 4 and rows[0]["combined"] == "true" and rows[0]["tree"] == ""
+    # best ranked first, and the passages a decision cites are in the export itself (a newcomer found only ids)
+    ranked = {"strategy": "combined", "condition": "c", "documents": [doc("d2", False, True), doc("d1", True, True)]}
+    ranked["documents"][0]["decisions"]["combined"].update(rank=2)
+    ranked["documents"][1]["decisions"]["combined"].update(rank=1, evidence_ids=["C1"])
+    ranked["documents"][1]["evidence"]["combined"][0]["text"] = "Liability is capped at the fees paid.  " * 20
+    out = list(csv.DictReader(io.StringIO(export_csv({"A": ranked}))))
+    assert [r["doc_id"] for r in out] == ["d1", "d2"]
+    assert out[0]["cited_passages"].startswith("[C1 p.1] Liability is capped at the fees paid. Liability")
+    assert len(out[0]["cited_passages"]) <= 320 and out[1]["cited_passages"] == ""
     assert json.loads(export_json({"A": a}))["A"]["documents"][1]["decisions"]["combined"]["decision"] is False
     # a download is named by its condition and runs, so a second export never clashes with the first
     from ui.filtering import export_file_name

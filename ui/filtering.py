@@ -31,6 +31,7 @@ import streamlit as st
 from docmaster_core.filtering.results import is_offline_run
 
 from . import state
+from .text import shorten
 
 __all__ = [
     "STRATEGIES",
@@ -662,22 +663,40 @@ def difference_rows(dm: Any, run_a: dict[str, Any], run_b: dict[str, Any]) -> li
     return rows
 
 
+#: Characters of each cited passage in the CSV export.
+PASSAGE_CHARS = 300
+
+
 def export_csv(runs: dict[str, dict[str, Any]]) -> str:
-    """CSV text: one row per (configuration, document) with the match (after any cut
-    move), whether it is uncertain (three-way decisions), the rank and evidence score of
-    the deciding strategy, every strategy's
-    decision (empty = not decided), rationale, tokens and evidence ids."""
+    """CSV text: one row per (configuration, document), best ranked first, with the match
+    (after any cut move), whether it is uncertain (three-way decisions), the rank and
+    evidence score of the deciding strategy, every strategy's decision (empty = not
+    decided), rationale, tokens, evidence ids and the passages the decision cites
+    (``[E3 p.5] text``, each at most ``PASSAGE_CHARS`` characters, `` | ``-separated: an
+    export read without the app still shows why)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["config", "run_id", "condition", "doc_id", "file", "match", "uncertain", "rank", "evidence_score",
                 *DECISION_COLUMNS,
-                "rationale", "tokens", "evidence_ids"])
+                "rationale", "tokens", "evidence_ids", "cited_passages"])
 
     def cell(v: Any) -> str:
         return "" if v is None else str(bool(v)).lower()
 
+    def cited(d: dict[str, Any], main: dict[str, Any]) -> str:
+        ids = set(main.get("evidence_ids") or [])
+        return " | ".join(f"[{e.get('evidence_id', '')} p.{e.get('page', '')}] "
+                          + shorten(" ".join(str(e.get("text", "")).split()), PASSAGE_CHARS)
+                          for e in evidence_list(d) if e.get("evidence_id") in ids)
+
+    def by_rank(run: dict[str, Any]) -> list[dict[str, Any]]:
+        def key(d: dict[str, Any]) -> tuple[int, int]:
+            r = deciding(run, d).get("rank")
+            return (0, int(r)) if isinstance(r, (int, float)) else (1, 0)
+        return sorted(run.get("documents", []), key=key)
+
     for name, run in runs.items():
-        for d in run.get("documents", []):
+        for d in by_rank(run):
             dec = {k: (v or {}).get("decision") for k, v in (d.get("decisions") or {}).items()}
             main = deciding(run, d)
             rank, score = main.get("rank"), main.get("evidence_score")
@@ -686,6 +705,7 @@ def export_csv(runs: dict[str, dict[str, Any]]) -> str:
                 cell(main.get("decision")), cell(main.get("uncertain", False)), "" if rank is None else rank,
                 "" if score is None else round(float(score), 4), *[cell(dec.get(c)) for c in DECISION_COLUMNS],
                 doc_rationale(run, d), _tokens(d), " ".join(e.get("evidence_id", "") for e in evidence_list(d)),
+                cited(d, main),
             ])
     return buf.getvalue()
 
