@@ -533,8 +533,8 @@ def test_with_cut_and_ranked_rows_from_engine_run():
     assert [doc_match(run, d) for d in move_cut(run, None)["documents"]] == [False, True, False]
     assert doc_match(run, run["documents"][2]) is False  # the run itself is untouched
     csv_rows = list(csv.DictReader(io.StringIO(export_csv({"A": moved}))))
-    assert [(r["doc_id"], r["rank"], r["match"]) for r in csv_rows] == [("d1", "3", "false"), ("d2", "1", "true"),
-                                                                       ("d3", "2", "true")]
+    assert [(r["doc_id"], r["rank"], r["match"]) for r in csv_rows] == [("d2", "1", "true"), ("d3", "2", "true"),
+                                                                       ("d1", "3", "false")]  # best ranked first
     llm = {**raw, "backend": "gpt-4o-mini"}
     moved = move_cut(llm, 2)
     assert [doc_match(moved, d) for d in moved["documents"]] == [False, True, False]  # the model's decisions
