@@ -540,7 +540,7 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only
-            "answer_version": 42,
+            "answer_version": 44,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -585,13 +585,8 @@ class OfflineLLM:
         # nodes) or a table-of-contents line only when nothing else answers; table rows, form fields and
         # formulas are no prose
         # (a paragraph's last sentence whose source omits the stop, "... the laws of Hong Kong", is whole)
-        # a sentence that announces what follows ("... the following timing requirement:") is whole only with
-        # what follows it in its passage (a formula or list the passage lacks would leave the answer hanging)
-        last_of = {int(j): i for i, j in enumerate(owner)}
-        hanging = {i for i in range(len(units)) if units[i].rstrip().endswith(":") and last_of[int(owner[i])] == i}
         whole = [i for i in ranked if (not is_cut_prose(units[i]) or ends_its_paragraph(
-            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i]) and not is_empty_label(units[i])
-            and i not in hanging]
+            units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i]) and not is_empty_label(units[i])]
         order = whole or ranked
         if order and one_document:  # one thing asked: quoted from the best sentence's document
             doc = evidence[int(owner[order[0]])].doc_id
@@ -634,6 +629,11 @@ class OfflineLLM:
         for r, i in enumerate(picked):
             first_doc.setdefault(evidence[int(owner[i])].doc_id, r)
         picked.sort(key=lambda i: (first_doc[evidence[int(owner[i])].doc_id], evidence[int(owner[i])].node_id, i))
+        # an answer does not end on a sentence announcing what its passage lacks ("... satisfies the following
+        # timing requirement:" without the requirement): it would end mid-thought
+        last_of = {int(j): i for i, j in enumerate(owner)}
+        while len(picked) > 1 and units[picked[-1]].rstrip().endswith(":") and last_of[int(owner[picked[-1]])] == picked[-1]:
+            picked.pop()
         text = " ".join(f"{units[i]} [{evidence[int(owner[i])].evidence_id}]" for i in picked)
         cites: dict[str, list[str]] = {}
         for i in picked:  # a passage's quote: every sentence the answer took from it, in reading order

@@ -51,7 +51,7 @@ from ..model import Answer, Citation, Evidence
 from ..protocols import LLM, Embedder, RunStore
 from .answering import not_found_answer, select_passages
 from .candidates import combined_candidates, dedupe_candidates
-from .names import route_by_names
+from .names import named_apart, route_by_names
 from ..text.answer_units import NOT_FOUND_PREFIX, asks_about_several
 from ..retrieval.retriever import Retriever, check_top_k
 
@@ -475,7 +475,8 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         search_retr, search_ids, cand_info = _question_candidates(retr, need, doc_ids, candidates)
     # several documents asked about, or named ("Compare how RAPTOR and LightRAG build their index"):
     # each one's best passages first, so that one document's passages do not crowd out the others'
-    several_named = route is not None and len(set(doc_ids)) > 1
+    # (several named by the same names, a contract and its amendments, are answered as one: from the best passages)
+    several_named = route is not None and len(set(doc_ids)) > 1 and (asks_about_several(q) or named_apart(route, retr.view))
     if deep:
         evidence, subs, ran = _deep_evidence(retr, need, doc_ids, k, llm, rounds)
         di_of = {d.doc_id: i for i, d in enumerate(retr.view.docs)}

@@ -39,7 +39,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["NameFields", "Route", "name_fields", "route_by_names", "name_tokens"]
+__all__ = ["NameFields", "Route", "name_fields", "route_by_names", "name_tokens", "named_apart"]
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.\-/]*")
 _SPLIT = re.compile(r"[^a-z0-9]+")
@@ -450,6 +450,20 @@ def _route_by_title_head(question: str, view, nf: NameFields, allowed: set[str] 
                 need = question
             return Route([view.docs[di].doc_id], [word], need, {view.docs[di].doc_id: 1.0})
     return None
+
+
+def named_apart(route: Route, view) -> bool:
+    """True when a route's documents are named by different names ("What do RAPTOR and LightRAG
+    use?": two papers, each to be answered from), not by the same ones (a contract and its
+    amendments between the same parties: one answer from the best of them): no name of the
+    question is in every named document's name field."""
+    if len(route.doc_ids) < 2:
+        return False
+    nf = name_fields(view)
+    row = {d.doc_id: i for i, d in enumerate(view.docs)}
+    toks = [set(name_tokens(w)) for w in route.names]
+    held = [{k for k, ts in enumerate(toks) if ts & nf.tokens[row[d]]} for d in route.doc_ids if d in row]
+    return bool(held) and not set.intersection(*held)
 
 
 def _route_by_candidates(question: str, view, nf: NameFields, cands: list[tuple[str, str]],
