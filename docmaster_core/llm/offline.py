@@ -41,6 +41,7 @@ Results are cached in the workspace response cache when one is given (model name
 """
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Sequence
@@ -54,6 +55,8 @@ from ..text.words import (answer_sentences, count_words, ends_its_paragraph, is_
                           normalize_ws, split_sentences,
                           truncate_words)
 from .cache import LLMCache, make_key
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
 
 __all__ = [
@@ -414,7 +417,8 @@ class OfflineLLM:
         return units, np.asarray(owner, dtype=np.int64)
 
     def _answer_units(self, evidence: Sequence[Evidence]) -> tuple[list[str], np.ndarray]:
-        """Like :meth:`_units`, for answers: a passage's leading line that is just its
+        """Like :meth:`_units`, for answers (sentences within each paragraph: a passage given
+        with what its last paragraph announces holds several): a passage's leading line that is just its
         section heading (a TITLE node's heading above its summary, or the heading run
         into the first sentence) is not quoted, and a bare heading is no answer
         sentence (unless no passage has anything else)."""
@@ -432,9 +436,10 @@ class OfflineLLM:
                         text = flat[len(title) + 1 :]
                 if norm_key(text) == norm_key(title) and e.node_type == "TITLE":
                     continue
-            for s in answer_sentences(text):
-                units.append(s)
-                owner.append(j)
+            for para in _PARAGRAPH_BREAK.split(text):  # a sentence never runs over a paragraph break
+                for s in answer_sentences(para):
+                    units.append(s)
+                    owner.append(j)
         if not units:
             return self._units(evidence)
         return units, np.asarray(owner, dtype=np.int64)
@@ -540,7 +545,7 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only
-            "answer_version": 44,
+            "answer_version": 49,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -617,8 +622,9 @@ class OfflineLLM:
             seen.add(key)
             picked.append(i)
             words += count_words(units[i])
-            nxt = i + 1  # what a sentence ending in ":" announces comes with it
-            if units[i].rstrip().endswith(":") and nxt < len(units) and owner[nxt] == owner[i] and nxt not in picked:
+            nxt = i + 1  # what a sentence ending in ":" announces comes with it (when it is no cut piece of prose)
+            if units[i].rstrip().endswith(":") and nxt < len(units) and owner[nxt] == owner[i] and nxt not in picked \
+                    and not is_cut_prose(units[nxt]) and not is_toc_entry(units[nxt]):
                 seen.add(norm_key(units[nxt]))
                 picked.append(nxt)
                 words += count_words(units[nxt])
@@ -629,11 +635,6 @@ class OfflineLLM:
         for r, i in enumerate(picked):
             first_doc.setdefault(evidence[int(owner[i])].doc_id, r)
         picked.sort(key=lambda i: (first_doc[evidence[int(owner[i])].doc_id], evidence[int(owner[i])].node_id, i))
-        # an answer does not end on a sentence announcing what its passage lacks ("... satisfies the following
-        # timing requirement:" without the requirement): it would end mid-thought
-        last_of = {int(j): i for i, j in enumerate(owner)}
-        while len(picked) > 1 and units[picked[-1]].rstrip().endswith(":") and last_of[int(owner[picked[-1]])] == picked[-1]:
-            picked.pop()
         text = " ".join(f"{units[i]} [{evidence[int(owner[i])].evidence_id}]" for i in picked)
         cites: dict[str, list[str]] = {}
         for i in picked:  # a passage's quote: every sentence the answer took from it, in reading order

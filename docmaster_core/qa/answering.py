@@ -193,10 +193,15 @@ def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.
     return out
 
 
+#: Characters of the siblings a paragraph ending in ":" is given with (:func:`_with_equation`).
+ANNOUNCED_CHARS = 600
+
+
 def _with_equation(tree, nid: int, text: str) -> str:
     """An equation is given with the sentence that introduces it (the last sentence of
     the preceding TEXT sibling), and a paragraph followed by an equation with that
-    equation, so a formula question can quote both."""
+    equation, so a formula question can quote both; a paragraph ending in ":" with what
+    it announces (the siblings after it, up to a heading and ``ANNOUNCED_CHARS``)."""
     n = tree.nodes[nid]
     if n.parent is None:
         return text
@@ -207,6 +212,18 @@ def _with_equation(tree, nid: int, text: str) -> str:
         if prev.type == NodeType.TEXT and prev.content:
             lead = split_sentences(prev.content)[-1:]
             return "\n\n".join(lead + [text])
+    if n.type == NodeType.TEXT and text.rstrip().endswith(":") and 0 <= k < len(sib) - 1:
+        # a paragraph that announces what follows ("... grants Licensee a non-exclusive license to:",
+        # "... satisfies the following timing requirement:") comes with it: the next siblings up to a
+        # heading, at most ``ANNOUNCED_CHARS`` characters of them
+        add: list[str] = []
+        for j in sib[k + 1:]:
+            m = tree.nodes[j]
+            if m.type == NodeType.TITLE or not (m.content or "").strip() or sum(map(len, add)) >= ANNOUNCED_CHARS:
+                break
+            add.append(normalize_ws(m.content))
+        if add:
+            return text + "\n\n" + "\n\n".join(add)
     if n.type == NodeType.TEXT and 0 <= k < len(sib) - 1:
         nxt = tree.nodes[sib[k + 1]]
         if nxt.type == NodeType.EQUATION and nxt.content and len(text) < 1300:
