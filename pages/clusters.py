@@ -108,6 +108,11 @@ with st.container(border=True):
         st.slider("How firmly pairs are kept (w)", 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params,
                   help="0: the marked pairs are ignored; higher: a topic breaks a mark only when it must. Eq. (2) "
                        "penalty per violated must-link / cannot-link.")
+    d = state.default_index_params()
+    # where the settings apply, and for how long (a newcomer reloaded and could not tell whether a change held)
+    st.caption(f"alpha, k, K and w shape the topics here and the groups of the Hyper-edge graph (the Filter sets its "
+               f"own in each configuration, under \"How passages are grouped\"); they hold for this browser session: "
+               f"a reload returns to alpha {d['alpha']:g}, k {int(d['k'])}, K {int(d['K'])}, w {d['w']:g}.")
 params = index_params()
 backend = dm.llm.backend_name
 ws = str(dm.path)

@@ -125,6 +125,9 @@ def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     now = {m.label: m.value for m in at.metric}
     assert int(now[TOPICS_LABEL]) <= 2 and now[PASSAGES_LABEL] == first[PASSAGES_LABEL]
     assert at.session_state["dm_index_params"]["K"] == 2
+    # the page says where the settings apply and that a reload returns to the defaults (a newcomer asked)
+    assert any("they hold for this browser session: a reload returns to alpha" in c.value and "K 8" in c.value
+               for c in at.caption)
     at.slider(key="w_clusters_alpha").set_value(0.3)
     run_app(at)
     at.radio(key="w_clusters_mode").set_value("collection")
