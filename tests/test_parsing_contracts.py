@@ -509,3 +509,27 @@ def test_run_in_clauses_between_headings_another_stage_found_are_headings():
     parsed = PyMuPDFParser().parse(_cuad("cuad-001"))
     top = [e.text.split(".")[0] for e in parsed.elements if e.type == NodeType.TITLE and e.level == 1]
     assert [n for n in top if n.isdigit()] == ["1", "2", "3", "5", "6", "7", "8", "9", "10", "11", "12"]
+
+
+def test_a_title_word_broken_at_a_line_end_hyphen_is_joined_when_the_document_uses_it(tmp_path):
+    """A paper's title set over two lines, "VIA AB-" / "STRACTION": the document's title reads
+    "ABSTRACTION", a word its text uses; a compound ("TREC-" / "COVID") keeps its hyphen
+    without the space (a newcomer read "AB- STRACTION" in the collection table)."""
+    from docmaster_core.parsing.base import join_lines
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((72, 80), "TAKE A STEP BACK: EVOKING REASONING VIA AB-", fontname="hebo", fontsize=16)
+    page.insert_text((72, 100), "STRACTION IN LARGE LANGUAGE MODELS", fontname="hebo", fontsize=16)
+    y = 150
+    for k in range(12):
+        page.insert_text((72, y), "We show that abstraction helps large language models reason over hard questions.",
+                         fontname="helv", fontsize=10)
+        y += 14
+    path = tmp_path / "stepback.pdf"
+    doc.save(path)
+    assert PyMuPDFParser().parse(path).title == "TAKE A STEP BACK: EVOKING REASONING VIA ABSTRACTION IN LARGE LANGUAGE MODELS"
+    words = {"abstraction"}
+    assert join_lines(["RESULTS ON TREC-", "COVID"], lambda: words) == "RESULTS ON TREC-COVID"
+    assert join_lines(["pre-", "and post-training"], lambda: words) == "pre- and post-training"
+    assert join_lines(["VIA AB-", "STRACTION"]) == "VIA AB-STRACTION"  # no vocabulary: the hyphen stays

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from ..model import ParsedDocument
 
@@ -100,6 +100,37 @@ def fix_ligatures(text: str) -> str:
 def clean_text(text: str) -> str:
     """:func:`fix_ligatures` then collapse all whitespace runs to one space and strip."""
     return _WS_RE.sub(" ", fix_ligatures(text)).strip()
+
+
+_BROKEN_END = re.compile(r"([A-Za-z]+)-$")
+_BROKEN_START = re.compile(r"^([A-Za-z]+)")
+
+
+def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None = None) -> str:
+    """Lines of one paragraph or title joined by spaces; a word broken at a line-end hyphen
+    ("AB-" / "STRACTION") is joined whole when ``vocabulary()`` (lower-case words the
+    document uses elsewhere, asked for only when a line ends so) holds the whole word
+    ("abstraction"), else kept hyphenated without the space ("TREC-" / "COVID" gives
+    "TREC-COVID", a compound; a suspended "pre- and post-" stays as it is, the next line
+    starting with no letter run joined to it). Without ``vocabulary`` every broken word
+    keeps its hyphen.
+
+    Returns:
+        The joined text (whitespace not collapsed; see :func:`clean_text`).
+    """
+    out = ""
+    for raw in lines:
+        t = str(raw or "").strip()
+        if not t:
+            continue
+        m, n = _BROKEN_END.search(out), _BROKEN_START.match(t)
+        if out and m and n and t.split()[0].lower() not in ("and", "or", "to"):
+            whole = (m.group(1) + n.group(1)).lower()
+            joined = vocabulary is not None and whole in vocabulary()
+            out = (out[:-1] if joined else out) + t
+        else:
+            out = f"{out} {t}" if out else t
+    return out
 
 
 # --------------------------------------------------------------------------------------

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Callable
 from collections import Counter, defaultdict
 
 import numpy as np
 
 from ...text.words import letters_key
-from ..base import clean_text, heading_numbering, is_caption
+from ..base import clean_text, heading_numbering, is_caption, join_lines
 from .common import EQNUM_RE, PAGENUM_RE, Line, PageInfo
 from .spans import merge_pieces
 
@@ -343,7 +344,8 @@ def _continues_legend(prev: Line, l: Line, text_width: float) -> bool:
 _OPEN_END_RE = re.compile(r"\b(?:to|of|and|for|the|between|on|by|with|in|under|&)\s*$", re.IGNORECASE)
 
 
-def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False) -> str:
+def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
+                vocabulary: Callable[[], set[str]] | None = None) -> str:
     """The title line of a document set in one size (a contract, a filing): above the
     first paragraph of prose on page 1, the first line in capitals (2-16 words) or a
     centred line in title case (<= 10 words) naming a kind of document ("Distribution
@@ -420,14 +422,33 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False) -> 
         return ""
     for q in run:
         q.role = "doctitle"
-    return clean_text(" ".join(q.text for q in run))
+    return clean_text(join_lines([q.text for q in run], vocabulary))
+
+
+def document_vocabulary(pages: list[PageInfo]) -> Callable[[], set[str]]:
+    """The lower-case words of every line of the document, computed on first call (for
+    :func:`~docmaster_core.parsing.base.join_lines`: is "abstraction" a word of this document?)."""
+    memo: list[set[str]] = []
+
+    def get() -> set[str]:
+        if not memo:
+            memo.append({w.lower() for p in pages for ln in p.lines for w in _WORD_RE.findall(ln.text or "")})
+        return memo[0]
+
+    return get
+
+
+_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
 def document_title(doc, pages: list[PageInfo], body: float) -> str:
     """The document's title: the largest text in the upper part of page 1 (marked
     ``doctitle``); else, in a document set in one size, its title line
-    (:func:`_title_line`); else the PDF metadata title; else ``""``."""
+    (:func:`_title_line`); else the PDF metadata title; else ``""``. Its lines are joined
+    by :func:`~docmaster_core.parsing.base.join_lines` ("VIA AB-" / "STRACTION" gives
+    "VIA ABSTRACTION" in a document that uses "abstraction")."""
     title = ""
+    vocabulary = document_vocabulary(pages)
     if pages and pages[0].lines:
         p = pages[0]
         cand = [l for l in p.lines if not l.role and l.y0 < 0.5 * p.height and l.nchars >= 3]
@@ -455,14 +476,14 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
                     # "SOFTWARE / DEVELOPMENT" and, a size smaller, "AGREEMENT" under it (in capitals, as a
                     # paper's author line is not)
                     run.append(below[0])
-                txt = clean_text(" ".join(l.text for l in run))
+                txt = clean_text(join_lines([l.text for l in run], vocabulary))
                 hn = heading_numbering(txt)
                 if (hn is None or hn[0] in ("A", "I")) and len(txt) <= 300 and not FILING_LABEL_RE.match(txt) \
                         and not re.fullmatch(r"\(.*\)", txt):  # "(WQHT HD2)": a parenthetical, not the title
                     if mx < 1.5 * body and not _KIND_RE.search(txt):
                         # a party's name set a little larger ("AZUL LINHAS AEREAS ...") above or below
                         # the line that names the kind of document ("Amendment n° 01 to the ... Agreement")
-                        title = _title_line(p, kind_only=True)
+                        title = _title_line(p, kind_only=True, vocabulary=vocabulary)
                     if not title:
                         title = txt
                         for l in run:
@@ -470,7 +491,8 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
     if not title and pages:
         # a contract may print its title again at the top of every page, and page 1's line is then
         # taken for the running header: it is the title when nothing else is one
-        title = _title_line(pages[0]) or _title_line(pages[0], kind_only=True, headers=True)
+        title = _title_line(pages[0], vocabulary=vocabulary) or \
+            _title_line(pages[0], kind_only=True, headers=True, vocabulary=vocabulary)
     if not title:
         mt = clean_text((doc.metadata or {}).get("title") or "")
         if len(mt) > 5 and not re.match(r"^(microsoft\s+word|untitled|slide|doi)", mt, re.I) and not mt.lower().endswith((".pdf", ".doc", ".docx", ".dvi", ".tex")):
