@@ -196,7 +196,9 @@ def interrupted_ingest(dm: Any) -> tuple[list[Path], list[Path]]:
     Returns:
         ``(files, journals)``: the files still on disk under ``uploads/`` that were not
         ingested, and the journals naming them (:func:`dismiss_interrupted` deletes
-        them). A journal whose files are all in the workspace is deleted here.
+        them). A journal whose files are all in the workspace is deleted here. (An
+        ingest running in another app server on the same workspace would be taken for a
+        stopped one: the journal knows only this process's ingests.)
     """
     up = Path(dm.path) / "uploads"
     if not up.is_dir():

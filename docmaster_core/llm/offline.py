@@ -55,8 +55,6 @@ from ..text.words import (answer_sentences, count_words, ends_its_paragraph, is_
                           normalize_ws, split_sentences,
                           truncate_words)
 from .cache import LLMCache, make_key
-
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
 
 __all__ = [
@@ -85,6 +83,10 @@ DECIDE_THRESHOLD = 0.43
 ANSWER_MIN_COS = 0.25
 
 NO_ANSWER_TEXT = "The retrieved passages contain no sentence that answers this question (offline extractive mode)."
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")  # a blank line between two paragraphs of a passage
+
 
 class OfflineLLM:
     """The LLM facade without a server: extractive and embedding-based (SPEC F8).
@@ -544,7 +546,8 @@ class OfflineLLM:
             # quotes only sentences holding the names it asks about ("... the State of California"); v37 not names
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
-            # money compared with money only
+            # money compared with money only; v40-49 capitals with a digit are names ("BM25"), two documents named
+            # apart are answered each, a paragraph ending in ":" comes with what it announces
             "answer_version": 49,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),

@@ -110,7 +110,7 @@ def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
     scored = []
     for cos, di, nid, who in cands:
         tree = view.docs[di].tree
-        text = table_text(tree, nid, profile, bg) or _with_equation(tree, nid, evidence_text(tree, nid))
+        text = table_text(tree, nid, profile, bg) or _with_neighbours(tree, nid, evidence_text(tree, nid))
         if tree.nodes[nid].type in (NodeType.IMAGE, NodeType.TABLE):
             text = _CAPTION_LABEL.sub(r"\1 \2:", text, count=1)
         units, ntype = _node_units(tree, nid, text)
@@ -193,11 +193,11 @@ def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.
     return out
 
 
-#: Characters of the siblings a paragraph ending in ":" is given with (:func:`_with_equation`).
+#: Characters of the siblings a paragraph ending in ":" is given with (:func:`_with_neighbours`).
 ANNOUNCED_CHARS = 600
 
 
-def _with_equation(tree, nid: int, text: str) -> str:
+def _with_neighbours(tree, nid: int, text: str) -> str:
     """An equation is given with the sentence that introduces it (the last sentence of
     the preceding TEXT sibling), and a paragraph followed by an equation with that
     equation, so a formula question can quote both; a paragraph ending in ":" with what

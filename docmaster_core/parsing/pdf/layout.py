@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
 from collections import Counter, defaultdict
+from typing import Callable
 
 import numpy as np
 
@@ -425,6 +425,9 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
     return clean_text(join_lines([q.text for q in run], vocabulary))
 
 
+_WORD_RE = re.compile(r"[A-Za-z]{2,}")
+
+
 def document_vocabulary(pages: list[PageInfo]) -> Callable[[], set[str]]:
     """The lower-case words of every line of the document, computed on first call (for
     :func:`~docmaster_core.parsing.base.join_lines`: is "abstraction" a word of this document?)."""
@@ -436,9 +439,6 @@ def document_vocabulary(pages: list[PageInfo]) -> Callable[[], set[str]]:
         return memo[0]
 
     return get
-
-
-_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
 def document_title(doc, pages: list[PageInfo], body: float) -> str:
