@@ -92,10 +92,15 @@ def test_a_question_naming_two_papers_quotes_both(dm):
         res.answer.text
 
 
-def test_an_identifier_in_capitals_with_a_digit_is_a_name():
-    assert name_words("Which papers use BM25?") == ["BM25"]
-    assert name_words("Which models were trained on P100 GPUs?") == ["P100", "GPUs"]
-    assert name_words("Is the AGREEMENT governed by NY law?") == []  # capitals without a digit: abbreviations
+def test_an_identifier_in_capitals_with_a_digit_is_a_name_a_question_asks_about():
+    from docmaster_core.text.answer_units import question_names
+
+    assert name_words("Which papers use BM25?", identifiers=True) == ["BM25"]
+    assert name_words("Which models were trained on P100 GPUs?", identifiers=True) == ["P100", "GPUs"]
+    assert name_words("Is the AGREEMENT governed by NY law?", identifiers=True) == []  # capitals alone: abbreviations
+    assert question_names("Which papers use BM25?") == ["bm25"]
+    # a condition's "of GPT-3 scale" names a size, not a model every match must mention (the filter's names)
+    assert name_words("Is a model of GPT-3 scale used?") == []
 
 
 def test_which_papers_use_a_named_method_lists_only_papers_that_mention_it(dm):

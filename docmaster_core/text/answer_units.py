@@ -615,13 +615,13 @@ _KIND_WORDS = {_stem(w) for w in GENERIC_NAME_WORDS}
 def question_names(question: str) -> list[str]:
     """The names a question asks about: its terms written as names it requires
     (:func:`~docmaster_core.text.terms.name_words`: capitalised, not its first word, not in
-    capitals, outside parentheses and lists of examples or alternatives, not "State"): "California" in "Which
+    capitals unless with a digit ("BM25"), outside parentheses and lists of examples or alternatives, not "State"): "California" in "Which
     of these agreements are governed by the laws of the State of California?".
 
     Returns:
         Stemmed terms (:func:`terms_of`), in question order.
     """
-    wanted = {t for w in name_words(question) for t in terms_of(w)}
+    wanted = {t for w in name_words(question, identifiers=True) for t in terms_of(w)}
     return [t for t in profile_question(question).terms if t in wanted and t not in _KIND_WORDS]
 
 

@@ -35,10 +35,11 @@ GENERIC_NAME_WORDS = frozenset(
 _ALTERNATIVES = re.compile(r"\b(?:or|such as|for example|for instance|e\.\s?g\.|including|like|either)\b", re.IGNORECASE)
 
 
-def name_words(text: str) -> list[str]:
+def name_words(text: str, identifiers: bool = False) -> list[str]:
     """The words a condition or question writes as names it requires: capitalised, not in
-    capitals (an abbreviation a document may spell out) unless it holds a digit (an
-    identifier: "BM25", "GPT-4", "P100"), not the first word of a sentence,
+    capitals (an abbreviation a document may spell out; with ``identifiers``, a word in
+    capitals holding a digit is a name: "BM25", "P100" in a question; a condition's "of
+    GPT-3 scale" names a size, not a model every match must mention), not the first word of a sentence,
     outside parentheses and outside a clause that lists alternatives or examples ("such as",
     "for example", "e.g.", "or", "including"), and not a word for a kind of place, party or
     document (:data:`GENERIC_NAME_WORDS`): "Japan" in "governed by the laws of Japan",
@@ -58,7 +59,7 @@ def name_words(text: str) -> list[str]:
             before = text[:clause.start() + m.start()].rstrip()
             if not before or before[-1] in ".?!" or not w[:1].isupper():
                 continue
-            if w.isupper() and not any(ch.isdigit() for ch in w):  # "BM25", "GPT-4", "P100" are names
+            if w.isupper() and not (identifiers and any(ch.isdigit() for ch in w)):  # "BM25" in a question
                 continue
             if w.lower().rstrip("'’s") in GENERIC_NAME_WORDS or w.lower() in GENERIC_NAME_WORDS:
                 continue
