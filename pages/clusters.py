@@ -14,7 +14,7 @@ from docmaster_core.errors import DocMasterError
 from ui import state
 from ui.cluster_colors import match_clusters
 from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
-from ui.indexing import anchor_rows, cluster_run, collection_run, index_params
+from ui.indexing import anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address
 from ui.plain import (
     APART_HELP,
     APART_LABEL,
@@ -76,6 +76,7 @@ page_header("Semantic clusters")
 dm = open_docmaster_or_stop()
 docs = documents_or_stop(dm)
 
+restore_from_address()  # a reload keeps the settings: the page's address carries them
 params = index_params()
 with st.container(border=True):
     c_mode, c_a, c_k, c_K, c_w = st.columns([2, 2, 2, 2, 2])
@@ -111,9 +112,11 @@ with st.container(border=True):
     d = state.default_index_params()
     # where the settings apply, and for how long (a newcomer reloaded and could not tell whether a change held)
     st.caption(f"alpha, k, K and w shape the topics here and the groups of the Hyper-edge graph (the Filter sets its "
-               f"own in each configuration, under \"How passages are grouped\"); they hold for this browser session: "
-               f"a reload returns to alpha {d['alpha']:g}, k {int(d['k'])}, K {int(d['K'])}, w {d['w']:g}.")
+               f"own in each configuration, under \"How passages are grouped\"). They hold for this browser session, "
+               f"and a reload of this page keeps them (its address carries them); a new session starts at alpha "
+               f"{d['alpha']:g}, k {int(d['k'])}, K {int(d['K'])}, w {d['w']:g}.")
 params = index_params()
+keep_in_address(params, mode)
 backend = dm.llm.backend_name
 ws = str(dm.path)
 

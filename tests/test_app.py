@@ -117,6 +117,20 @@ def test_hyperedge_page_builds_a_missing_index(app_uploaded):
     assert any(m.label == TOPICS_LABEL and int(m.value) <= 3 for m in at.metric)
 
 
+def test_a_reload_of_the_clusters_page_keeps_its_settings(app_uploaded):
+    """A reload starts a new session with the page's address: K, alpha and the scope come back from it
+    (a newcomer found K back at 8 after a reload); values outside the sliders' ranges are ignored."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    run_app(at)
+    at.switch_page("pages/clusters.py")
+    at.query_params.update({"K": "3", "alpha": "0.4", "k": "500", "scope": "collection"})
+    run_app(at)
+    assert at.slider(key="w_clusters_K").value == 3 and at.slider(key="w_clusters_alpha").value == 0.4
+    assert at.slider(key="w_clusters_k").value == 20  # 500 is out of range: the default stays
+    assert at.radio(key="w_clusters_mode").value == "collection"
+    assert at.session_state["dm_index_params"]["K"] == 3  # the Hyper-edge graph follows the same settings
+
+
 def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     at = open_app("pages/clusters.py")
     first = {m.label: m.value for m in at.metric}
@@ -125,9 +139,9 @@ def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     now = {m.label: m.value for m in at.metric}
     assert int(now[TOPICS_LABEL]) <= 2 and now[PASSAGES_LABEL] == first[PASSAGES_LABEL]
     assert at.session_state["dm_index_params"]["K"] == 2
-    # the page says where the settings apply and that a reload returns to the defaults (a newcomer asked)
-    assert any("they hold for this browser session: a reload returns to alpha" in c.value and "K 8" in c.value
-               for c in at.caption)
+    # the page says where the settings apply and how long they hold (a newcomer asked); its address carries them
+    assert any("a reload of this page keeps them" in c.value and "K 8" in c.value for c in at.caption)
+    assert at.query_params["K"] == ["2"] or at.query_params["K"] == "2"
     at.slider(key="w_clusters_alpha").set_value(0.3)
     run_app(at)
     at.radio(key="w_clusters_mode").set_value("collection")

@@ -19,6 +19,8 @@ from .plain import LINKS_HELP, LINKS_LABEL, TOGETHER_HELP, TOGETHER_LABEL
 
 __all__ = [
     "index_params",
+    "restore_from_address",
+    "keep_in_address",
     "load_document_index",
     "build_document_index",
     "has_index",
@@ -34,6 +36,42 @@ __all__ = [
     "top_links",
     "document_topic_names",
 ]
+
+
+#: The Semantic clusters page's settings kept in its address, with their slider ranges.
+_ADDRESS_KEYS = {"alpha": (float, 0.0, 1.0), "k": (int, 0, 100), "K": (int, 1, 30), "w": (float, 0.0, 10.0)}
+_ADDRESS_READ = "dm_cluster_address_read"
+
+
+def restore_from_address() -> None:
+    """Once per browser session, take alpha, k, K, w and the scope from the page's address
+    (``?alpha=0.7&k=20&K=12&w=1&scope=collection``, written by :func:`keep_in_address`), so a
+    reload keeps what the user chose (a newcomer reloaded and found K back at 8). Values
+    that are not numbers, or lie outside the sliders' ranges, are ignored."""
+    if st.session_state.get(_ADDRESS_READ):
+        return
+    st.session_state[_ADDRESS_READ] = True
+    qp = st.query_params
+    got: dict[str, Any] = {}
+    for key, (kind, lo, hi) in _ADDRESS_KEYS.items():
+        try:
+            v = kind(float(qp[key])) if key in qp else None
+        except (TypeError, ValueError):
+            v = None
+        if v is not None and lo <= v <= hi:
+            got[key] = v
+    if got:
+        state.put(state.INDEX_PARAMS, {**index_params(), **got})
+    if qp.get("scope") in ("document", "collection"):
+        state.put(state.CLUSTER_MODE, qp["scope"])
+
+
+def keep_in_address(params: dict[str, Any], scope: str) -> None:
+    """Write the page's settings into its address (see :func:`restore_from_address`)."""
+    want = {"alpha": f"{float(params['alpha']):g}", "k": str(int(params["k"])), "K": str(int(params["K"])),
+            "w": f"{float(params['w']):g}", "scope": scope}
+    if {k: st.query_params.get(k) for k in want} != want:
+        st.query_params.update(want)
 
 
 def index_params() -> dict[str, Any]:
