@@ -123,10 +123,11 @@ def test_a_reload_of_the_clusters_page_keeps_its_settings(app_uploaded):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     run_app(at)
     at.switch_page("pages/clusters.py")
-    at.query_params.update({"K": "3", "alpha": "0.4", "k": "500", "scope": "collection"})
+    at.query_params.update({"K": "3", "alpha": "0.4", "k": "500", "w": "inf", "scope": "collection"})
     run_app(at)
     assert at.slider(key="w_clusters_K").value == 3 and at.slider(key="w_clusters_alpha").value == 0.4
     assert at.slider(key="w_clusters_k").value == 20  # 500 is out of range: the default stays
+    assert at.slider(key="w_clusters_w").value == 1.0  # and "inf" is no value
     assert at.radio(key="w_clusters_mode").value == "collection"
     assert at.session_state["dm_index_params"]["K"] == 3  # the Hyper-edge graph follows the same settings
 

@@ -56,7 +56,7 @@ def restore_from_address() -> None:
     for key, (kind, lo, hi) in _ADDRESS_KEYS.items():
         try:
             v = kind(float(qp[key])) if key in qp else None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # "abc", "nan" for K, "inf"
             v = None
         if v is not None and lo <= v <= hi:
             got[key] = v
