@@ -143,7 +143,7 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
         # at a fixed width; only certainty and rationale may lie behind a horizontal scroll)
         from ui.filtering import RANKED_COLUMN_WIDTHS, STRATEGIES_LABEL
 
-        decision_cols = ["rank", "score", "kept", "strategies", "file"]
+        decision_cols = ["rank", "score", "kept", "file", "strategies"]
         need = 32 + sum(RANKED_COLUMN_WIDTHS[c] for c in decision_cols)  # + the row-selection box
         for i in range(2):
             frame = frames.nth(i)

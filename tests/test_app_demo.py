@@ -267,7 +267,7 @@ def test_filter_tables_show_each_strategy_in_one_compact_cell(app_uploaded, app_
     at.switch_page("pages/filter.py")
     run_app(at)
     table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0").value
-    assert list(table_a.columns) == ["rank", "score", "kept", "strategies", "file", "certainty", "rationale"]
+    assert list(table_a.columns) == ["rank", "score", "kept", "file", "strategies", "certainty", "rationale"]
     assert list(table_a["strategies"]) == ["1 of 1", "0 of 1"]
     diff = next(df.value for df in at.dataframe if "A match" in df.value.columns)
     assert list(diff.columns) == ["file", "A match", "B match", "A strategies", "B strategies"]

@@ -487,7 +487,7 @@ def decisions_line(decisions: dict[str, Any], columns: list[str]) -> str:
 #: (~32 px) they fit the ~436 px that each of the side-by-side tables gets at a 1400 px
 #: window (measured in Chromium), so no decision is cut off; certainty and rationale
 #: follow, behind a horizontal scroll when the window is narrow.
-RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "strategies": 100, "file": 140}
+RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "file": 150, "strategies": 100}
 
 #: What "sure" and "uncertain" mean (the certainty column's help and the caption under the tables).
 CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document both holds a passage close in "
@@ -499,8 +499,8 @@ CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document
 
 def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per document, the kept ones first, each part by evidence score (best
-    first): rank, score, kept, ``by score`` (LLM runs: inside the moved cut),
-    ``strategies`` (:func:`decision_cell`), file, certainty (offline runs), rationale, doc_id.
+    first): rank, score, kept, ``by score`` (LLM runs: inside the moved cut), file,
+    ``strategies`` (:func:`decision_cell`), certainty (offline runs), rationale, doc_id.
     Documents that were not candidates of a run at scale (decided no without exact
     scoring) are left out: the run's ``candidates`` entry counts them (:func:`candidates_line`)."""
     cols = _columns(run)
@@ -526,8 +526,9 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
         row = {"rank": rank, "score": None if score is None else round(float(score), 2), "kept": kept}
         if not offline:
             row["by score"] = mark(by_score(run, d))
-        row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
+        # the file before the ways, so it is read beside its decision in the half-width table (a newcomer)
         row["file"] = d.get("file", d.get("doc_id", ""))
+        row["strategies"] = decision_cell(d.get("decisions") or {}, cols)
         if offline:  # three-way decisions: the cut is often wrong between the sure-no and sure-yes scores
             row["certainty"] = "uncertain" if dec.get("uncertain") else "sure"
             if isinstance(n_eligible, int) and rank is not None and rank > n_eligible:
