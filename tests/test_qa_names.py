@@ -10,7 +10,7 @@ from docmaster_core.pipeline import DocMaster
 from docmaster_core.qa.names import route_by_names
 from docmaster_core.text.words import answer_sentences, is_toc_entry, is_whole_sentence
 from docmaster_core.evaluation.qa import whole_sentences
-from support.toy import build_toy_workspace
+from support.toy import build_toy_workspace, file_names as _files
 
 
 def _contract(file: str, a: str, b: str, state: str, months: int) -> tuple:
@@ -104,11 +104,6 @@ CONTRACTS += [
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
     return DocMaster(ws, embedder=embedder)
-
-
-def _files(dm, ids):
-    names = {d.doc_id: d.file_name for d in dm.documents()}
-    return [names[i] for i in ids]
 
 
 def test_the_names_pick_the_document_and_the_need_is_left(dm):

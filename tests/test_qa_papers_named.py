@@ -9,7 +9,7 @@ import pytest
 from docmaster_core.pipeline import DocMaster
 from docmaster_core.qa.names import route_by_names
 from docmaster_core.text.terms import name_words
-from support.toy import build_toy_workspace
+from support.toy import build_toy_workspace, file_names as _files
 
 PAPERS = [
     ("attention.pdf", "Attention Is All You Need", [
@@ -65,11 +65,6 @@ PAPERS = [
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("papers_named"), embedder, PAPERS)
     return DocMaster(ws, embedder=embedder)
-
-
-def _files(dm, ids):
-    names = {d.doc_id: d.file_name for d in dm.documents()}
-    return [names[i] for i in ids]
 
 
 def test_the_word_a_title_begins_with_names_the_paper(dm):

@@ -201,15 +201,14 @@ def interrupted_ingest(dm: Any) -> tuple[list[Path], list[Path]]:
         stopped one: the journal knows only this process's ingests.)
     """
     up = Path(dm.path) / "uploads"
-    if not up.is_dir():
+    with _RUNNING_LOCK:
+        found = [j for j in sorted(up.glob(_JOURNAL_GLOB)) if str(j) not in _RUNNING] if up.is_dir() else []
+    if not found:  # the usual case: nothing is asked of the workspace
         return [], []
     have = {d.file_name for d in dm.documents()} | {f["file_name"] for f in dm.failures()}
     files: list[Path] = []
     journals: list[Path] = []
-    for j in sorted(up.glob(_JOURNAL_GLOB)):
-        with _RUNNING_LOCK:
-            if str(j) in _RUNNING:
-                continue
+    for j in found:
         try:
             listed = [Path(f) for f in json.loads(j.read_text(encoding="utf-8")).get("files", [])]
         except (OSError, ValueError):

@@ -140,6 +140,12 @@ def build_toy_workspace(path, embedder, docs=TOY_DOCS) -> Workspace:
     return ws
 
 
+def file_names(dm, doc_ids) -> list[str]:
+    """The file names of ``doc_ids`` (in their order) in the facade's workspace."""
+    names = {d.doc_id: d.file_name for d in dm.documents()}
+    return [names[i] for i in doc_ids]
+
+
 def generated_docs(n: int, seed: int = 0) -> list:
     """``n`` toy documents generated from :data:`TOY_DOCS` (a collection larger than the toy
     set for scale tests): copy ``i`` of toy document ``i % len(TOY_DOCS)`` keeps its
