@@ -2,16 +2,14 @@
 cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering."""
 from __future__ import annotations
 
-import html
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
+from ui.cluster_chart import cluster_chart
 from ui.cluster_colors import match_clusters
 from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
 from ui.indexing import anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address
@@ -41,7 +39,7 @@ from ui.projection import (
     umap_banner,
 )
 from ui.layout import page_header
-from ui.text import hover_escape, md_escape, shorten
+from ui.text import md_escape, shorten
 from ui.widgets import choose_document, documents_or_stop, load_tree_cached, open_docmaster_or_stop
 
 W_MODE = "w_clusters_mode"
@@ -51,12 +49,12 @@ W_ALPHA, W_K, W_KK, W_W = "w_clusters_alpha", "w_clusters_k", "w_clusters_K", "w
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _hover_columns(key: str, _files: list, _sections: list, _texts: list) -> dict[str, list[str]]:
-    """HTML-escaped, shortened hover texts of the projected nodes, memoised by the
-    projection key (they do not depend on alpha, k, K, w)."""
+    """Shortened hover texts of the projected nodes (plain text: the chart's tooltip
+    escapes it), memoised by the projection key (they do not depend on alpha, k, K, w)."""
     return {
-        "file": [html.escape(shorten(f, 40)) for f in _files],
-        "section": [html.escape(shorten(s, 60)) for s in _sections],
-        "passage": [hover_escape(t, 70, 350) for t in _texts],
+        "file": [shorten(f, 40) for f in _files],
+        "section": [shorten(s, 60) for s in _sections],
+        "passage": [shorten(t, 350) for t in _texts],
     }
 
 
@@ -268,30 +266,10 @@ def _num(c: str) -> int:
 
 
 order = sorted(frame["cluster"].unique(), key=_num)
-# one graph_objects trace per cluster (plotly.express costs ~0.5 s of validation for ~1,000 points)
-palette = px.colors.qualitative.Dark24
-show_file = mode == "collection"
-hover = ("%{customdata[0]} · passage #%{customdata[1]} · page %{customdata[2]}<br>"
-         + ("file %{customdata[3]}<br>" if show_file else "")
-         + "section %{customdata[4]}<br>%{customdata[5]}<extra></extra>")
-fig = go.Figure()
-for c in order:
-    sub = frame[frame["cluster"] == c]
-    fig.add_trace(go.Scatter(
-        x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=cluster_title(_num(c)),
-        marker={"size": 9, "opacity": 0.85, "color": palette[_num(c) % len(palette)],
-                "line": {"width": 0.5, "color": "white"}},
-        customdata=sub[["cluster", "node", "page", "file", "section", "passage"]].to_numpy(dtype=object),
-        hovertemplate=hover,
-    ))
-fig.update_layout(
-    height=560,
-    margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    legend_title_text="Topic: its most telling words (passages)",
-    xaxis={"title": "", "showticklabels": False},
-    yaxis={"title": "", "showticklabels": False},
-    title={"text": f"{int(ids.size)} passages, similar ones close together ({method} map)", "font": {"size": 14}},
-)
+frame["topic"] = frame["cluster"].map({c: cluster_title(_num(c)) for c in order})
+fig = cluster_chart(frame.drop(columns=["cluster"]), [(_num(c), cluster_title(_num(c))) for c in order],
+                    f"{int(ids.size)} passages, similar ones close together ({method} map)",
+                    show_file=mode == "collection")
 if held:
     st.info(UMAP_READY)
     st.button("Switch to the UMAP layout", key="w_clusters_to_umap", on_click=_switch_to_umap, args=(lay,),
@@ -320,7 +298,7 @@ elif method == "PCA":
     else:
         st.caption(md_escape(status_line(umap_state)))
 
-st.plotly_chart(fig, width="stretch", key="w_clusters_chart")
+st.altair_chart(fig, width="stretch", key="w_clusters_chart")
 sizes = frame.groupby("cluster", sort=False).size().reindex(order)
 with st.expander("Topics: size and typical passages"):
     st.caption("Each topic's three passages closest to its centre (the mean of its passages' embeddings).")

@@ -54,21 +54,28 @@ pytestmark = [
 
 _TRACES_JS = """
 () => {
-  const gd = document.querySelector("[data-testid='stPlotlyChart'] .js-plotly-plot");
-  if (!gd || !gd.data) return null;
-  return {title: (gd.layout.title || {}).text || "",
-          traces: gd.data.map(t => ({name: t.name, color: t.marker.color, nodes: t.customdata.map(c => c[1])}))};
+  const c = document.querySelector("[data-testid='stVegaLiteChart']");
+  if (!c) return null;
+  const title = c.querySelector(".role-title-text");
+  const traces = {};
+  for (const p of c.querySelectorAll("g.mark-symbol.role-mark path")) {
+    const m = /topic: (.*?); passage #: (\\d+);/.exec(p.getAttribute("aria-label") || "");
+    if (!m) continue;
+    const t = traces[m[1]] || (traces[m[1]] = {name: m[1], color: p.getAttribute("fill"), nodes: []});
+    t.nodes.push(Number(m[2]));
+  }
+  return {title: title ? title.textContent : "", traces: Object.values(traces)};
 }
 """
 
 
 def _chart(page, timeout: float = 30.0) -> dict:
-    """The clusters chart: ``{"title", "traces": [{"name", "color", "nodes"}]}``."""
+    """The clusters chart (Vega-Lite, drawn as SVG; each point's ``aria-label`` names its
+    fields): ``{"title", "traces": [{"name", "color", "nodes"}]}``, one trace per topic."""
     end = time.time() + timeout
     while time.time() < end:
         got = page.evaluate(_TRACES_JS)
         if got and got["traces"]:
-            got["title"] = re.sub(r"<[^>]+>", "", got["title"])  # plotly's title markup (<b>)
             return got
         time.sleep(0.2)
     raise AssertionError("no clusters chart drawn")
@@ -291,7 +298,7 @@ def test_quick_changes_in_collection_scope_never_blame_another_process(umap_serv
         open_page(page, f"{url}/clusters")
         timed(page, page.get_by_text("whole collection").click)
         wait_idle(page)
-        assert page.locator("[data-testid='stPlotlyChart']").count() == 1
+        assert page.locator("[data-testid='stVegaLiteChart']").count() == 1
         before = slider_value(page, "Number of topics (K)")
         move_slider(page, "Number of topics (K)", 2)
         time.sleep(0.3)
@@ -303,7 +310,7 @@ def test_quick_changes_in_collection_scope_never_blame_another_process(umap_serv
         assert page.get_by_text("another process").count() == 0
         assert page.get_by_text("Could not find").count() == 0
         assert exception_count(page) == 0
-        assert page.locator("[data-testid='stPlotlyChart']").count() == 1
+        assert page.locator("[data-testid='stVegaLiteChart']").count() == 1
         # the chart is the collection's, at the new K
         assert len(_chart(page)["traces"]) <= int(before) + 3
 

@@ -457,6 +457,33 @@ def test_cluster_colours_follow_their_group():
     assert now[3] not in (0, 1, 2)
     assert match_colors(prev, keys, [0] * 9, 5) == {0: 0}  # merged: the tie goes to one colour
 
+
+def test_cluster_chart_colours_topics_by_stable_id_and_keeps_text_plain():
+    """The clusters scatter: a topic's colour is its stable id's (so it survives a redraw
+    that drops another topic), the legend lists the topics in the given order, the hover
+    carries the passage text as it is (Vega's tooltip escapes it; the page never marks it
+    up), the file only in collection scope, and the chart is SVG (points readable)."""
+    import pandas as pd
+
+    from ui.cluster_chart import PALETTE, cluster_chart
+
+    assert len(set(PALETTE)) == len(PALETTE) == 24
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 0.5], "topic": ["Topic 3 · a (2)", "Topic 3 · a (2)",
+                          "Topic 7 · b (1)"], "node": [4, 5, 9], "page": [1, 1, 2], "file": ["f.pdf"] * 3,
+                          "section": ["1 Intro"] * 3, "passage": ["<b>x</b> & y", "z", "w"]})
+    spec = cluster_chart(frame, [(3, "Topic 3 · a (2)"), (7, "Topic 7 · b (1)")], "3 passages", show_file=False).to_dict()
+    scale = spec["encoding"]["color"]["scale"]
+    assert scale["domain"] == ["Topic 3 · a (2)", "Topic 7 · b (1)"] and scale["range"] == [PALETTE[3], PALETTE[7]]
+    tips = [t["field"] for t in spec["encoding"]["tooltip"]]
+    assert tips == ["topic", "node", "page", "section", "passage"]
+    rows = next(iter(spec["datasets"].values()))
+    assert rows[0]["passage"] == "<b>x</b> & y"
+    assert spec["usermeta"]["embedOptions"]["renderer"] == "svg"
+    both = cluster_chart(frame, [(3, "Topic 3 · a (2)"), (7, "Topic 7 · b (1)")], "t", show_file=True).to_dict()
+    assert "file" in [t["field"] for t in both["encoding"]["tooltip"]]
+    assert cluster_chart(frame, [(27, "Topic 3 · a (2)")], "t", False).to_dict()["encoding"]["color"]["scale"][
+        "range"] == [PALETTE[27 % 24]]
+
 def test_chat_scope_defaults_to_all_and_persists_across_pages(app_uploaded, app_env):
     """Issue 24: the chat answers from all documents unless the user chooses otherwise,
     says so above the chat input, and keeps the choice for the session when the user

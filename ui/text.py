@@ -8,10 +8,9 @@ directives and ``$`` (LaTeX). HTML is never enabled (no ``unsafe_allow_html``).
 """
 from __future__ import annotations
 
-import html
 import re
 
-__all__ = ["md_escape", "one_line", "shorten", "looks_like_latex", "hover_escape", "plural"]
+__all__ = ["md_escape", "one_line", "shorten", "looks_like_latex", "plural"]
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:=^&\"'])")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
@@ -48,21 +47,6 @@ def looks_like_latex(text: str) -> bool:
     Plain extracted text (e.g. ``"E = mc2 (1)"``) returns False and is shown as code.
     """
     return bool(text) and bool(_LATEX_HINT.search(text))
-
-
-def hover_escape(text: object, width: int = 80, max_chars: int = 400) -> str:
-    """Text for a plotly hover label: HTML-escaped, cut, wrapped with ``<br>``."""
-    s = shorten(text, max_chars)
-    words, lines, cur = s.split(" "), [], ""
-    for w in words:
-        if cur and len(cur) + 1 + len(w) > width:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = f"{cur} {w}" if cur else w
-    if cur:
-        lines.append(cur)
-    return "<br>".join(html.escape(x) for x in lines)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

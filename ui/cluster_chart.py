@@ -1,0 +1,80 @@
+"""The Semantic clusters page's scatter of passages, drawn with Vega-Lite (Altair).
+
+Each point is a passage at its 2-D layout position (PCA or UMAP), coloured by its topic.
+A topic keeps its colour across redraws: the colour is ``PALETTE[id % len(PALETTE)]`` of
+the topic's stable id (:func:`~ui.cluster_colors.match_clusters`). Hovering a point shows
+its topic, passage number, page, file (collection scope), section and text; clicking a
+legend entry highlights that topic; the mouse wheel zooms and dragging pans.
+
+Vega-Lite rather than Plotly: the page's first paint in a browser session was 1-2 s
+shorter (Streamlit loads Plotly's 4.7 MB script on first use, Vega's ~0.8 MB;
+docs/results/app.md). The chart is drawn as SVG, so each point is an element whose
+``aria-label`` names its fields (what the browser tests read).
+"""
+from __future__ import annotations
+
+import colorsys
+
+import altair as alt
+import pandas as pd
+
+__all__ = ["PALETTE", "cluster_chart"]
+
+
+def _palette() -> list[str]:
+    """24 distinguishable colours: 12 hues 30 degrees apart, in an order that puts far-apart
+    hues on neighbouring ids, first darker then lighter."""
+    hues = [0, 6, 3, 9, 1, 7, 4, 10, 2, 8, 5, 11]
+    out = []
+    for light in (0.40, 0.62):
+        for h in hues:
+            r, g, b = colorsys.hls_to_rgb(h / 12.0, light, 0.72)
+            out.append(f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}")
+    return out
+
+
+#: Topic colours, indexed by a topic's stable id modulo its length.
+PALETTE: list[str] = _palette()
+
+
+def cluster_chart(frame: pd.DataFrame, topics: list[tuple[int, str]], title: str, show_file: bool,
+                  height: int = 560) -> alt.Chart:
+    """The scatter of passages coloured by topic.
+
+    Args:
+        frame: One row per passage with columns ``x``, ``y`` (float, layout coordinates,
+            no unit), ``topic`` (str, the topic's shown name), ``node`` (int, passage
+            number), ``page`` (int, 1-based), ``file``, ``section`` and ``passage`` (str,
+            plain text: Vega's tooltip escapes HTML itself).
+        topics: ``[(stable id, shown name)]`` in legend order; the id picks the colour.
+        title: The chart's title.
+        show_file: Whether the hover shows the file (collection scope).
+        height: Chart height in CSS pixels.
+
+    Returns:
+        An Altair chart for ``st.altair_chart``.
+    """
+    names = [name for _, name in topics]
+    colors = [PALETTE[i % len(PALETTE)] for i, _ in topics]
+    picked = alt.selection_point(fields=["topic"], bind="legend")
+    tips = [alt.Tooltip("topic:N", title="topic"), alt.Tooltip("node:Q", title="passage #"),
+            alt.Tooltip("page:Q", title="page")]
+    if show_file:
+        tips.append(alt.Tooltip("file:N", title="file"))
+    tips += [alt.Tooltip("section:N", title="section"), alt.Tooltip("passage:N", title="text")]
+    return (
+        alt.Chart(frame, title=alt.Title(title, fontSize=14, anchor="start"))
+        .mark_circle(size=80, stroke="white", strokeWidth=0.5)
+        .encode(
+            x=alt.X("x:Q", axis=None),
+            y=alt.Y("y:Q", axis=None),
+            color=alt.Color("topic:N", scale=alt.Scale(domain=names, range=colors),
+                            legend=alt.Legend(title="Topic: its most telling words (passages)", labelLimit=420,
+                                              titleLimit=420, symbolLimit=0)),
+            opacity=alt.condition(picked, alt.value(0.85), alt.value(0.12)),
+            tooltip=tips,
+        )
+        .add_params(picked)
+        .properties(height=height, usermeta={"embedOptions": {"renderer": "svg"}})
+        .interactive()
+    )
