@@ -126,6 +126,8 @@ def test_filter_run_is_saved_and_runs_compare(toy, embedder):
         [x["run_id"] for x in ws.recent_runs("filter", 2)] == sorted(runs, reverse=True)[:2]
     with pytest.raises(ValueError, match="limit"):
         ws.recent_runs("filter", 0)
+    assert ws.run(a.run_id) == runs[a.run_id]  # one run by id, as runs() gives it
+    assert ws.run(max(runs) + 1) is None
 
 
 def test_a_very_large_saved_run_keeps_its_evidence_short(toy, embedder, monkeypatch):

@@ -157,12 +157,12 @@ def _saved_run_matches(workspace: str, run_id: int) -> tuple[list[str], str]:
 
     ws = Workspace(workspace, create=False)
     try:
-        for r in ws.runs("filter"):
-            if r["run_id"] == run_id:
-                return list(r["result"].get("matches") or []), str(r["params"].get("condition", ""))
+        r = ws.run(run_id)
     finally:
         ws.close()
-    return [], ""
+    if r is None or r["kind"] != "filter":
+        return [], ""
+    return list(r["result"].get("matches") or []), str(r["params"].get("condition", ""))
 
 
 def last_filter(dm: Any) -> tuple[int | None, list[str], str]:

@@ -239,8 +239,8 @@ def cmd_filter(args: argparse.Namespace) -> int:
 
     dm = open_docmaster(args)
     if args.compare:
-        runs = {r["run_id"]: r for r in dm.ws.runs("filter")}
         a, b = args.compare
+        runs = {i: r for i in (a, b) if (r := dm.ws.run(i)) is not None and r["kind"] == "filter"}
         if a not in runs or b not in runs:
             print(f"error: no filter run {a if a not in runs else b} in this workspace", file=sys.stderr)
             return 1

@@ -186,7 +186,7 @@ def select_documents(ws, docs: Sequence[str] | None = None, all_docs: bool = Fal
         raise RetrievalError(f"workspace {ws.path} has no documents")
     if all_docs:
         return out(all_ids, "all")
-    runs = ws.runs("filter")
+    runs = ws.recent_runs("filter", 1)
     if runs:
         res = runs[0]["result"]
         known = set(all_ids)

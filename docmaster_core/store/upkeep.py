@@ -220,6 +220,16 @@ class IndexRunStore:
         return [{"run_id": r["run_id"], "kind": r["kind"], "created_at": r["created_at"],
                  "params": json.loads(r["params_json"]), "result": json.loads(r["result_json"])} for r in rows]
 
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        """One stored run by id, in the shape of :meth:`runs` (only that row is read and
+        parsed: a workspace's runs hold every document's evidence, ~30 ms each to parse);
+        None when there is no such run."""
+        r = self._con().execute("SELECT * FROM runs WHERE run_id=?", (int(run_id),)).fetchone()
+        if r is None:
+            return None
+        return {"run_id": r["run_id"], "kind": r["kind"], "created_at": r["created_at"],
+                "params": json.loads(r["params_json"]), "result": json.loads(r["result_json"])}
+
     def last_run_params(self, kind: str) -> tuple[int, dict[str, Any]] | None:
         """``(run_id, params)`` of the newest run of ``kind`` (its result is not read), or None."""
         r = self._con().execute("SELECT run_id, params_json FROM runs WHERE kind=? ORDER BY run_id DESC LIMIT 1",
