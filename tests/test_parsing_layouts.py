@@ -331,6 +331,20 @@ def test_marks_stage_alone_groups_display_equation(tmp_path):
     assert any("softmax" in t for t in first) and any("KL(" in t for t in first) and "(1)" in first
 
 
+def test_a_centred_display_relation_is_an_equation_not_the_next_paragraphs_start(tmp_path):
+    """A displayed relation in the body font ("a < b < c", Raft's timing requirement) is an
+    EQUATION of its own; before, it was the first words of the paragraph after it
+    ("broadcastTime < electionTimeout < MTBF In this inequality ..."). A centred prompt
+    template with "<...>" stays text."""
+    made = lf.make_relation_pdf(tmp_path / "rel.pdf")
+    doc = PyMuPDFParser().parse(tmp_path / "rel.pdf")
+    eqs = [e.text for e in doc.elements if e.type == NodeType.EQUATION]
+    texts = [e.text for e in doc.elements if e.type == NodeType.TEXT]
+    assert eqs == [made["relation"]], eqs
+    assert any(t.startswith(made["after"]) for t in texts), texts
+    assert any(made["template"] in t for t in texts), texts
+
+
 def test_tables_stage_alone_joins_wrapped_cells():
     from docmaster_core.parsing.pdf.tables import join_wrapped_cells
 

@@ -224,6 +224,39 @@ def make_equation_pdf(path: str | Path) -> dict[str, Any]:
     return {"eq_lines": [[l1, l2], [l3]], "before": before, "after": after}
 
 
+def make_relation_pdf(path: str | Path) -> dict[str, Any]:
+    """Prose ending in ":", a centred display *relation* in the paragraph's own font and
+    line spacing ("broadcastTime < electionTimeout < MTBF", as Raft sets its timing
+    requirement), then prose; further down a centred prompt template line
+    "Question: <Question Example1>" that is no formula.
+
+    Returns:
+        ``{"relation": str, "after": str, "template": str}``.
+    """
+    doc = _doc()
+    page = doc.new_page(width=W, height=H)
+    y = 90.0
+    for text in ("Leader election is the aspect of the protocol where timing is most critical. The system",
+                 "is able to elect and keep a steady leader as long as it satisfies the following timing",
+                 "requirement:"):
+        _put(page, 72, y, text, 10)
+        y += 13
+    relation = "broadcastTime < electionTimeout < MTBF"
+    _put(page, 200, y, relation, 10)
+    y += 13
+    after = "In this inequality broadcastTime is the average time it takes a server to send requests"
+    _put(page, 72, y, after, 10)
+    _put(page, 72, y + 13, "in parallel to every server in the cluster and to receive all of their responses back.", 10)
+    y += 60
+    _put(page, 72, y, "Each demonstration in the prompt is written in the same form, followed by its answer:", 10)
+    template = "Question: <Question Example1>"
+    _put(page, 230, y + 16, template, 10)
+    _put(page, 72, y + 32, "The model then answers the question of the test example in the same way as shown above.", 10)
+    doc.save(str(path))
+    doc.close()
+    return {"relation": relation, "after": after, "template": template}
+
+
 def make_slides_pdf(path: str | Path, lines: list[str] | None = None) -> dict[str, Any]:
     """A landscape slide deck, one short line per page (page k holds ``lines[k-1]``).
 

@@ -74,6 +74,11 @@ def mark_captions(p: PageInfo, body: float) -> None:
 # ------------------------------------------------------------------ equations
 # "f(x) = ...", "MultiHead(Q, K, V) = ...", "L := ...": a name, its arguments, then "=" or ":="
 _DEFINITION_RE = re.compile(r"^[^\s=()]{1,30}(?:\s*\([^()]{0,40}\))?\s*:?=\s*\S")
+# "broadcastTime ≪ electionTimeout ≪ MTBF", "0 ≤ α ≤ 1": a term, a relation, a term
+_RELATION_RE = re.compile(r"^[\w′ˆ+\-*/^|()]{1,30}\s*(?:[≤≥≪≫≈≠≡∝]|<(?![<=/])|>(?![>=]))\s*[\w(|−-]")
+# ... unless it is markup (tags "<Question>", "</na>"; prompts ">>> import") or runs on in prose ("p < θ, p is
+# updated in H": a line of a paragraph broken at an inline formula)
+_NOT_RELATION_RE = re.compile(r"<[^<>]*>|>>>|</|(?:\b[A-Za-z]{2,}\b[ ,]+){2}\b[A-Za-z]{2,}\b")
 
 
 def mark_equations(p: PageInfo, body: float) -> None:
@@ -105,8 +110,11 @@ def mark_equations(p: PageInfo, body: float) -> None:
             return True
         if sym >= 0.2 and l.nwords <= 2 and ns >= 3 and (indented or centered):
             return True
-        if centered and l.nwords <= 6 and _DEFINITION_RE.match(t.strip()) and not t.rstrip().endswith((".", ",", ";", ":")):
-            return True  # a displayed definition "FFN(x) = max(0, xW1 + b1)W2 + b2" set in a roman font
+        if centered and l.nwords <= 6 and (_DEFINITION_RE.match(t.strip())
+                                                 or (_RELATION_RE.match(t.strip()) and not _NOT_RELATION_RE.search(t))) \
+                and not t.rstrip().endswith((".", ",", ";", ":")):
+            # a displayed definition "FFN(x) = max(0, xW1 + b1)W2 + b2" or relation "a ≪ b ≪ c" in a roman font
+            return True
         return False
 
     flags = [is_eq(l) for l in lines]
