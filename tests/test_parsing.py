@@ -42,6 +42,36 @@ def _of(parsed, t: NodeType):
 # ------------------------------------------------------------------ text helpers
 
 
+def test_characters_lost_inside_words_are_counted_and_said_at_ingest(tmp_path, embedder):
+    """Old Type 3 fonts without a text mapping give control codes for digits ("BM\\x02\\x05"
+    for "BM25"); the text loses them, and the ingest report says how many and where (a
+    formula's standalone bracket codes are not counted)."""
+    import pymupdf
+
+    from docmaster_core.parsing.base import count_unreadable, unreadable_note
+    from docmaster_core.pipeline import DocMaster
+
+    assert count_unreadable("We combined BM\x02\x05 and BM\x01\x01 over \x01\x050 million") == 6
+    assert count_unreadable("O\n\x00 1\n\x02\n 𝑓(𝑥)\x03 \ufffd") == 0  # standalone codes: no word lost them
+    assert unreadable_note({3: 4}) == ""  # a few stray codes are not reported
+    assert unreadable_note({1: 4, 9: 30, 2: 1}).startswith("35 characters inside words could not be read on 3 pages "
+                                                           "(most on page 9)")
+    doc = pymupdf.open()
+    for k in range(2):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((72, 80), f"{k + 1} Ranking functions", fontname="hebo", fontsize=13)
+        for i in range(8):
+            page.insert_text((72, 110 + 14 * i), "We combined BM\x02\x05 and BM\x01\x01 into one function over "
+                             "\x01\x050 million pages of the collection.", fontname="helv", fontsize=10)
+    doc.save(tmp_path / "okapi-like.pdf")
+    doc.close()
+    dm = DocMaster(tmp_path / "ws", embedder=embedder)
+    res = dm.ingest([tmp_path / "okapi-like.pdf"])
+    assert res[0].status == "ingested", res[0].reason
+    assert "96 characters inside words could not be read on 2 pages" in res[0].reason, res[0].reason
+    assert "BM and BM" in " ".join(n.content for n in dm.tree(res[0].doc_id).nodes)  # what the text holds
+
+
 def test_ligatures_and_whitespace():
     assert fix_ligatures("e\x0bects di\x0ced \x0cnal \x0eeld \x0fe") == "effects dified final ffield ffle"
     assert fix_ligatures("\ufb01ne \ufb02ow e\ufb03cient") == "fine flow efficient"

@@ -27,6 +27,7 @@ __all__ = [
     "failure_reason",
     "node_embedding_text",
     "parse_file",
+    "parser_note",
     "prepare_document",
 ]
 
@@ -140,7 +141,8 @@ class PreparedDocument:
             :func:`embed_prepared`.
         embedding_model: Name of the embedder that made ``embeddings``.
         parser_note: The parser's one-line note for the ingest report (e.g. "2 of 15
-            pages re-read with the layout model, ... (formula 2)"), "" when none.
+            pages re-read with the layout model, ... (formula 2)"; characters lost inside
+            words, :func:`parser_note`), "" when none.
     """
 
     tree: DocumentTree
@@ -197,7 +199,15 @@ def build_prepared(parsed: ParsedDocument, path: Path, sha: str, parsing, t_pars
         raise ParseError(f"{path.name}: no content found")
     texts = [node_embedding_text(tree, n.id) for n in tree.nodes]
     return PreparedDocument(tree, texts, parsed.parser, list(parsed.page_sizes), {"parse": t_parse, "tree": t_tree},
-                            parser_note=str((parsed.metadata or {}).get("layout_note") or ""))
+                            parser_note=parser_note(parsed))
+
+
+def parser_note(parsed) -> str:
+    """The parser's notes for the ingest report, one line: pages re-read with the layout
+    model (``layout_note``) and characters lost inside words (``unreadable_note``); "" when
+    there is nothing to say."""
+    meta = parsed.metadata or {}
+    return "; ".join(str(meta[k]) for k in ("layout_note", "unreadable_note") if meta.get(k))
 
 
 def embed_prepared(prep: PreparedDocument, embedder) -> PreparedDocument:

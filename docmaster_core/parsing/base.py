@@ -18,6 +18,7 @@ from ..model import ParsedDocument
 __all__ = [
     "Parser",
     "clean_text",
+    "count_unreadable",
     "fix_ligatures",
     "normalize_heading",
     "heading_numbering",
@@ -25,6 +26,7 @@ __all__ = [
     "is_caption",
     "CAPTION_RE",
     "SENTENCE_END_RE",
+    "unreadable_note",
 ]
 
 
@@ -100,6 +102,47 @@ def fix_ligatures(text: str) -> str:
 def clean_text(text: str) -> str:
     """:func:`fix_ligatures` then collapse all whitespace runs to one space and strip."""
     return _WS_RE.sub(" ", fix_ligatures(text)).strip()
+
+
+# a control or replacement character inside a word ("BM\x02\x05" for "BM25", "\x01\x050 million"): a font
+# without a text mapping (old Type 3 fonts); the ligature codes 0x0B-0x0F are read (see above)
+_UNREADABLE = "[\x00-\x08\x10-\x1f\x7f\ufffd]"
+_UNREADABLE_WORD_RE = re.compile(r"\S*" + _UNREADABLE + r"\S*")
+_UNREADABLE_RE = re.compile(_UNREADABLE)
+_ALNUM_RE = re.compile(r"[A-Za-z0-9]")
+
+
+def count_unreadable(text: str) -> int:
+    """Characters of ``text`` (raw extracted text, before :func:`fix_ligatures`) that a font
+    without a text mapping turned into control or replacement characters *inside words*
+    (a token that also holds a letter or digit): "BM\\x02\\x05" for "BM25". Standalone
+    codes (a formula's bracket glyphs) are not counted. :func:`fix_ligatures` removes
+    them, so the text loses those characters; the count lets the ingest say so.
+
+    Returns:
+        int >= 0.
+    """
+    return sum(len(_UNREADABLE_RE.findall(w)) for w in _UNREADABLE_WORD_RE.findall(text) if _ALNUM_RE.search(w))
+
+
+def unreadable_note(per_page: dict[int, int], min_chars: int = 10) -> str:
+    """One line for the ingest report when words lost characters (:func:`count_unreadable`),
+    e.g. "312 characters inside words could not be read on 17 pages (most on page 9): the
+    PDF's fonts have no text mapping for them (often digits), so they are missing from the
+    text; the page images show them"; "" below ``min_chars`` in all.
+
+    Args:
+        per_page: ``{page (1-based): count}``.
+        min_chars: Smallest total that is reported (a few stray codes are not).
+    """
+    pages = [p for p, n in per_page.items() if n > 0]
+    total = sum(per_page.values())
+    if total < min_chars or not pages:
+        return ""
+    top = max(pages, key=lambda p: (per_page[p], -p))
+    where = f"on page {top}" if len(pages) == 1 else f"on {len(pages)} pages (most on page {top})"
+    return (f"{total} characters inside words could not be read {where}: the PDF's fonts have no text mapping "
+            "for them (often digits), so they are missing from the text; the page images show them")
 
 
 _BROKEN_END = re.compile(r"([A-Za-z]+)-$")

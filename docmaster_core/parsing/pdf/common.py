@@ -155,6 +155,8 @@ class ParseContext:
         warnings: Human-readable warnings collected on the way.
         ligatures: The document's private-use glyph -> letters table (plane-15
             code points, see :mod:`.spans`).
+        unreadable: ``{page (1-based): characters lost inside words}``
+            (:func:`~docmaster_core.parsing.base.count_unreadable`).
     """
 
     settings: ParsingSettings
@@ -166,6 +168,7 @@ class ParseContext:
     table_calls: int = 0
     warnings: list[str] = field(default_factory=list)
     ligatures: dict[int, str] = field(default_factory=dict)
+    unreadable: dict[int, int] = field(default_factory=dict)
 
     def table_time_left(self) -> bool:
         """True while the ``find_tables`` budget is not spent."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from ...config import ParsingSettings
 from ...errors import EmptyDocumentError, ParseError
 from ...model import ParsedDocument
-from ..base import clean_text
+from ..base import clean_text, count_unreadable, unreadable_note
 from .common import TABLE_HINT_RE, ParseContext, PageInfo
 from .clauses import detect_clause_headings, mark_signature_blocks
 from .headings import detect_headings
@@ -49,6 +49,9 @@ def _read_page(ctx: ParseContext, doc, pno: int) -> tuple[PageInfo, int]:
         rect = page.rect
         tp = page.get_textpage(flags=text_flags())
         lines, nr = extract_page_lines(page, pno, tp)
+        lost = count_unreadable(page.get_text("text", textpage=tp))
+        if lost:
+            ctx.unreadable[pno + 1] = lost
         # words for the table grids of captioned tables (elsewhere fetched per region)
         words = None
         if ctx.settings.tables and any(TABLE_HINT_RE.match(l.text) for l in lines):
@@ -193,6 +196,8 @@ class PyMuPDFParser:
                 "total": round(time.perf_counter() - t0, 3),
             },
             "warnings": ctx.warnings,
+            "unreadable_chars": dict(ctx.unreadable),
+            "unreadable_note": unreadable_note(ctx.unreadable),
         }
         if self.gate:
             from .gate import layout_note
