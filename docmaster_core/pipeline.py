@@ -203,7 +203,8 @@ class DocMaster(IngestStage, IndexStage):
         except sqlite3.Error as e:
             raise WorkspaceError(f"could not store the answers in {self.ws.path}: {e}") from e
 
-    def review(self, condition: str, ranking: Sequence[str], targets=None, deferred: Sequence[str] = ()):
+    def review(self, condition: str, ranking: Sequence[str], targets=None, deferred: Sequence[str] = (),
+               evidence: Mapping[str, Sequence[int]] | None = None):
         """Where the rank-order review of ``condition`` stands over the documents of
         ``ranking`` (doc_ids best first, e.g. :func:`~docmaster_core.filtering.results.run_ranking`
         of a filter run), replayed over the user's stored answers.
@@ -214,9 +215,12 @@ class DocMaster(IngestStage, IndexStage):
             targets: :class:`~docmaster_core.filtering.review.ReviewTargets` (default: recall
                 0.9, delta 0.1).
             deferred: doc_ids the user skipped.
+            evidence: ``{doc_id: [node ids]}`` of the run's evidence
+                (:func:`~docmaster_core.filtering.results.run_evidence_nodes`).
 
-        Screening is re-ranked by the answers so far (relevance feedback on the documents'
-        mean node embeddings, :class:`~docmaster_core.filtering.review.Feedback`).
+        Screening is re-ranked by the answers so far (relevance feedback,
+        :class:`~docmaster_core.filtering.review.Feedback`, on each document's mean evidence
+        embedding, or its mean node embedding without ``evidence``).
 
         Returns:
             :class:`~docmaster_core.filtering.review.DocumentReview`: the next documents to
@@ -229,7 +233,9 @@ class DocMaster(IngestStage, IndexStage):
 
         try:
             ranking = list(ranking)
-            feats = self.retriever().view.doc_vectors(ranking) if ranking else None
+            view = self.retriever().view
+            feats = (view.evidence_vectors(ranking, evidence) if evidence is not None else view.doc_vectors(ranking)) \
+                if ranking else None
             return review_documents(ranking, self.answers(condition), targets or ReviewTargets(), deferred,
                                     features=feats)
         except ValueError as e:

@@ -48,19 +48,25 @@ sys.path.insert(0, str(ROOT))
 EVAL = ROOT.parent / "shared" / "eval"
 
 
-def doc_features(workspace: str, files: list[str]) -> np.ndarray:
-    """float32 (D, d): each document's mean node embedding, in the order of ``files``."""
+def doc_features(workspace: str, data: dict[str, dict]) -> dict[str, np.ndarray]:
+    """``{cid: float32 (D, d)}``: each document's mean evidence embedding for the condition
+    (as the product's review, :meth:`~docmaster_core.retrieval.corpus.CorpusView.evidence_vectors`),
+    rows in the order of the condition's ``files``."""
     from docmaster_core.pipeline import DocMaster
     from docmaster_core.store.workspace import Workspace
 
     view = DocMaster(Workspace(workspace, create=False)).retriever().view
-    by = {dv.file_name: dv for dv in view.docs}
-    emb = np.asarray(view.emb, dtype=np.float32)
-    return np.stack([emb[by[f].start:by[f].start + by[f].n_nodes].mean(0) for f in files])
+    by = {dv.file_name: dv.doc_id for dv in view.docs}
+    out = {}
+    for cid, d in data.items():
+        ids = [by[f] for f in d["files"]]
+        out[cid] = view.evidence_vectors(ids, {by[f]: e for f, e in zip(d["files"], d["evidence"])})
+    return out
 
 
 def rankings(workspace: str, conditions: list[tuple[str, str]]) -> dict[str, dict]:
-    """``{cid: {"text", "files", "rank"}}``: the combined ranking, one retrieval per condition."""
+    """``{cid: {"text", "files", "rank", "evidence"}}``: the combined ranking and each document's
+    evidence node ids, one retrieval per condition."""
     from docmaster_core.pipeline import DocMaster
     from docmaster_core.store.workspace import Workspace
 
@@ -69,7 +75,9 @@ def rankings(workspace: str, conditions: list[tuple[str, str]]) -> dict[str, dic
     for cid, text in conditions:
         run = dm.filter(text, strategies=["combined"], decider="calibrated", save=False)
         out[cid] = {"text": text, "files": [d.file_name for d in run.documents],
-                    "rank": [int(d.decisions["combined"].rank) for d in run.documents]}
+                    "rank": [int(d.decisions["combined"].rank) for d in run.documents],
+                    "evidence": [[int(e.node_id) for e in d.evidence["combined"] if e.node_id >= 0]
+                                 for d in run.documents]}
     return out
 
 
@@ -194,7 +202,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bargain", type=int, metavar="BUDGET", help="also run BARGAIN_R with this many oracle calls")
     ap.add_argument("--no-feedback", dest="feedback", action="store_false",
                     help="screen in the evidence ranking's order only (default, as the product: re-ranked by the "
-                    "answers so far, Feedback on each document's mean node embedding)")
+                    "answers so far, Feedback on each document's mean evidence embedding)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
 
@@ -206,20 +214,20 @@ def main(argv=None) -> int:
     cache = Path(args.rankings)
     t0 = time.perf_counter()
     data = json.loads(cache.read_text()) if cache.exists() else None
-    if data is None or set(data) != {c for c, _ in conds}:
+    if data is None or set(data) != {c for c, _ in conds} or any("evidence" not in d for d in data.values()):
         data = rankings(args.workspace, conds)
         cache.write_text(json.dumps(data))
     print(f"rankings: {time.perf_counter() - t0:.1f} s for {len(conds)} conditions")
-    feats = doc_features(args.workspace, next(iter(data.values()))["files"]) if args.feedback else None
+    feats = doc_features(args.workspace, data) if args.feedback else None
     out: dict = {"delta": args.delta, "seeds": args.seeds, "copies": args.copies, "tables": {}}
     for tau in args.recall_target:
         for flip in args.flip:
             rows = {}
             for cid, d in data.items():
                 y = np.array([labels.get((normalize(d["text"]), f), -1) for f in d["files"]], dtype=np.int64)
-                assert feats is None or d["files"] == next(iter(data.values()))["files"]
                 rows[cid] = run_condition(d, y, tau, args.delta, flip, args.seeds, args.copies, Oracle, d["text"],
-                                          features=feats, first_share=args.first_share)
+                                          features=feats[cid] if feats is not None else None,
+                                          first_share=args.first_share)
             out["tables"][f"{tau:g}/{flip:g}"] = rows
             n = args.copies or len(next(iter(data.values()))["files"])
             print(f"\n#### recall target {tau:g}, delta {args.delta:g}, {int(round(100 * flip))} % of oracle answers "

@@ -297,6 +297,30 @@ def _fresh_state(workspace):
 TARGETS = ReviewTargets(recall=0.9, delta=0.1, batch=3, seed=0)
 
 
+def test_feedback_describes_each_document_by_its_evidence(workspace):
+    """The review's relevance feedback describes a document by the mean embedding of its
+    evidence for the condition (a flat chunk, node -1, and ids out of range are left out);
+    a document without evidence keeps its whole-document mean; the facade's review takes the
+    run's evidence."""
+    from docmaster_core.filtering.results import run_evidence_nodes, run_ranking
+
+    dm = _dm(workspace)
+    run = dm.filter("The report measures river water quality.", strategies=("combined",), save=False).to_dict()
+    ranking = run_ranking(run)
+    ev = run_evidence_nodes(run)
+    assert set(ev) == set(ranking) and all(ev[d] for d in ranking[:3])
+    view = dm.retriever().view
+    first, second = ranking[0], ranking[1]
+    x = view.evidence_vectors([first, second], {first: ev[first] + [-1, 10 ** 6], second: []})
+    dv = view.docs[view.doc(first).index]
+    want = np.asarray(view.emb[[dv.start + i for i in sorted(set(ev[first]))]], dtype=np.float32).mean(0)
+    assert np.allclose(x[0], want / np.linalg.norm(want), atol=1e-6)
+    assert np.allclose(x[1], view.doc_vectors([second])[0])
+    assert x.dtype == np.float32 and x.shape == (2, view.emb.shape[1])
+    rv = dm.review(run["condition"], ranking, TARGETS, evidence=ev)
+    assert rv.pending_ids()[0] == first  # no answers yet: the evidence ranking decides
+
+
 @pytest.mark.slow
 def test_llm_review_asks_in_rank_order_once_per_document_and_finds_every_match(workspace, server):
     dm = _dm(workspace, server)

@@ -101,7 +101,7 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
     N, S), the answers so far (editable) and a TSV export ``docmaster eval filter`` reads.
     """
     from docmaster_core.errors import DocMasterError
-    from docmaster_core.filtering.results import run_ranking
+    from docmaster_core.filtering.results import run_evidence_nodes, run_ranking
     from docmaster_core.filtering.review import ReviewTargets, planned_calls
 
     condition = run.get("condition", "")
@@ -133,7 +133,7 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                                 help="1 - delta: the probability that the found share really is at least the target.")
     targets = ReviewTargets(recall=float(recall), delta=round(1.0 - float(conf), 4))
     skipped = _skipped(condition)
-    rv = dm.review(condition, ranking, targets, skipped)
+    rv = dm.review(condition, ranking, targets, skipped, run_evidence_nodes(run))
     stt = rv.state
     n = len(ranking)
     expected = max(1, sum(bool(((docs.get(d) or {}).get("decisions") or {}).get(run.get("strategy", "combined"), {})

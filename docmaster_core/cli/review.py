@@ -156,7 +156,7 @@ def _show(run_docs: dict, doc_id: str, rv, n: int) -> None:
 def cmd_review(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..filtering.results import run_ranking
+    from ..filtering.results import run_evidence_nodes, run_ranking
     from ..filtering.review import Feedback, ReviewTargets, run_review
 
     dm = open_docmaster(args)
@@ -167,6 +167,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         return 2
     run = dm.filter(args.condition, strategies=("combined",), decider="calibrated", save=False).to_dict(text_chars=600)
     ranking = run_ranking(run)
+    evidence = run_evidence_nodes(run)
     docs = {d["doc_id"]: d for d in run["documents"]}
     if args.labels:
         files = {d["file"]: d["doc_id"] for d in run["documents"]}
@@ -181,7 +182,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         pre = np.array([float(known[d][0]) if d in known else float("nan") for d in ranking])
         run_review(np.arange(len(ranking)), targets, ask, known=pre, chunk=1,
-                   feedback=Feedback(dm.retriever().view.doc_vectors(ranking)))
+                   feedback=Feedback(dm.retriever().view.evidence_vectors(ranking, evidence)))
         kept_own = [d for d, v in labels.items() if d in known and known[d][0] != v]
         if kept_own:
             print(f"note: {len(kept_own)} label(s) of {args.labels} differ from answers stored before and were not "
@@ -196,7 +197,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     asking = not (args.labels or args.status or args.export or args.set_answers)
     while asking:
-        rv = dm.review(args.condition, ranking, targets, skipped)
+        rv = dm.review(args.condition, ranking, targets, skipped, evidence)
         if rv.state.done or not rv.pending_ids():
             break
         print(f"\n{rv.state.promise('your')}")
@@ -214,7 +215,7 @@ def cmd_review(args: argparse.Namespace) -> int:
             dm.answer(args.condition, {doc: _ANSWERS[a]})
         else:
             print("answer m (match), n (no match), s (skip) or q (quit)")
-    rv = dm.review(args.condition, ranking, targets, skipped)
+    rv = dm.review(args.condition, ranking, targets, skipped, evidence)
     if args.export:
         out = Path(args.export)
         out.write_text(dm.export_answers(args.condition, args.condition_id), encoding="utf-8")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["move_cut", "compare_runs", "three_way_counts", "is_offline_run", "run_ranking"]
+__all__ = ["move_cut", "compare_runs", "three_way_counts", "is_offline_run", "run_ranking", "run_evidence_nodes"]
 
 
 def is_offline_run(run: Mapping[str, Any]) -> bool:
@@ -41,6 +41,17 @@ def run_ranking(run: Mapping[str, Any], strategy: str | None = None) -> list[str
         return int(r) if r is not None else big
 
     return [d["doc_id"] for d in sorted(docs, key=rank)]
+
+
+def run_evidence_nodes(run: Mapping[str, Any], strategy: str | None = None) -> dict[str, list[int]]:
+    """``{doc_id: [node ids]}``: the tree nodes of each document's ``strategy`` (default the
+    run's) evidence in a run dict (flat chunks, node id -1, left out): what a review's
+    relevance feedback describes each document by
+    (:meth:`~docmaster_core.retrieval.corpus.CorpusView.evidence_vectors`)."""
+    s = strategy or run.get("strategy", "combined")
+    return {d["doc_id"]: [int(e["node_id"]) for e in ((d.get("evidence") or {}).get(s) or [])
+                          if int(e.get("node_id", -1)) >= 0]
+            for d in run.get("documents", [])}
 
 
 def three_way_counts(run: Mapping[str, Any], strategy: str | None = None) -> dict[str, int]:

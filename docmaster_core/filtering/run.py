@@ -498,7 +498,9 @@ def run_filter(
         if review is not None:
             review_report = decide_with_review(llm, cond, docs, offline[strategy], strategy, review, workers,
                                                _llm_decide, _cached_decision, stored,
-                                               features=run_view.doc_vectors([r.doc_id for r in docs]))
+                                               features=run_view.evidence_vectors(
+                                                   [r.doc_id for r in docs],
+                                                   {r.doc_id: [e.node_id for e in r.evidence[strategy]] for r in docs}))
         jobs = [(r, s) for r in docs for s in llm_strats if s not in review_strats]
         if jobs:
             with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="docmaster-decide") as pool:

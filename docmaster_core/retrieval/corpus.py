@@ -26,7 +26,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -278,6 +278,35 @@ class CorpusView:
 
         all_docs = self.aux("doc_vectors", build)
         return all_docs[[self.doc(d).index for d in doc_ids]]
+
+    def evidence_vectors(self, doc_ids: Sequence[str], evidence: Mapping[str, Sequence[int]]) -> np.ndarray:
+        """float32 (n, d): per document of ``doc_ids``, the mean of the embeddings of its
+        evidence nodes for one condition, L2-normalised; a document without evidence nodes
+        gets its :meth:`doc_vectors` row. The document features of the review's relevance
+        feedback (:class:`~docmaster_core.filtering.review.Feedback`): they describe a
+        document by what it says about the condition, not by its whole text. On 5,000
+        copies of the corpus the documents asked at recall 0.9 fell 23.5 -> 22.3 % (P) and
+        26.1 -> 25.7 % (Q) against whole-document means (docs/results/review.md).
+
+        Args:
+            doc_ids: The documents, in the order of the rows.
+            evidence: ``{doc_id: [node ids]}`` (e.g.
+                :func:`~docmaster_core.filtering.results.run_evidence_nodes`); ids out of a
+                document's range are ignored.
+
+        Raises:
+            RetrievalError: an id is not in the view.
+        """
+        out = np.array(self.doc_vectors(doc_ids), dtype=np.float32, copy=True)
+        for row, d in enumerate(doc_ids):
+            dv = self.docs[self.doc(d).index]
+            ids = [int(i) for i in evidence.get(d, ()) if 0 <= int(i) < dv.n_nodes]
+            if ids:
+                v = np.asarray(self.emb[[dv.start + i for i in sorted(set(ids))]], dtype=np.float32).mean(0)
+                norm = float(np.linalg.norm(v))
+                if norm > 0:
+                    out[row] = v / norm
+        return out
 
     def node(self, doc_index: int, node_id: int) -> Node:
         """Node ``node_id`` of document ``doc_index``: from the node cache filled by
