@@ -2,7 +2,6 @@
 cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering."""
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import streamlit as st

@@ -110,9 +110,8 @@ def mark_equations(p: PageInfo, body: float) -> None:
             return True
         if sym >= 0.2 and l.nwords <= 2 and ns >= 3 and (indented or centered):
             return True
-        if centered and l.nwords <= 6 and (_DEFINITION_RE.match(t.strip())
-                                                 or (_RELATION_RE.match(t.strip()) and not _NOT_RELATION_RE.search(t))) \
-                and not t.rstrip().endswith((".", ",", ";", ":")):
+        if centered and l.nwords <= 6 and not t.rstrip().endswith((".", ",", ";", ":")) and (
+                _DEFINITION_RE.match(t.strip()) or (_RELATION_RE.match(t.strip()) and not _NOT_RELATION_RE.search(t))):
             # a displayed definition "FFN(x) = max(0, xW1 + b1)W2 + b2" or relation "a ≪ b ≪ c" in a roman font
             return True
         return False
