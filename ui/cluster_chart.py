@@ -22,13 +22,13 @@ __all__ = ["PALETTE", "cluster_chart"]
 
 
 def _palette() -> list[str]:
-    """24 distinguishable colours: 12 hues 30 degrees apart, in an order that puts far-apart
-    hues on neighbouring ids, first darker then lighter."""
-    hues = [0, 6, 3, 9, 1, 7, 4, 10, 2, 8, 5, 11]
+    """24 distinguishable colours: 8 hues 45 degrees apart, ordered so that neighbouring ids
+    are far apart on the colour wheel, at three lightness levels (ids 0-7, 8-15, 16-23)."""
+    hues = [0, 4, 2, 6, 1, 5, 3, 7]
     out = []
-    for light in (0.40, 0.62):
+    for light in (0.42, 0.64, 0.28):
         for h in hues:
-            r, g, b = colorsys.hls_to_rgb(h / 12.0, light, 0.72)
+            r, g, b = colorsys.hls_to_rgb(h / 8.0, light, 0.75)
             out.append(f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}")
     return out
 
