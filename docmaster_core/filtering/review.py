@@ -356,8 +356,8 @@ class Feedback:
     seeds) and checked unchanged on Q and on the 59 and 88 document collections
     (docs/results/review.md, 10-20 seeds: P 36.8 % -> 26.1 %, Q 36.8 % -> 29.9 % at
     5,000; the small collections within a point, the guarantee kept everywhere), with the
-    documents' mean node embeddings as features; their mean *evidence* embedding took P to
-    22.3 % and Q to 25.7 % (3 seeds; same parameters, still the plateau on P).
+    documents' mean node embeddings as features; their mean *evidence* embedding took P
+    23.5 -> 22.4 % and Q 26.5 -> 25.4 % (10 seeds; same parameters, still on P's plateau).
 
     Raises:
         ValueError: ``features`` is not a 2-D array.

@@ -285,8 +285,8 @@ class CorpusView:
         gets its :meth:`doc_vectors` row. The document features of the review's relevance
         feedback (:class:`~docmaster_core.filtering.review.Feedback`): they describe a
         document by what it says about the condition, not by its whole text. On 5,000
-        copies of the corpus the documents asked at recall 0.9 fell 23.5 -> 22.3 % (P) and
-        26.1 -> 25.7 % (Q) against whole-document means (docs/results/review.md).
+        copies of the corpus the documents asked at recall 0.9 fell 23.5 -> 22.4 % (P) and
+        26.5 -> 25.4 % (Q, 10 seeds) against whole-document means (docs/results/review.md).
 
         Args:
             doc_ids: The documents, in the order of the rows.
