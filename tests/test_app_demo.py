@@ -462,7 +462,8 @@ def test_cluster_chart_colours_topics_by_stable_id_and_keeps_text_plain():
     """The clusters scatter: a topic's colour is its stable id's (so it survives a redraw
     that drops another topic), the legend lists the topics in the given order, the hover
     carries the passage text as it is (Vega's tooltip escapes it; the page never marks it
-    up), the file only in collection scope, and the chart is SVG (points readable)."""
+    up), the file only in collection scope, and the chart is SVG (points readable) up to 2,000
+    points, a canvas past them."""
     import pandas as pd
 
     from ui.cluster_chart import PALETTE, cluster_chart
@@ -479,6 +480,9 @@ def test_cluster_chart_colours_topics_by_stable_id_and_keeps_text_plain():
     rows = next(iter(spec["datasets"].values()))
     assert rows[0]["passage"] == "<b>x</b> & y"
     assert spec["usermeta"]["embedOptions"]["renderer"] == "svg"
+    many = pd.concat([frame] * 700, ignore_index=True)  # 2,100 points: a canvas
+    assert cluster_chart(many, [(3, "Topic 3 · a (2)"), (7, "Topic 7 · b (1)")], "t", False).to_dict()[
+        "usermeta"]["embedOptions"]["renderer"] == "canvas"
     both = cluster_chart(frame, [(3, "Topic 3 · a (2)"), (7, "Topic 7 · b (1)")], "t", show_file=True).to_dict()
     assert "file" in [t["field"] for t in both["encoding"]["tooltip"]]
     assert cluster_chart(frame, [(27, "Topic 3 · a (2)")], "t", False).to_dict()["encoding"]["color"]["scale"][

@@ -8,8 +8,8 @@ legend entry highlights that topic; the mouse wheel zooms and dragging pans.
 
 Vega-Lite rather than Plotly: the page's first paint in a browser session was 1-2 s
 shorter (Streamlit loads Plotly's 4.7 MB script on first use, Vega's ~0.8 MB;
-docs/results/app.md). The chart is drawn as SVG, so each point is an element whose
-``aria-label`` names its fields (what the browser tests read).
+docs/results/app.md). Up to :data:`SVG_MAX_POINTS` points the chart is drawn as SVG, so each
+point is an element whose ``aria-label`` names its fields (what the browser tests read).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import colorsys
 import altair as alt
 import pandas as pd
 
-__all__ = ["PALETTE", "cluster_chart"]
+__all__ = ["PALETTE", "SVG_MAX_POINTS", "cluster_chart"]
 
 
 def _palette() -> list[str]:
@@ -32,6 +32,10 @@ def _palette() -> list[str]:
             out.append(f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}")
     return out
 
+
+#: Most points drawn as SVG elements (each readable in the page); more are drawn on a canvas, as
+#: Streamlit itself does past 2,000 (a collection's 12,000 passages as SVG elements would slow the page).
+SVG_MAX_POINTS = 2000
 
 #: Topic colours, indexed by a topic's stable id modulo its length.
 PALETTE: list[str] = _palette()
@@ -75,6 +79,7 @@ def cluster_chart(frame: pd.DataFrame, topics: list[tuple[int, str]], title: str
             tooltip=tips,
         )
         .add_params(picked)
-        .properties(height=height, usermeta={"embedOptions": {"renderer": "svg"}})
+        .properties(height=height, usermeta={"embedOptions": {"renderer": "svg" if len(frame) <= SVG_MAX_POINTS
+                                                              else "canvas"}})
         .interactive()
     )
