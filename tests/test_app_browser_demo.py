@@ -71,12 +71,15 @@ _TRACES_JS = """
 
 def _chart(page, timeout: float = 30.0) -> dict:
     """The clusters chart (Vega-Lite, drawn as SVG; each point's ``aria-label`` names its
-    fields): ``{"title", "traces": [{"name", "color", "nodes"}]}``, one trace per topic."""
+    fields): ``{"title", "traces": [{"name", "color", "nodes"}]}``, one trace per topic, once
+    two reads 0.2 s apart agree (Vega draws asynchronously after the script run ends)."""
     end = time.time() + timeout
+    last = None
     while time.time() < end:
         got = page.evaluate(_TRACES_JS)
-        if got and got["traces"]:
+        if got and got["traces"] and got == last:  # the same in two reads: Vega has finished drawing
             return got
+        last = got
         time.sleep(0.2)
     raise AssertionError("no clusters chart drawn")
 
