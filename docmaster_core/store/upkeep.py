@@ -104,6 +104,12 @@ def _arrays_from_lists(data: Any) -> Any | None:
     return out if found else None
 
 
+def _run_dict(r) -> dict[str, Any]:
+    """A ``runs`` row as :meth:`IndexRunStore.runs` gives it: ``{run_id, kind, created_at, params, result}``."""
+    return {"run_id": r["run_id"], "kind": r["kind"], "created_at": r["created_at"],
+            "params": json.loads(r["params_json"]), "result": json.loads(r["result_json"])}
+
+
 class IndexRunStore:
     """Per-document semantic indexes (keyed by their parameters) and saved runs
     (filter, ask, eval), as JSON rows; times are Unix seconds."""
@@ -195,16 +201,7 @@ class IndexRunStore:
         """Stored runs, newest first: ``[{run_id, kind, created_at, params, result}]``."""
         q = "SELECT * FROM runs" + (" WHERE kind=?" if kind else "") + " ORDER BY run_id DESC"
         rows = self._con().execute(q, (kind,) if kind else ()).fetchall()
-        return [
-            {
-                "run_id": r["run_id"],
-                "kind": r["kind"],
-                "created_at": r["created_at"],
-                "params": json.loads(r["params_json"]),
-                "result": json.loads(r["result_json"]),
-            }
-            for r in rows
-        ]
+        return [_run_dict(r) for r in rows]
 
     def recent_runs(self, kind: str, limit: int) -> list[dict[str, Any]]:
         """The newest ``limit`` stored runs of ``kind``, newest first, in the shape of
@@ -217,18 +214,14 @@ class IndexRunStore:
             raise ValueError(f"limit must be at least 1, got {limit}")
         rows = self._con().execute("SELECT * FROM runs WHERE kind=? ORDER BY run_id DESC LIMIT ?",
                                    (kind, int(limit))).fetchall()
-        return [{"run_id": r["run_id"], "kind": r["kind"], "created_at": r["created_at"],
-                 "params": json.loads(r["params_json"]), "result": json.loads(r["result_json"])} for r in rows]
+        return [_run_dict(r) for r in rows]
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         """One stored run by id, in the shape of :meth:`runs` (only that row is read and
         parsed: a workspace's runs hold every document's evidence, ~30 ms each to parse);
         None when there is no such run."""
         r = self._con().execute("SELECT * FROM runs WHERE run_id=?", (int(run_id),)).fetchone()
-        if r is None:
-            return None
-        return {"run_id": r["run_id"], "kind": r["kind"], "created_at": r["created_at"],
-                "params": json.loads(r["params_json"]), "result": json.loads(r["result_json"])}
+        return None if r is None else _run_dict(r)
 
     def last_run_params(self, kind: str) -> tuple[int, dict[str, Any]] | None:
         """``(run_id, params)`` of the newest run of ``kind`` (its result is not read), or None."""
