@@ -233,9 +233,10 @@ class DocMaster(IngestStage, IndexStage):
 
         try:
             ranking = list(ranking)
-            view = self.retriever().view
-            feats = (view.evidence_vectors(ranking, evidence) if evidence is not None else view.doc_vectors(ranking)) \
-                if ranking else None
+            feats = None
+            if ranking:
+                view = self.retriever().view
+                feats = view.doc_vectors(ranking) if evidence is None else view.evidence_vectors(ranking, evidence)
             return review_documents(ranking, self.answers(condition), targets or ReviewTargets(), deferred,
                                     features=feats)
         except ValueError as e:
