@@ -177,7 +177,7 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
         assert slider_value(page, "Number of topics (K)") != before
         assert page.get_by_text("another process").count() == 0
         assert exception_count(page) == 0
-        assert page.locator("[data-testid='stPlotlyChart']").count() == 1
+        assert page.locator("[data-testid='stVegaLiteChart']").count() == 1
         page.screenshot(path=str(out / "corpus_clusters.png"), full_page=True)
 
         # ------------------------------------------------------------ all pages again after the interactions
