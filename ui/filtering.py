@@ -250,9 +250,10 @@ def warm_filter(dm: Any, configs: list[dict[str, Any]]) -> bool:
     """Prepare what the first filter run of this workspace needs, in a daemon thread.
 
     Loads the corpus view (all documents' trees and node vectors stacked), its
-    lexical statistics and, for each distinct (alpha, k, K, w) of ``configs``, the
-    stacked hyper-edges of the stored indexes: together ~3 s on the 88-document
-    corpus that would otherwise be paid by the first click on "Run filter". The
+    lexical statistics, BM25 index and per-document term counts and, for each distinct
+    (alpha, k, K, w) of ``configs``, the stacked hyper-edges of the stored indexes
+    (:meth:`DocMaster.warm_up`): together ~3-4 s on the 88-document corpus that would
+    otherwise be paid by the first click on "Run filter". The
     retrieval module caches them per workspace state, so the run that follows reuses
     them (it waits on the same locks when the warm-up is still going). Started at most
     once per workspace, index-parameter sets and index state; failures are ignored
