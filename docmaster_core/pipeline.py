@@ -254,19 +254,22 @@ class DocMaster(IngestStage, IndexStage):
     def warm_up(self, params: Sequence[Mapping[str, Any]] = ()) -> None:
         """Load what a first filter or question needs (the corpus view, the lexical
         statistics, the BM25 index of the keyword strategy, the per-document term counts
-        of the offline decision, and the hyper-edge views of the given index parameters),
-        so that the first run does not wait for it. Safe to call from a background thread.
-        Past ``candidates.min_docs`` documents a filter scores only its candidates, so the
-        BM25 index and term counts of every document are not built here."""
+        of the offline decision, the section index of the tree search, and the hyper-edge
+        views of the given index parameters), so that the first run does not wait for it.
+        Safe to call from a background thread. Past ``candidates.min_docs`` documents a
+        filter scores only its candidates, so the BM25 index, term counts and section index
+        of every document are not built here."""
         from .filtering.decider import lexical_stats
         from .filtering.evidence import doc_terms
         from .retrieval.keyword import keyword_index
+        from .retrieval.tree_traversal import section_index
 
         view = self.retriever().view
         lexical_stats(view)
         if len(view.docs) <= self.settings.candidates.min_docs:
             keyword_index(view)
             doc_terms(view, self.settings.filter.related_weight)
+            section_index(view)
         for ip in params or [None]:
             self.retriever(ip).hyperedges(view)
 

@@ -230,3 +230,28 @@ def test_max_seq_length_truncates_long_texts_only(backend):
     a, b = full.encode(texts), short.encode(texts)
     assert float(a[0] @ b[0]) > 0.99999
     assert float(a[1] @ b[1]) < 0.999
+
+
+def test_query_cache_encodes_each_query_once():
+    """Query-sized calls are served from the LRU (each missing text encoded once, in one
+    batch); each call gets its own array; longer calls go straight to the model."""
+    from docmaster_core.embedding.query_cache import QUERY_CACHE_BATCH, QueryCache
+
+    calls: list[list[str]] = []
+
+    def compute(texts):
+        calls.append(list(texts))
+        return np.stack([np.full(3, len(t), dtype=np.float32) for t in texts])
+
+    cache = QueryCache(size=2)
+    a = cache.encode(["ab", "abc", "ab"], compute)
+    assert calls == [["ab", "abc"]] and a[:, 0].tolist() == [2, 3, 2]
+    a[0] = -1  # the caller's copy, not the cached row
+    assert cache.encode(["ab"], compute)[0, 0] == 2 and len(calls) == 1
+    cache.encode(["abcd"], compute)  # "abc" was used least recently: dropped
+    assert calls[-1] == ["abcd"]
+    cache.encode(["ab", "abc"], compute)
+    assert calls[-1] == ["abc"]
+    many = [f"t{i}" for i in range(QUERY_CACHE_BATCH + 1)]
+    assert cache.encode(many, compute).shape == (len(many), 3) and calls[-1] == many
+    assert cache.encode(["t0"], compute)[0, 0] == 2 and calls[-1] == ["t0"]  # the long call cached nothing

@@ -401,13 +401,15 @@ def test_a_title_whose_small_words_run_together_is_dropped_whole(tmp_path, embed
 
 def test_warm_up_builds_what_the_first_filter_reads(tmp_path, embedder, monkeypatch):
     """The app's warm-up (``DocMaster.warm_up``, started while the user types a condition)
-    builds the BM25 index and the per-document term counts once; the filter that follows
-    reuses them instead of building them inside the user's first click (issue 36)."""
+    builds the BM25 index, the per-document term counts and the section index once; the
+    filter that follows reuses them instead of building them inside the user's first click
+    (issue 36)."""
     import docmaster_core.filtering.evidence as evidence
     import docmaster_core.retrieval.keyword as keyword
+    import docmaster_core.retrieval.tree_traversal as tree_traversal
     from docmaster_core.pipeline import DocMaster
 
-    built = {"bm25": 0, "terms": 0}
+    built = {"bm25": 0, "terms": 0, "sections": 0}
 
     class CountedIndex(keyword.KeywordIndex):
         def __init__(self, *a, **k):
@@ -419,12 +421,18 @@ def test_warm_up_builds_what_the_first_filter_reads(tmp_path, embedder, monkeypa
             built["terms"] += 1
             super().__init__(*a, **k)
 
+    class CountedSections(tree_traversal.SectionIndex):
+        def __init__(self, *a, **k):
+            built["sections"] += 1
+            super().__init__(*a, **k)
+
     monkeypatch.setattr(keyword, "KeywordIndex", CountedIndex)
+    monkeypatch.setattr(tree_traversal, "SectionIndex", CountedSections)
     monkeypatch.setattr(evidence, "DocTerms", CountedTerms)
     build_toy_workspace(tmp_path / "ws", embedder)
     dm = DocMaster(tmp_path / "ws", embedder=embedder)
     dm.warm_up()
-    assert built == {"bm25": 1, "terms": 1}
+    assert built == {"bm25": 1, "terms": 1, "sections": 1}
     run = dm.filter(IMAGENET)
-    assert built == {"bm25": 1, "terms": 1}
+    assert built == {"bm25": 1, "terms": 1, "sections": 1}
     assert len(run.documents) == len(dm.documents())

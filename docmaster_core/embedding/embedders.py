@@ -20,6 +20,7 @@ import numpy as np
 from ..config import EmbeddingSettings
 from ..errors import EmbeddingError
 from ..protocols import Embedder
+from .query_cache import QueryCache
 
 __all__ = ["Embedder", "SentenceTransformerEmbedder", "HashingEmbedder", "get_embedder", "resolve_backend",
            "cpu_has_bf16", "cpu_capability", "model_dir", "DIM"]
@@ -146,6 +147,7 @@ def _find_packaged_model() -> str | None:
     return None
 
 
+
 class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers (torch), fully offline; on the GPU
     when torch sees one (``device``: ``cuda`` or ``cpu``, set on first encode).
@@ -166,6 +168,7 @@ class SentenceTransformerEmbedder:
         self.device = "cpu"
         self._model = None
         self._lock = threading.Lock()
+        self._queries = QueryCache()
 
     def _load(self):
         if self._model is not None:
@@ -202,12 +205,17 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Encode texts (cut to ``max_chars``); returns float32 (n, 384), unit rows.
 
-        An empty input gives an array of shape (0, 384).
+        Query-sized calls (a condition and its parts, a question) are answered from a
+        :class:`QueryCache`. An empty input gives an array of shape (0, 384).
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        model = self._load()
         cut = [(t or " ")[: self.settings.max_chars] for t in texts]
+        return self._queries.encode(cut, lambda xs: self._encode_now(xs, batch_size))
+
+    def _encode_now(self, cut: list[str], batch_size: int | None = None) -> np.ndarray:
+        """float32 (n, 384) unit rows of already-cut texts, from the model."""
+        model = self._load()
         vecs = model.encode(
             cut,
             batch_size=batch_size or self.settings.batch_size,

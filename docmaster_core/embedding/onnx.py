@@ -50,6 +50,7 @@ import numpy as np
 
 from ..config import EmbeddingSettings
 from ..errors import EmbeddingError
+from .query_cache import QueryCache
 
 __all__ = ["OnnxEmbedder", "export_onnx", "onnx_cache_dir", "ONNX_VARIANTS", "EXPORT_VERSION", "INT8_RECIPE"]
 
@@ -288,6 +289,7 @@ class OnnxEmbedder:
         self._session = None
         self._tok = None
         self._lock = threading.Lock()
+        self._queries = QueryCache()
 
     @property
     def providers(self) -> list[str]:
@@ -326,20 +328,26 @@ class OnnxEmbedder:
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Encode texts; returns float32 (n, 384), unit rows, in input order.
 
-        An empty input gives an array of shape (0, 384).
+        Query-sized calls (a condition and its parts, a question) are answered from a
+        :class:`~docmaster_core.embedding.query_cache.QueryCache`. An empty input gives an
+        array of shape (0, 384).
 
         Raises:
             EmbeddingError: the model could not be exported or loaded.
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        session, tok = self._load()
         cut = [(t or " ")[: self.settings.max_chars] for t in texts]
+        return self._queries.encode(cut, lambda xs: self._encode_now(xs, batch_size))
+
+    def _encode_now(self, cut: list[str], batch_size: int | None = None) -> np.ndarray:
+        """float32 (n, 384) unit rows of already-cut texts, from the session."""
+        session, tok = self._load()
         enc = tok.encode_batch(cut)
         lengths = np.fromiter((len(e.ids) for e in enc), dtype=np.int64, count=len(enc))
         order = np.argsort(-lengths, kind="stable")
         bs = batch_size or self.settings.batch_size
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        out = np.empty((len(cut), self.dim), dtype=np.float32)
         for a in range(0, len(order), bs):
             idx = order[a:a + bs]
             width = int(lengths[idx].max())
