@@ -13,8 +13,9 @@ seconds from the click / key press until the app's rerun has finished in the bro
   ``--steps`` alpha-slider changes (ArrowRight on the slider thumb; each a new
   parameter set, i.e. a real PC-KMeans rebuild), the first one reported as cold, then
   one step back (a cached parameter set);
-* Filter: for each condition, typing it and clicking "Run filter with A and B" until
-  both per-document decision tables (one row per workspace document) are drawn.
+* Filter: for each condition, entering it and clicking "Run filter with A and B" until
+  both per-document decision tables (one row per workspace document) are drawn; the
+  first after ``--pause`` seconds on the page (default 0), as a person reads and types.
 
 The app writes to the workspace (indexes per parameter set, filter runs, 2-D layouts,
 LLM cache): pass ``--copy`` to benchmark a temporary copy and leave it untouched.
@@ -112,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", default=None, help="file name (substring) or doc id for the clusters page; default the largest")
     ap.add_argument("--steps", type=int, default=5, help="alpha-slider changes on the clusters page")
     ap.add_argument("--condition", action="append", default=None, help="filter condition (repeatable; default 3)")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds on the Filter page before the first condition is entered (a person reads the page "
+                         "and types it, while the app loads the collection's views in the background; "
+                         "default 0: pasted at once)")
     ap.add_argument("--umap", choices=["on", "off"], default="on",
                     help="UMAP in the app (on: the slider changes are measured once UMAP is ready)")
     ap.add_argument("--umap-timeout", type=float, default=240.0)
@@ -213,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             # ------------------------------------------------ filter, several conditions
             navigate(page, "Filter")
             wait_idle(page)
+            time.sleep(max(0.0, args.pause))
+            res["filter_pause_s"] = args.pause
             runs = []
             for cond in conditions:
                 set_condition(page, cond)
