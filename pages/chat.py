@@ -11,7 +11,7 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
-from ui.chat import SCOPES, ask, chat_scope
+from ui.chat import SCOPES, ask, chat_scope, empty_scope_note
 from ui.citations import SCOPE_SWITCHED, filter_run_words, last_filter, render_answer, search_all_later
 from ui.layout import page_header
 from ui.text import md_escape, shorten
@@ -60,7 +60,8 @@ with c2:
         st.caption(md_escape(f"{run_words[:1].upper()}{run_words[1:]}, condition \"{shorten(last[2], 80)}\": "
                              + ("; ".join(by_id[d].file_name for d in kept[:8])
                                 + (f" and {len(kept) - 8} more" if len(kept) > 8 else "") if kept
-                                else "no kept document is in the workspace")))
+                                else "it kept no document" if not last[1]
+                                else "the documents it kept are no longer in the workspace")))
 sc = chat_scope(scope, list(by_id), chosen, last)
 
 # the conversation is kept in the workspace: a reload (a new session) shows it again
@@ -103,6 +104,11 @@ st.caption(md_escape(f"Answering from: {sc['label']}")
 if len(sc["doc_ids"]) > 1:  # a newcomer saw "all 15 documents" here and "answered from X (named)" below
     st.caption("A question that names some of them (a title, a party, a company) is answered from those; "
                "the answer says which.")
+empty = empty_scope_note(sc)
+if empty:  # the input below is off: say why beside it, and offer every document
+    st.info(empty, icon=":material/info:")
+    st.button(f"Search all {sc['n_all']} documents", key="w_chat_scope_to_all", icon=":material/search:",
+              on_click=search_all, args=(None,))
 question = st.chat_input("Ask about these documents", key=W_INPUT, disabled=not sc["doc_ids"])
 pending = state.get(state.CHAT_PENDING)
 if pending:

@@ -513,8 +513,8 @@ def test_chat_scope_defaults_to_all_and_persists_across_pages(app_uploaded, app_
         run_app(at)
         assert at.radio(key="w_chat_scope").value == "filter", page
         assert any(t.startswith("Answering from: ") and f"kept by filter run {run['run_id']}" in t
-                   or t == f"Answering from: no document: filter run {run['run_id']} kept none that is still in the "
-                   "workspace" for t in page_texts(at)), page
+                   or t == f"Answering from: no document: filter run {run['run_id']} kept none"
+                   for t in page_texts(at)), page
     at.radio(key="w_chat_scope").set_value("all")
     run_app(at)
     at.switch_page("pages/filter.py")
@@ -523,6 +523,35 @@ def test_chat_scope_defaults_to_all_and_persists_across_pages(app_uploaded, app_
     run_app(at)
     assert at.radio(key="w_chat_scope").value == "all"
     assert f"Answering from: all {n_docs} documents" in page_texts(at)
+
+
+def test_chat_after_a_filter_that_kept_nothing_offers_every_document(app_uploaded, app_env):
+    """A newcomer's last filter ("a cooking recipe") kept no contract: the Chat page's input
+    was greyed out with the reason only at the top, and no way on to the other documents.
+    The page now says why beside the input and offers "Search all N documents"."""
+    from docmaster_core import cli
+    from docmaster_core.store.workspace import Workspace
+
+    assert cli.main(["filter", "The document is a cooking recipe with baking times for sourdough bread.",
+                     "--workspace", str(app_env["ws"]), "--json"]) == 0
+    ws = Workspace(app_env["ws"], create=False)
+    run = ws.recent_runs("filter", 1)[0]
+    assert run["result"]["matches"] == []  # nothing in the collection is a recipe
+    n_docs = len(ws.documents())
+    at = open_app("pages/chat.py")
+    at.radio(key="w_chat_scope").set_value("filter")
+    run_app(at)
+    texts = page_texts(at)
+    assert f"Answering from: no document: filter run {run['run_id']} kept none" in texts
+    assert any(t.startswith(f"The last filter run (#{run['run_id']}) kept no document") for t in texts), texts
+    assert at.chat_input(key="w_chat_input").disabled
+    at.button(key="w_chat_scope_to_all").click()
+    run_app(at)
+    assert at.radio(key="w_chat_scope").value == "all" and at.session_state["dm_chat_scope"] == "all"
+    assert not at.chat_input(key="w_chat_input").disabled
+    assert f"Answering from: all {n_docs} documents" in " ".join(page_texts(at))
+    assert not [b for b in at.button if b.key == "w_chat_scope_to_all"]
+    assert at.session_state["dm_chat_pending"] is None  # nothing is asked by the switch itself
 
 
 def test_narrowed_not_found_offers_all_then_examples_are_removed(app_env, monkeypatch):
@@ -611,7 +640,10 @@ def test_narrowed_not_found_offers_all_then_examples_are_removed(app_env, monkey
     run_app(at)
     at.radio(key="w_chat_scope").set_value("filter")
     run_app(at)
-    assert any(t.startswith("Answering from: no document: filter run") for t in page_texts(at))
+    texts = page_texts(at)
+    assert any(t.startswith("Answering from: no document: the documents filter run") and
+               t.endswith("kept are no longer in the workspace") for t in texts), texts
+    assert any(t.startswith("The documents the last filter run (#") and "have been removed" in t for t in texts)
     assert at.chat_input(key="w_chat_input").disabled
 
     at.switch_page("pages/upload.py")

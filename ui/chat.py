@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["citation_dicts", "ask", "SCOPES", "chat_scope", "narrowed_note"]
+__all__ = ["citation_dicts", "ask", "SCOPES", "chat_scope", "empty_scope_note", "narrowed_note"]
 
 #: The chat's scopes, the default first: every document, those kept by the last filter
 #: run (the workspace's newest saved one, as ``docmaster ask`` without ``--all``), or a
@@ -28,7 +28,9 @@ def chat_scope(scope: str, all_ids: list[str], chosen: list[str] | None,
         last: :func:`ui.citations.last_filter` ``(run_id, kept doc ids, condition)``.
 
     Returns:
-        ``{"scope", "doc_ids", "n", "n_all", "run_id", "label"}``; ``label`` is e.g.
+        ``{"scope", "doc_ids", "n", "n_all", "run_id", "label", "n_kept"}`` (``n_kept``: the
+        documents the last filter run kept, removed ones included; 0 for other scopes);
+        ``label`` is e.g.
         ``"all 9 documents"`` or ``"the 3 of 9 documents kept by filter run 7"``
         (:func:`docmaster_core.qa.ask.scope_line`), shown as "Answering from: ...".
     """
@@ -42,8 +44,10 @@ def chat_scope(scope: str, all_ids: list[str], chosen: list[str] | None,
         ids = [d for d in kept if d in known]
         if run_id is None:
             label = "no filter run yet (run one on the Filter page)"
+        elif not kept:
+            label = f"no document: filter run {run_id} kept none"
         elif not ids:
-            label = f"no document: filter run {run_id} kept none that is still in the workspace"
+            label = f"no document: the documents filter run {run_id} kept are no longer in the workspace"
         else:
             label = scope_line("last-filter-run", len(ids), n_all, run_id)
     elif scope == "chosen":
@@ -52,7 +56,25 @@ def chat_scope(scope: str, all_ids: list[str], chosen: list[str] | None,
     else:
         ids = list(all_ids)
         label = scope_line("all", n_all, n_all)
-    return {"scope": scope, "doc_ids": ids, "n": len(ids), "n_all": n_all, "run_id": run_id, "label": label}
+    return {"scope": scope, "doc_ids": ids, "n": len(ids), "n_all": n_all, "run_id": run_id, "label": label,
+            "n_kept": len(kept) if scope == "filter" else 0}
+
+
+def empty_scope_note(sc: dict[str, Any]) -> str | None:
+    """For a scope without documents (:func:`chat_scope`): why the chat input is off and
+    what to do, shown beside it with a button that answers from every document; None when
+    the scope has documents or the workspace has none."""
+    if sc["doc_ids"] or not sc["n_all"]:
+        return None
+    if sc["scope"] == "chosen":
+        return "Choose one or more documents above to ask about them."
+    if sc["run_id"] is None:
+        return "No filter run yet: run one on the Filter page to ask about the documents it keeps."
+    if sc.get("n_kept"):
+        return (f"The documents the last filter run (#{sc['run_id']}) kept have been removed from the workspace. "
+                "Choose another scope above.")
+    return (f"The last filter run (#{sc['run_id']}) kept no document, so there is nothing to answer from here. "
+            "Choose another scope above.")
 
 
 def narrowed_note(msg: dict[str, Any]) -> str | None:

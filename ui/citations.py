@@ -196,9 +196,10 @@ def filter_run_words(dm: Any, run_id: int | None) -> str:
     return f"filter run #{run_id} (from the command line or a script)"
 
 
-def search_all_later(question: str, scope_widget: str) -> None:
+def search_all_later(question: str | None, scope_widget: str) -> None:
     """Callback of "Search all documents": the chat scope becomes all documents (for
-    the rest of the session) and ``question`` is asked again on the coming run."""
+    the rest of the session) and ``question`` (when given) is asked again on the coming
+    run."""
     from . import state
 
     state.put(state.CHAT_SCOPE, "all")
