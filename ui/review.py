@@ -169,7 +169,10 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                  "'no match' to certify)" if rv.checking() else f"rank {dec.get('rank', '?')} of {n} by evidence")
         with st.container(border=True):
             st.markdown(md_escape(f"Next: {rec.file_name}") + f"  \n{md_escape(where)}")
-            b1, b2, b3, _ = st.columns([1, 1, 1, 3])
+            b1, b2, b3, keys = st.columns([1, 1, 1, 3])
+            with keys:  # Streamlit gives a key to a focused switch or box, not to the buttons (a newcomer)
+                st.caption("Keys M, N and S answer when no switch or text box has the focus: click an empty part "
+                           "of the page first.")
             answer = None
             with b1:
                 # both answers look alike: a highlighted "Match" read as the app's suggestion
@@ -194,6 +197,9 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                         key=lambda e: -float(e.get("score") or 0.0))[:4]
             left, right = st.columns([1, 1], gap="large")
             with left:
+                if ev:  # "C5, C3, C9, C1": a newcomer asked why C1 was not first
+                    st.caption("The passages closest to the condition, closest first (C1, C2 ... number them in the "
+                               "order the decision lists its evidence).")
                 for e in ev:
                     render_evidence(e)
             with right:
