@@ -257,6 +257,47 @@ def make_relation_pdf(path: str | Path) -> dict[str, Any]:
     return {"relation": relation, "after": after, "template": template}
 
 
+def make_redacted_pdf(path: str | Path) -> dict[str, Any]:
+    """A contract page with the placeholders SEC filings carry: centred redaction marks
+    ("[*****]" rows of a redacted schedule, "$[***]"), a centred "[LOGO]", a signature line
+    "By: ____ By:" and a citation-like "[38, 2, 9]."; then one real centred display
+    definition "f(x) = max(0, x)" in the body font.
+
+    Returns:
+        ``{"placeholders": [str], "equation": str}``.
+    """
+    doc = _doc()
+    page = doc.new_page(width=W, height=H)
+    y = 90.0
+    _put(page, 270, y, "[LOGO]", 10)
+    y += 30
+    for text in ("The Supplier shall deliver the Products listed in Schedule A at the following prices, which",
+                 "are confidential and have been omitted from this filing:"):
+        _put(page, 72, y, text, 10)
+        y += 13
+    placeholders = ["[*****]", "[*****]", "$[***]"]
+    for text in placeholders:
+        _put(page, 280, y, text, 10)
+        y += 13
+    y += 20
+    _put(page, 72, y, "The fee is computed as the greater of zero and the net amount, written as:", 10)
+    y += 16
+    equation = "f(x) = max(0, x)"
+    _put(page, 250, y, equation, 10)
+    y += 30
+    _put(page, 72, y, "IN WITNESS WHEREOF, the parties have executed this Agreement as of the date first written above.", 10)
+    y += 30
+    signature = "By: ______________________ By:"
+    _put(page, 200, y, signature, 10)
+    y += 30
+    _put(page, 72, y, "as shown in earlier studies of supply agreements, which this clause follows closely", 10)
+    cite = "[38, 2, 9]."
+    _put(page, 290, y + 16, cite, 10)
+    doc.save(str(path))
+    doc.close()
+    return {"placeholders": ["[LOGO]", *placeholders, signature, cite], "equation": equation}
+
+
 def make_slides_pdf(path: str | Path, lines: list[str] | None = None) -> dict[str, Any]:
     """A landscape slide deck, one short line per page (page k holds ``lines[k-1]``).
 

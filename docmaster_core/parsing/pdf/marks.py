@@ -79,6 +79,19 @@ _RELATION_RE = re.compile(r"^[\w′ˆ+\-*/^|()]{1,30}\s*(?:[≤≥≪≫≈≠�
 # ... unless it is markup (tags "<Question>", "</na>"; prompts ">>> import") or runs on in prose ("p < θ, p is
 # updated in H": a line of a paragraph broken at an inline formula)
 _NOT_RELATION_RE = re.compile(r"<[^<>]*>|>>>|</|(?:\b[A-Za-z]{2,}\b[ ,]+){2}\b[A-Za-z]{2,}\b")
+# placeholders that are no math though their brackets, asterisks and underscores are math characters: redaction
+# marks ("[***]", "$[*****]"), bracketed labels ("[LOGO]", "[Redacted]"), citations ("[38, 2, 9]") and blanks
+# to fill in ("By: ________")
+_PLACEHOLDER_RE = re.compile(r"\[\s*(?:\*+|[A-Z][A-Za-z ]{0,20}|\d{1,4}(?:\s*[,\u2013-]\s*\d{1,4})*)\s*\]|_{3,}")
+_MATH_LEFT_RE = re.compile(r"[=+\u2212\u00d7\u00f7\u00b1\u2211\u220f\u222b\u2264\u2265\u2248\u2260\u2192\u2208^/<>{}|\u0391-\u03c9]")
+
+
+def only_placeholders(text: str) -> bool:
+    """True when a line holds placeholders (:data:`_PLACEHOLDER_RE`) and, once they are
+    removed, no operator, relation or Greek letter: ``"[*****] [*****] L10"``, ``"$[***]"``,
+    ``"By: ____ By:"``, ``"[38, 2, 9]."``; not ``"x = [a, b]"``."""
+    rest = _PLACEHOLDER_RE.sub(" ", text)
+    return rest != text and not _MATH_LEFT_RE.search(rest)
 
 
 def mark_equations(p: PageInfo, body: float) -> None:
@@ -96,7 +109,7 @@ def mark_equations(p: PageInfo, body: float) -> None:
             return False
         t = l.text
         ns = len(t.replace(" ", ""))
-        if ns == 0:
+        if ns == 0 or only_placeholders(t):
             return False
         sym = sum(1 for ch in t if ch in MATH_CHARS) / ns
         eqnum = bool(EQNUM_RE.search(t))
