@@ -424,6 +424,18 @@ def test_a_title_ending_on_a_connective_goes_on_below_and_a_party_name_is_not_th
     assert PyMuPDFParser().parse(_cuad("cuad-039")).title == "LOCAL PROGRAMMING AND MARKETING AGREEMENT"
 
 
+def test_a_cover_pages_connecting_words_are_no_sections():
+    """cuad-010 and cuad-128 set their cover pages as "AGREEMENT" / "BETWEEN" / a party /
+    "AND" / a party, each on its own bold centred line: a newcomer found "BETWEEN" and "AND"
+    as top-level sections, the table of contents inside "AND" and cited by the chat."""
+    from docmaster_core.parsing.pdf.headings import _CONNECTIVES_ONLY
+
+    for prefix in ("cuad-010", "cuad-128"):
+        doc = PyMuPDFParser().parse(_cuad(prefix))
+        titles = [e.text.strip() for e in doc.elements if e.type == NodeType.TITLE]
+        assert titles and not [t for t in titles if _CONNECTIVES_ONLY.match(t)], (prefix, titles)
+
+
 def _one_page(path: Path, head: list[tuple[str, float, str]], body_lines: int = 30) -> Path:
     """One page: ``head`` lines ``(text, font size, "centre"|"left")`` from the top, then a
     preamble and ``body_lines`` lines of 9 pt prose."""

@@ -17,6 +17,10 @@ def _is_toc_page(p: PageInfo) -> bool:
             and sum(ch.isalpha() for ch in l.text) >= 3)
     return n >= 6 and n >= 0.3 * max(1, sum(1 for l in p.lines if l.role == ""))
 
+# a cover page's connecting words set on lines of their own ("BETWEEN", "AND", "BY AND AMONG"): no heading
+_CONNECTIVES_ONLY = re.compile(r"^\W*(?:(?:and|between|among|by|of|to|with|for|from|the|or|&)\W*)+$", re.I)
+
+
 def _title_like(t: str) -> bool:
     """Every word of ``t`` longer than three letters starts with a capital ("Terms and
     Termination", "Relationship of Parties"): a label, not a sentence's lead-in ("as follows")."""
@@ -101,6 +105,8 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
                     nxt = after
                 else:
                     cont = []
+            if f["num"] is None and not cont and _CONNECTIVES_ONLY.match(t):
+                continue  # "BETWEEN" / "AND" of a cover page (a wrapped title may start "AND ...")
             styled_size = f["ratio"] >= 1.12
             styled_bold = l.bold >= 0.95 and f["ratio"] >= 0.9
             styled_caps = f["caps"] and f["ratio"] >= 0.95 and f["words"] <= 8
