@@ -147,7 +147,6 @@ def _find_packaged_model() -> str | None:
     return None
 
 
-
 class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers (torch), fully offline; on the GPU
     when torch sees one (``device``: ``cuda`` or ``cpu``, set on first encode).
