@@ -233,10 +233,8 @@ class DocMaster(IngestStage, IndexStage):
 
         try:
             ranking = list(ranking)
-            feats = None
-            if ranking:
-                view = self.retriever().view
-                feats = view.doc_vectors(ranking) if evidence is None else view.evidence_vectors(ranking, evidence)
+            # a document without evidence nodes keeps its whole-document mean
+            feats = self.retriever().view.evidence_vectors(ranking, evidence or {}) if ranking else None
             return review_documents(ranking, self.answers(condition), targets or ReviewTargets(), deferred,
                                     features=feats)
         except ValueError as e:
