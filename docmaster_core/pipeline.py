@@ -220,7 +220,7 @@ class DocMaster(IngestStage, IndexStage):
 
         Screening is re-ranked by the answers so far (relevance feedback,
         :class:`~docmaster_core.filtering.review.Feedback`, on each document's mean evidence
-        embedding, or its mean node embedding without ``evidence``).
+        embedding and evidence words, or its mean node embedding without ``evidence``).
 
         Returns:
             :class:`~docmaster_core.filtering.review.DocumentReview`: the next documents to
@@ -229,14 +229,14 @@ class DocMaster(IngestStage, IndexStage):
         Raises:
             RetrievalError: an empty ranking.
         """
-        from .filtering.review import ReviewTargets, review_documents
+        from .filtering.review import Feedback, ReviewTargets, review_documents
 
         try:
             ranking = list(ranking)
-            # a document without evidence nodes keeps its whole-document mean
-            feats = self.retriever().view.evidence_vectors(ranking, evidence or {}) if ranking else None
+            # a document without evidence nodes keeps its whole-document mean embedding
+            fb = Feedback.from_evidence(self.retriever().view, ranking, evidence or {}) if ranking else None
             return review_documents(ranking, self.answers(condition), targets or ReviewTargets(), deferred,
-                                    features=feats)
+                                    feedback=fb)
         except ValueError as e:
             raise RetrievalError(str(e)) from None
 

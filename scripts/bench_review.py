@@ -48,10 +48,12 @@ sys.path.insert(0, str(ROOT))
 EVAL = ROOT.parent / "shared" / "eval"
 
 
-def doc_features(workspace: str, data: dict[str, dict]) -> dict[str, np.ndarray]:
-    """``{cid: float32 (D, d)}``: each document's mean evidence embedding for the condition
-    (as the product's review, :meth:`~docmaster_core.retrieval.corpus.CorpusView.evidence_vectors`),
-    rows in the order of the condition's ``files``."""
+def doc_features(workspace: str, data: dict[str, dict]) -> dict[str, tuple]:
+    """``{cid: (float32 (D, d), scipy CSR (D, V))}``: each document's mean evidence embedding for
+    the condition and its evidence's term counts (as the product's review,
+    :meth:`~docmaster_core.filtering.review.Feedback.from_evidence`), rows in the order of the
+    condition's ``files``."""
+    from docmaster_core.retrieval.keyword import evidence_term_counts
     from docmaster_core.pipeline import DocMaster
     from docmaster_core.store.workspace import Workspace
 
@@ -60,7 +62,8 @@ def doc_features(workspace: str, data: dict[str, dict]) -> dict[str, np.ndarray]
     out = {}
     for cid, d in data.items():
         ids = [by[f] for f in d["files"]]
-        out[cid] = view.evidence_vectors(ids, {by[f]: e for f, e in zip(d["files"], d["evidence"])})
+        ev = {by[f]: e for f, e in zip(d["files"], d["evidence"])}
+        out[cid] = (view.evidence_vectors(ids, ev), evidence_term_counts(view, ids, ev))
     return out
 
 
@@ -87,7 +90,7 @@ def copies(n_docs: int, total: int) -> np.ndarray:
 
 
 def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float, seeds: int, total: int | None,
-                  oracle_cls, text: str, features: np.ndarray | None = None, first_share: float = 0.5) -> dict:
+                  oracle_cls, text: str, features: tuple | None = None, first_share: float = 0.5) -> dict:
     """Means over seeds for one condition, target and noise level."""
     from docmaster_core.filtering.review import Feedback, ReviewTargets, planned_calls, run_review
 
@@ -105,7 +108,7 @@ def run_condition(d: dict, y: np.ndarray, tau: float, delta: float, flip: float,
         truth = y[src]
         ans = np.where(flips, 1 - np.maximum(truth, 0), np.maximum(truth, 0)).astype(np.float64)
         t = ReviewTargets(recall=tau, delta=delta, seed=seed, first_share=first_share)
-        fb = Feedback(features[src]) if features is not None else None
+        fb = Feedback(features[0][src], features[1][src]) if features is not None else None
         st = run_review(order, t, lambda idx: ans[idx], chunk=1, feedback=fb)
         kept = np.zeros(n, dtype=bool)
         kept[st.matches] = True

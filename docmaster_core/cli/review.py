@@ -182,7 +182,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         pre = np.array([float(known[d][0]) if d in known else float("nan") for d in ranking])
         run_review(np.arange(len(ranking)), targets, ask, known=pre, chunk=1,
-                   feedback=Feedback(dm.retriever().view.evidence_vectors(ranking, evidence)))
+                   feedback=Feedback.from_evidence(dm.retriever().view, ranking, evidence))
         kept_own = [d for d, v in labels.items() if d in known and known[d][0] != v]
         if kept_own:
             print(f"note: {len(kept_own)} label(s) of {args.labels} differ from answers stored before and were not "

@@ -63,7 +63,7 @@ def user_decision(label: bool, source: str, od: Decision) -> Decision:
 
 def decide_with_review(llm: LLM, condition: str, docs: list, offline: Sequence[Decision], strategy: str,
                        targets: ReviewTargets, workers: int, decide_fn: DecideFn, peek: PeekFn,
-                       stored: Mapping[str, tuple[bool, str]], features: np.ndarray | None = None) -> dict:
+                       stored: Mapping[str, tuple[bool, str]], feedback: Feedback | None = None) -> dict:
     """Decide ``strategy`` of ``docs`` by a rank-order review with the LLM as the oracle;
     fills ``docs[i].decisions[strategy]``.
 
@@ -80,8 +80,9 @@ def decide_with_review(llm: LLM, condition: str, docs: list, offline: Sequence[D
         peek: ``(backend, condition, evidence) -> Decision | None``: a decision already
             made for this evidence, without a call.
         stored: ``{doc_id: (label, source)}``: the user's answers for the condition.
-        features: float32 (n, d) one row per document of ``docs``: screening re-ranked by
-            the answers (:class:`~docmaster_core.filtering.review.Feedback`); None: rank order.
+        feedback: Document features, one row per document of ``docs``: screening
+            re-ranked by the answers (:class:`~docmaster_core.filtering.review.Feedback`);
+            None: rank order.
 
     Returns:
         The review's report (:meth:`~docmaster_core.filtering.review.ReviewState.to_dict`)
@@ -114,7 +115,7 @@ def decide_with_review(llm: LLM, condition: str, docs: list, offline: Sequence[D
 
     try:
         st = run_review(order, targets, ask, known=known, chunk=max(1, workers),
-                        feedback=Feedback(features) if features is not None else None)
+                        feedback=feedback)
     finally:
         pool.shutdown(wait=True)
     for i, r in enumerate(docs):

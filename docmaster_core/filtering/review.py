@@ -339,7 +339,11 @@ class Feedback:
     match found deep in the ranking, e.g. by a stopping test's sample, pulls documents like
     it to the front. Here a logistic regression (L2, balanced classes; ``sklearn``) is fit
     on the reviewed documents' features plus their prior rank and scores the unreviewed
-    ones; screening takes them best first. The stopping test is unaffected: its sample is
+    ones; screening takes them best first. The features are what each document's evidence
+    for the condition means (its mean embedding) and says (the TF-IDF of its words, the
+    features ASReview's default model learns from): a condition whose matches span topics
+    ("uses attention or Transformer layers") shares words across them that the embeddings
+    of their topics do not. The stopping test is unaffected: its sample is
     uniform over the unreviewed documents whatever the order, so the guarantee holds.
 
     Attributes:
@@ -347,6 +351,13 @@ class Feedback:
             mean embedding of its evidence for the condition
             (:meth:`~docmaster_core.retrieval.corpus.CorpusView.evidence_vectors`; the
             mean of all its nodes when there is none); rows are L2-normalised here.
+        term_counts: scipy sparse (N, V) or None: term occurrences in each document's
+            evidence (:func:`~docmaster_core.retrieval.keyword.evidence_term_counts`).
+            Weighted here over the N documents by TF-IDF (``1 + ln tf`` times the smoothed
+            ``idf = ln((1 + N) / (1 + df)) + 1``; terms in one document only or in more
+            than 90 % of them dropped), rows L2-normalised; a document's embedding part and
+            term part then share its unit norm equally (a document without terms keeps
+            its embedding at norm 1).
         prior_weight: Scale of the prior feature ``1 - rank / N`` (the evidence ranking)
             beside the unit-norm features.
         C: Inverse regularisation strength of the logistic regression.
@@ -357,13 +368,17 @@ class Feedback:
     (docs/results/review.md, 10-20 seeds: P 36.8 % -> 26.1 %, Q 36.8 % -> 29.9 % at
     5,000; the small collections within a point, the guarantee kept everywhere), with the
     documents' mean node embeddings as features; their mean *evidence* embedding took P
-    23.5 -> 22.4 % and Q 26.5 -> 25.4 % (10 seeds; same parameters, still on P's plateau).
+    23.5 -> 22.4 % and Q 26.5 -> 25.4 % (10 seeds; same parameters, still on P's plateau),
+    and the evidence's TF-IDF beside it took P 22.4 -> 20.9 % and Q 25.4 -> 24.1 % (10 seeds;
+    Q10, whose matches span topics, 43.8 -> 37.1 %; docs/results/review.md).
 
     Raises:
-        ValueError: ``features`` is not a 2-D array.
+        ValueError: ``features`` is not a 2-D array, or ``term_counts`` has another
+            number of rows.
     """
 
     features: np.ndarray
+    term_counts: Any = None
     prior_weight: float = 3.0
     C: float = 10.0
     _digest: str = field(default="", repr=False)
@@ -373,8 +388,38 @@ class Feedback:
         if x.ndim != 2:
             raise ValueError(f"feedback features must be a 2-D array (documents x dimensions), got shape {x.shape}")
         norm = np.linalg.norm(x, axis=1, keepdims=True)
-        self.features = np.ascontiguousarray(x / np.where(norm > 0, norm, 1.0))
-        self._digest = hashlib.blake2b(self.features.tobytes(), digest_size=16).hexdigest()
+        x = x / np.where(norm > 0, norm, 1.0)
+        h = hashlib.blake2b(digest_size=16)
+        if self.term_counts is not None:
+            t = _tfidf(self.term_counts)
+            if t.shape[0] != x.shape[0]:
+                raise ValueError(f"feedback term counts have {t.shape[0]} rows for {x.shape[0]} documents")
+            share = 1.0 / np.sqrt(1.0 + (t.getnnz(axis=1) > 0)).astype(np.float32)
+            x = x * share[:, None]
+            t = t.multiply(share[:, None]).tocsr().astype(np.float32)
+            self.term_counts = t
+            for a in (t.data, t.indices, t.indptr):
+                h.update(np.ascontiguousarray(a).tobytes())
+        self.features = np.ascontiguousarray(x, dtype=np.float32)
+        h.update(self.features.tobytes())
+        self._digest = h.hexdigest()
+
+    @classmethod
+    def from_evidence(cls, view, doc_ids: list[str], evidence: Mapping[str, Iterable[int]]) -> "Feedback":
+        """The feedback of a review of ``doc_ids`` (rows in that order) from each
+        document's evidence nodes for the condition (``{doc_id: [node ids]}``): their mean
+        embedding (:meth:`~docmaster_core.retrieval.corpus.CorpusView.evidence_vectors`;
+        the whole document's without evidence) and their term counts
+        (:func:`~docmaster_core.retrieval.keyword.evidence_term_counts`).
+
+        Raises:
+            RetrievalError: a document is not in the view ``view`` (a
+                :class:`~docmaster_core.retrieval.corpus.CorpusView`).
+        """
+        from ..retrieval.keyword import evidence_term_counts
+
+        evidence = {d: list(v) for d, v in evidence.items()}
+        return cls(view.evidence_vectors(doc_ids, evidence), evidence_term_counts(view, doc_ids, evidence))
 
     def scores(self, order: np.ndarray, reviewed: np.ndarray, labels: np.ndarray, todo: np.ndarray
                ) -> np.ndarray | None:
@@ -405,6 +450,10 @@ class Feedback:
         prior = np.empty(n, dtype=np.float32)
         prior[order] = 1.0 - np.arange(n, dtype=np.float32) / max(n, 1)
         x = np.hstack([self.features, self.prior_weight * prior[:, None]])
+        if self.term_counts is not None and self.term_counts.shape[1]:
+            from scipy import sparse
+
+            x = sparse.hstack([sparse.csr_matrix(x), self.term_counts], format="csr")
         model = LogisticRegression(C=self.C, class_weight="balanced", max_iter=200)
         model.fit(x[reviewed], labels)
         out = model.decision_function(x[todo])
@@ -413,6 +462,23 @@ class Feedback:
             while len(_FITS) > _MAX_FITS:
                 _FITS.popitem(last=False)
         return out
+
+
+def _tfidf(counts) -> Any:
+    """scipy CSR float32 (N, V'): the TF-IDF rows of :attr:`Feedback.term_counts`
+    (sublinear tf, smoothed idf, terms with ``2 <= df <= 0.9 N`` kept, rows L2-normalised)."""
+    from scipy import sparse
+
+    c = sparse.csr_matrix(counts, dtype=np.float32)
+    n = c.shape[0]
+    df = np.bincount(c.indices[c.data > 0], minlength=c.shape[1])
+    cols = np.flatnonzero((df >= 2) & (df <= 0.9 * n))
+    c = c[:, cols].tocsr()
+    c.eliminate_zeros()
+    c.data = 1.0 + np.log(c.data)
+    c = c.multiply((np.log((1.0 + n) / (1.0 + df[cols])) + 1.0).astype(np.float32)[None, :]).tocsr()
+    norm = np.sqrt(np.asarray(c.multiply(c).sum(axis=1)).ravel())
+    return sparse.diags(np.where(norm > 0, 1.0 / np.where(norm > 0, norm, 1.0), 0.0).astype(np.float32)) @ c
 
 
 def _labels(n_docs: int, answers: Mapping[int, bool] | np.ndarray) -> np.ndarray:
@@ -685,7 +751,7 @@ class DocumentReview:
 
 
 def review_documents(ranking: list[str], answers: Mapping[str, tuple[bool, str]], targets: ReviewTargets,
-                     deferred: Iterable[str] = (), features: np.ndarray | None = None) -> DocumentReview:
+                     deferred: Iterable[str] = (), feedback: Feedback | None = None) -> DocumentReview:
     """Replay the review over documents named by id (see :func:`replay`).
 
     Args:
@@ -694,8 +760,9 @@ def review_documents(ranking: list[str], answers: Mapping[str, tuple[bool, str]]
             ignored (the review covers the ranked documents only).
         targets: The targets.
         deferred: doc_ids put off (skipped).
-        features: float32 (len(ranking), d) document features in ranking order: screening
-            is re-ranked by the answers (:class:`Feedback`); None: the ranking as given.
+        feedback: Document features in ranking order (:class:`Feedback`, e.g.
+            :meth:`Feedback.from_evidence`): screening is re-ranked by the answers; None:
+            the ranking as given.
 
     Raises:
         ValueError: an empty ranking or a doc_id twice in it.
@@ -705,6 +772,6 @@ def review_documents(ranking: list[str], answers: Mapping[str, tuple[bool, str]]
         raise ValueError("the review needs a ranking naming each document once")
     pos = {d: i for i, d in enumerate(ranking)}
     lab = {pos[d]: bool(v[0]) for d, v in answers.items() if d in pos}
-    fb = Feedback(features) if features is not None else None
-    st = replay(np.arange(len(ranking)), lab, targets, deferred=[pos[d] for d in deferred if d in pos], feedback=fb)
+    st = replay(np.arange(len(ranking)), lab, targets, deferred=[pos[d] for d in deferred if d in pos],
+                feedback=feedback)
     return DocumentReview(ranking, st, {d: v for d, v in answers.items() if d in pos})

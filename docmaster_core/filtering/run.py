@@ -68,6 +68,7 @@ from ..protocols import LLM, CandidateScorer, Embedder, RunStore
 from .llm_decisions import decide_with_review, llm_strategies, user_decision
 from .decider import DEFAULT_CALIBRATION
 from .offline import Cut, calibrated_document_decisions, offline_decisions
+from .review import Feedback
 from .options import FilterOptions
 from .results import compare_runs, move_cut
 from ..retrieval.retriever import Retriever, check_top_k
@@ -498,8 +499,8 @@ def run_filter(
         if review is not None:
             review_report = decide_with_review(llm, cond, docs, offline[strategy], strategy, review, workers,
                                                _llm_decide, _cached_decision, stored,
-                                               features=run_view.evidence_vectors(
-                                                   [r.doc_id for r in docs],
+                                               feedback=Feedback.from_evidence(
+                                                   run_view, [r.doc_id for r in docs],
                                                    {r.doc_id: [e.node_id for e in r.evidence[strategy]] for r in docs}))
         jobs = [(r, s) for r in docs for s in llm_strats if s not in review_strats]
         if jobs:

@@ -28,7 +28,8 @@ import numpy as np
 from .corpus import CorpusView
 from ..text.terms import condition_terms, tokens
 
-__all__ = ["KeywordIndex", "keyword_index", "keyword_scores", "doc_term_counts", "COLLECTION_BM25"]
+__all__ = ["KeywordIndex", "keyword_index", "keyword_scores", "doc_term_counts", "evidence_term_counts",
+           "COLLECTION_BM25"]
 
 
 @dataclass
@@ -125,6 +126,60 @@ def doc_term_counts(view: CorpusView, dv) -> tuple[list[str], np.ndarray, np.nda
     got = (*got, view.ids_of_terms(got[0]))
     cache.put(key, got, sum(len(t) + 56 for t in got[0]) + sum(a.nbytes for a in got[1:]) + 100)
     return got
+
+
+def evidence_term_counts(view: CorpusView, doc_ids: "list[str]", evidence: "Mapping[str, list[int]]"):
+    """Term counts of each document's evidence passages for one condition: the lexical
+    features of the review's relevance feedback
+    (:class:`~docmaster_core.filtering.review.Feedback` weights them by TF-IDF).
+
+    Tokens are those of :func:`doc_term_counts` (the BM25 index's, read from its per-document
+    cache, no text is re-read) minus 1-character tokens and the stop words of both
+    :data:`~docmaster_core.text.terms.STOPWORDS` and scikit-learn's English list (318
+    words; ours alone, 89 words, leave "between", "during", "because": Q10 at 5,000 copies
+    asked 40.9 % of the documents with ours alone against 35.4 % with both, 2 seeds).
+
+    Args:
+        doc_ids: The documents, in the order of the rows.
+        evidence: ``{doc_id: [node ids]}``; ids out of a document's range are ignored; a
+            document without evidence gets an empty row.
+
+    Returns:
+        scipy CSR float32 (len(doc_ids), V): occurrences of term ``t`` in the evidence
+        nodes of document ``i`` (each node counted once), over the V terms that occur.
+
+    Raises:
+        RetrievalError: a document is not in the view.
+    """
+    from scipy import sparse
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from ..text.terms import STOPWORDS
+
+    stop = STOPWORDS | ENGLISH_STOP_WORDS
+    rows, cols, vals = [], [], []
+    for i, d in enumerate(doc_ids):
+        dv = view.doc(d)
+        ids = np.unique(np.asarray([int(j) for j in evidence.get(d, ()) if 0 < int(j) < dv.n_nodes], np.int64))
+        if not ids.size:
+            continue
+        terms, r, c, v, _, gid = doc_term_counts(view, dv)
+        keep = np.isin(r, ids)
+        if not keep.any():
+            continue
+        ok = np.array([len(t) > 1 and t not in stop for t in terms], dtype=bool)
+        keep &= ok[c]
+        rows.append(np.full(int(keep.sum()), i, np.int64))
+        cols.append(gid[c[keep]])
+        vals.append(v[keep])
+    if not rows:
+        return sparse.csr_matrix((len(doc_ids), 0), dtype=np.float32)
+    g = np.concatenate(cols)
+    _, local = np.unique(g, return_inverse=True)
+    out = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), local.ravel())),
+                            shape=(len(doc_ids), int(local.max()) + 1), dtype=np.float32)
+    out.sum_duplicates()
+    return out
 
 
 def keyword_index(view: CorpusView, k1: float = 1.2, b: float = 0.75) -> KeywordIndex:
