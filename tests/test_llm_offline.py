@@ -297,3 +297,31 @@ def test_a_question_about_several_documents_quotes_only_sentences_holding_its_na
     assert "\n\nd.pdf:  \nThis Agreement will be governed" in named.text and named.citations == ans.citations
     one = llm.answer(q, ev[:1], several=True)
     assert by_document(one, ev, {"a": "A"}).text == one.text  # one document: nothing to name
+
+
+def test_a_question_about_several_documents_lists_those_whose_sentence_holds_its_terms(llm):
+    """"Which of these contracts contain a non-compete clause?" over a newcomer's 15 contracts said
+    "not found" ("contracts", "contain" and "non" were counted as terms the passages lack) and, once
+    answered, listed every document's closest sentence ("the entire understanding ..."): only the
+    documents whose sentence says what is asked ("competing", "competitive") are listed."""
+    from docmaster_core.text.answer_units import profile_question, terms_of
+    from docmaster_core.text.words import is_toc_entry
+
+    q = "Which of these contracts contain a non-compete clause?"
+    assert profile_question(q).terms == ["compet", "claus"]
+    assert "competitiv" in terms_of("products that are competitive with the Products")  # begins with "compet"
+    assert profile_question("Which of the datasets is largest?").terms == ["dataset", "largest"]  # not "these"
+    assert "contain" in profile_question("How many passages does the corpus contain?").terms  # no clause framed
+    assert is_toc_entry("TABLE OF CONTENTS: PAGE CLAUSE 1. DEFINITIONS 4 2.")
+    assert not is_toc_entry("The contents of the notice shall be confidential.")
+    ev = [Evidence("E1", "a", 1, "semantic", 0.7, "During the term of this Agreement Licensee shall not be connected "
+                   "with any business competing with the Licensed Products.", page=8,
+                   section_path=["ARTICLE 10 AGREEMENT NOT TO COMPETE"]),
+          Evidence("E2", "b", 2, "semantic", 0.6, "This Agreement and the attached Schedules contain the entire "
+                   "understanding of the parties hereto.", page=5, section_path=["8.08 ENTIRE AGREEMENT"]),
+          Evidence("E3", "c", 3, "semantic", 0.6, "The Distributor shall handle no products that are competitive "
+                   "with the Products within the Territory.", page=2, section_path=["6"]),
+          Evidence("E4", "d", 4, "semantic", 0.5, "Nothing contained in this Agreement shall be construed to create "
+                   "a joint venture or partnership.", page=2, section_path=["e. Relationship of the Parties"])]
+    ans = llm.answer(q, ev, several=True)
+    assert {c.doc_id for c in ans.citations} == {"a", "c"}, ans.text

@@ -547,8 +547,10 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only; v40-49 capitals with a digit are names ("BM25"), two documents named
-            # apart are answered each, a paragraph ending in ":" comes with what it announces
-            "answer_version": 49,
+            # apart are answered each, a paragraph ending in ":" comes with what it announces; v50 a question about
+            # several documents lists those whose sentence holds one of its terms; "non", "contain a ... clause" and
+            # the documents' own noun ("which of these contracts") are no terms
+            "answer_version": 51,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -603,11 +605,17 @@ class OfflineLLM:
         if order and several:  # several documents asked about: each one's best sentence first
             # ... from the sentences that hold the names the question asks about ("governed by the laws of the
             # State of California": a Delaware clause is no answer), when any sentence holds them
-            from ..text.answer_units import question_names, terms_of
+            from ..text.answer_units import profile_question, question_names, terms_of
 
             names = question_names(question)
             if names:
                 order = [i for i in order if set(names) <= set(terms_of(units[i]))] or order
+            # ... and a document is listed for a sentence that says something the question asks about (a
+            # word of the sentence begins with one of its stems: "competitive" for "non-compete"): one close
+            # in meaning only ("the entire agreement" for "a non-compete clause") would list every document
+            asked = tuple(t for t in profile_question(question).terms if len(t) >= 4)
+            if asked:
+                order = [i for i in order if any(w.startswith(asked) for w in terms_of(units[i]))] or order
             first: dict[str, int] = {}
             for i in order:
                 first.setdefault(evidence[int(owner[i])].doc_id, i)

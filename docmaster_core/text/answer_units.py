@@ -45,7 +45,7 @@ _NUM = re.compile(r"(?<![a-z])\d[\d,]*(?:\.\d+)?")
 
 # question words, auxiliaries, pronouns and generic verbs/nouns that carry no topic
 _STOP = set("""
-a an the of to in on at by for from with without into onto over under about as and or but nor not no
+a an the of to in on at by for from with without into onto over under about as and or but nor not no non
 is are was were be been being am do does did done doing has have had having can could may might must shall
 should will would what which who whom whose when where why how that this these those there here it its
 they them their we our you your he she his her i me my one ones than then so such also very much many
@@ -206,6 +206,9 @@ def profile_question(question: str) -> QuestionProfile:
         # "how long does it last / run / stay in force": the verb is the length of time asked,
         # not a topic: a contract gives "a term of two years" and seldom says that it "lasts"
         topic = _DURATION_VERBS.sub(" ", topic)
+    # "which of these contracts ...": the noun names the documents asked over, not a topic; "contain a
+    # non-compete clause": the verb frames the clause asked about
+    topic = _CLAUSE_FRAME.sub(" ", _SCOPE_NOUN.sub(r"\1 ", topic))
     terms = list(dict.fromkeys(terms_of(topic)))
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
@@ -248,6 +251,12 @@ def profile_question(question: str) -> QuestionProfile:
         counted = [_stem(noun[-1])] if noun else []
     return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted)
 
+
+# "which / how many / none of these contracts": the chosen-from noun is the searched documents themselves
+_SCOPE_NOUN = re.compile(r"\b((?:which|how many|any|all|none|each|one|some) of (?:these|those|the \d+)) [a-z][a-z\-]*s\b",
+                         re.I)
+_CLAUSE_FRAME = re.compile(r"\b(?:contains?|includes?|ha(?:ve|s))\s+(?=(?:a|an|any|the)\s+(?:[\w\-]+\s+){0,3}?"
+                           r"(?:clauses?|provisions?|covenants?)\b)", re.I)
 
 # "how many [new] datasets are ...", "how large is the retrieval database": the counted or measured noun
 _COUNTED_Q = re.compile(

@@ -168,11 +168,12 @@ def is_cut_prose(text: str | None) -> bool:
     return is_prose(text) and not is_whole_sentence(text)
 
 
-_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}")
+_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}|^\s*(?i:table of contents|contents)\b")
 
 
 def is_toc_entry(text: str | None) -> bool:
-    """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7")."""
+    """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7") or the
+    table's own heading ("TABLE OF CONTENTS: PAGE CLAUSE 1. DEFINITIONS 4 2.")."""
     return bool(_TOC_ENTRY.search(text or ""))
 
 
