@@ -375,6 +375,7 @@ def test_a_named_contract_is_searched_whole_not_only_the_retrieval_pool(dm, monk
 
     monkeypatch.setattr(answering, "combined_candidates", adversarial)
     monkeypatch.setattr(answering, "_keyword_candidates", lambda *a, **k: [])
+    monkeypatch.setattr(answering, "_counted_candidates", lambda *a, **k: [])  # "(15) days" would find it too
     need = "Within how many days must the licensee pay each invoice?"
     doc = [view.docs[di].doc_id]
     pooled = answering.select_passages(retr, need, doc, 1, pool_factor=1)
@@ -382,6 +383,33 @@ def test_a_named_contract_is_searched_whole_not_only_the_retrieval_pool(dm, monk
     assert fee not in {e.node_id for e in pooled.evidence}
     assert whole.evidence[0].node_id == fee and "fifteen days of each invoice" in whole.evidence[0].text
     assert len(nodes) <= retr.settings.answer_whole_nodes
+
+
+def test_a_number_beside_the_counted_noun_is_a_candidate_passage(dm, monkeypatch):
+    """"Within how many days ...?": a passage that writes a number beside "days" joins the pool
+    even when the retrieval ranking puts it last and BM25 adds nothing (a paper's introduction
+    that says "SUBJQA includes over 10,000 English examples" in passing; docs/results/qa.md)."""
+    from docmaster_core.qa import answering
+    from docmaster_core.text.answer_units import profile_question
+
+    retr = dm.retriever()
+    view = retr.view
+    di = next(i for i, d in enumerate(view.docs) if d.file_name == "dist-echo.pdf")
+    nodes = view.docs[di].tree.nodes
+    fee = next(n.id for n in nodes if "within fifteen days" in (n.content or ""))
+
+    def adversarial(retr_, q, doc_ids, per_doc, view_):
+        order = [n.id for n in nodes if n.id != fee] + [fee]
+        return [(0.5 - 0.01 * r, di, nid, "combined") for r, nid in enumerate(order[:per_doc])], retr_.encode(q)
+
+    monkeypatch.setattr(answering, "combined_candidates", adversarial)
+    monkeypatch.setattr(answering, "_keyword_candidates", lambda *a, **k: [])
+    need = "Within how many days must the licensee pay each invoice?"
+    assert profile_question(need).counted == ["day"]
+    got = answering.select_passages(retr, need, [view.docs[di].doc_id], 1, pool_factor=1)
+    assert got.evidence[0].node_id == fee and "fifteen days of each invoice" in got.evidence[0].text
+    # a question that counts nothing adds no such candidate
+    assert answering._counted_candidates(view, profile_question("Who pays each invoice?"), retr.encode("x"), [di], 2) == []
 
 
 def test_term_weights_of_a_named_contract_come_from_the_collection(dm):

@@ -88,6 +88,27 @@ NO_ANSWER_TEXT = "The retrieved passages contain no sentence that answers this q
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")  # a blank line between two paragraphs of a passage
 
 
+#: A question about several documents lists a document whose sentence covers at least this share
+#: of the best sentence's coverage (:func:`several_coverage`).
+SEVERAL_RELATIVE_COVERAGE = 0.6
+
+
+def several_coverage(question: str, units: Sequence[str]) -> np.ndarray:
+    """float (n,): the share of the question's term weight each sentence covers, a term
+    weighing ``log(1 + n / (1 + df))`` over the ``n`` sentences (the words most sentences
+    share weigh least: "party" in a contract) and counting when a word of the sentence begins
+    with its stem ("competitive" for "compet"); stems under 4 letters are left out. Zeros
+    when the question has no such term."""
+    from ..text.answer_units import profile_question, terms_of
+
+    asked = [t for t in profile_question(question).terms if len(t) >= 4]
+    if not asked or not units:
+        return np.zeros(len(units))
+    has = np.array([[any(w.startswith(t) for w in terms_of(u)) for t in asked] for u in units], dtype=bool)
+    w = np.log1p(len(units) / (1.0 + has.sum(axis=0)))
+    return has.astype(float) @ w / float(w.sum())
+
+
 class OfflineLLM:
     """The LLM facade without a server: extractive and embedding-based (SPEC F8).
 
@@ -547,10 +568,10 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only; v40-49 capitals with a digit are names ("BM25"), two documents named
-            # apart are answered each, a paragraph ending in ":" comes with what it announces; v50-51 a question about
+            # apart are answered each, a paragraph ending in ":" comes with what it announces; v53 one citation per page of a passage; v50-52 a question about
             # several documents lists those whose sentence holds one of its terms; "non", "contain a ... clause" and
             # the documents' own noun ("which of these contracts") are no terms
-            "answer_version": 51,
+            "answer_version": 53,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -605,17 +626,18 @@ class OfflineLLM:
         if order and several:  # several documents asked about: each one's best sentence first
             # ... from the sentences that hold the names the question asks about ("governed by the laws of the
             # State of California": a Delaware clause is no answer), when any sentence holds them
-            from ..text.answer_units import profile_question, question_names, terms_of
+            from ..text.answer_units import question_names, terms_of
 
             names = question_names(question)
             if names:
                 order = [i for i in order if set(names) <= set(terms_of(units[i]))] or order
-            # ... and a document is listed for a sentence that says something the question asks about (a
-            # word of the sentence begins with one of its stems: "competitive" for "non-compete"): one close
-            # in meaning only ("the entire agreement" for "a non-compete clause") would list every document
-            asked = tuple(t for t in profile_question(question).terms if len(t) >= 4)
-            if asked:
-                order = [i for i in order if any(w.startswith(asked) for w in terms_of(units[i]))] or order
+            # ... and a document is listed for a sentence that says much of what the question asks about:
+            # one close in meaning only ("the entire agreement" for "a non-compete clause") or sharing only
+            # its common words ("each party shall pay its own fees" for "limit a party's total liability to
+            # the amounts paid") would list every document (several_coverage)
+            cov = several_coverage(question, units)
+            if cov.size and cov.max() > 0:
+                order = [i for i in order if cov[i] >= SEVERAL_RELATIVE_COVERAGE * cov.max()]
             first: dict[str, int] = {}
             for i in order:
                 first.setdefault(evidence[int(owner[i])].doc_id, i)
@@ -647,10 +669,11 @@ class OfflineLLM:
             first_doc.setdefault(evidence[int(owner[i])].doc_id, r)
         picked.sort(key=lambda i: (first_doc[evidence[int(owner[i])].doc_id], evidence[int(owner[i])].node_id, i))
         text = " ".join(f"{units[i]} [{evidence[int(owner[i])].evidence_id}]" for i in picked)
-        cites: dict[str, list[str]] = {}
-        for i in picked:  # a passage's quote: every sentence the answer took from it, in reading order
-            cites.setdefault(evidence[int(owner[i])].evidence_id, []).append(units[i])
-        return {"text": text, "citations": [[k, truncate_words(" ".join(v), 150)] for k, v in cites.items()]}
+        cites: dict[tuple[str, int], list[str]] = {}
+        for i in picked:  # a passage's quote: the sentences the answer took from it on one page, in reading order
+            e = evidence[int(owner[i])]
+            cites.setdefault((e.evidence_id, e.page_of(units[i])), []).append(units[i])
+        return {"text": text, "citations": [[k[0], truncate_words(" ".join(v), 150)] for k, v in cites.items()]}
 
     def answer_stream(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Iterator[str]:
         """The :meth:`answer` text in pieces of a few words (joined they equal the text)."""

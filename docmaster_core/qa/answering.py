@@ -116,7 +116,8 @@ def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
         units, ntype = _node_units(tree, nid, text)
         heading = " ".join(tree.nodes[nid].section_path[-1:])
         best, pcov = _score_passage(profile, bg, units, ntype, f"{heading} {text}")
-        s = 0.5 * float(cos) + 0.5 * best + 0.1 * pcov + (0.3 if "reference" in who else 0.0)
+        s = 0.5 * float(cos) + 0.5 * best + 0.1 * pcov + (0.3 if "reference" in who else 0.0) + (
+            COUNTED_BONUS if who == "counted" else 0.0)
         scored.append((s, cos, di, nid, who, text))
     scored.sort(key=lambda t: -t[0])
     if per_document:
@@ -163,6 +164,30 @@ def _keyword_candidates(view, question: str, qv: np.ndarray, doc_index: Sequence
             if (di, int(r)) not in have and view.docs[di].tree.nodes[int(r)].type != NodeType.ROOT:
                 out.append((float(view.emb[a + int(r)] @ qv), di, int(r), "keyword"))
     return out
+
+
+#: Score added to a passage that writes a number beside the noun a "how many X" question counts
+#: (:func:`_counted_candidates`): its embedding is far from the question, so cosine alone drops it.
+COUNTED_BONUS = 0.15
+
+
+def _counted_candidates(view, profile: S.QuestionProfile, qv: np.ndarray, doc_index: Sequence[int], limit: int
+                        ) -> list[tuple[float, int, int, str]]:
+    """For a "how many X / how large is X" question, the ``limit`` nodes of the documents
+    closest to the question that write a number beside X ("SUBJQA includes over 10,000 English
+    examples", :func:`~docmaster_core.text.answer_units.beside_number`), best first: the number
+    is the answer, but a long paragraph that gives it in passing (an introduction) sits far
+    from the question in embedding space and shares few of its words."""
+    if not profile.counted:
+        return []
+    stems = tuple(profile.counted)
+    hits = [(di, n.id) for di in doc_index for n in view.docs[di].tree.nodes
+            if n.id and n.type.is_content and any(s in (n.content or "").lower() for s in stems)
+            and S.beside_number((n.content or "").lower(), stems)]
+    if not hits:
+        return []
+    sims = view.emb[[int(view.offsets[di]) + i for di, i in hits]] @ qv
+    return [(float(sims[j]), *hits[j], "counted") for j in np.argsort(-sims, kind="stable")[:limit]]
 
 
 def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.ndarray,
@@ -273,6 +298,8 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
             bg = S.Background(bg.n_nodes, bg.df, idf_from=collection_background(view))
     cands, qv = combined_candidates(retr, question, doc_ids, pool_factor * top_k, view)
     cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
+    counted = _counted_candidates(view, profile, qv, doc_index, 2)  # pooled first: few, and far from the question
+    cands = counted + [c for c in cands if (c[1], c[2]) not in {(k[1], k[2]) for k in counted}]
     if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool
         cands = list(candidates) + cands
     candidates = dedupe_candidates(_expand_sections(view, cands, qv), view, (pool_factor + 1) * top_k)

@@ -370,7 +370,8 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
     """Keep only citations of given passages and fill them from the passages.
 
     Every kept citation takes document, node id, page, section path and page box from
-    its passage, so it can only point at a passage the model was given. A quote that
+    its passage, so it can only point at a passage the model was given (the page is the
+    one its quote starts on: a passage over two pages may be cited once per page). A quote that
     does not occur verbatim (whitespace-normalised) in its passage is replaced by the
     passage's sentence that best covers the question (not its opening words). An
     answer whose outcome is ``not_found`` keeps no supporting citation: the passages
@@ -388,9 +389,9 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
         if e is None:
             dropped.append(c.evidence_id)
             continue
-        if c.evidence_id in seen:
+        if (c.evidence_id, c.quote) in seen:  # a passage over two pages may be cited once per page
             continue
-        seen.add(c.evidence_id)
+        seen.add((c.evidence_id, c.quote))
         norm = " ".join(e.text.split())
         quote = " ".join((c.quote or "").split())
         if not quote or not _quoted_from(quote, norm):

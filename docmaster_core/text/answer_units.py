@@ -207,8 +207,8 @@ def profile_question(question: str) -> QuestionProfile:
         # not a topic: a contract gives "a term of two years" and seldom says that it "lasts"
         topic = _DURATION_VERBS.sub(" ", topic)
     # "which of these contracts ...": the noun names the documents asked over, not a topic; "contain a
-    # non-compete clause": the verb frames the clause asked about
-    topic = _CLAUSE_FRAME.sub(" ", _SCOPE_NOUN.sub(r"\1 ", topic))
+    # non-compete clause": the verb and the noun frame the kind of clause asked about
+    topic = _CLAUSE_FRAME.sub(r" \1 ", _SCOPE_NOUN.sub(r"\1 ", topic))
     terms = list(dict.fromkeys(terms_of(topic)))
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
@@ -255,8 +255,8 @@ def profile_question(question: str) -> QuestionProfile:
 # "which / how many / none of these contracts": the chosen-from noun is the searched documents themselves
 _SCOPE_NOUN = re.compile(r"\b((?:which|how many|any|all|none|each|one|some) of (?:these|those|the \d+)) [a-z][a-z\-]*s\b",
                          re.I)
-_CLAUSE_FRAME = re.compile(r"\b(?:contains?|includes?|ha(?:ve|s))\s+(?=(?:a|an|any|the)\s+(?:[\w\-]+\s+){0,3}?"
-                           r"(?:clauses?|provisions?|covenants?)\b)", re.I)
+_CLAUSE_FRAME = re.compile(r"\b(?:contains?|includes?|ha(?:ve|s))\s+(?:a|an|any|the)\s+((?:[\w\-]+\s+){0,3}?)"
+                           r"(?:clauses?|provisions?|covenants?)\b", re.I)
 
 # "how many [new] datasets are ...", "how large is the retrieval database": the counted or measured noun
 _COUNTED_Q = re.compile(
@@ -266,10 +266,15 @@ _COUNTED_Q = re.compile(
     r"(?= (?:used|uses|use|has|have|contains?|holds?|that|which|in|of|for|on|at|to|with)\b|\?|$)", re.I)
 
 
-def _beside_number(low: str, counted: Sequence[str]) -> bool:
+def beside_number(low: str, counted: Sequence[str]) -> bool:
     """Whether a number stands at most three words before a counted noun ("18 diverse
     datasets", "a 2 trillion token database") or right after it as a table cell
-    ("#Database tokens: 4B")."""
+    ("#Database tokens: 4B").
+
+    Args:
+        low: The lower-cased text.
+        counted: Stems of the counted noun (:attr:`QuestionProfile.counted`).
+    """
     toks = re.findall(r"[a-z0-9][a-z0-9,.%]*|:", low)
     for i, t in enumerate(toks):
         if t == ":" or t[0].isdigit() or _stem(t.rstrip(".,")) not in counted:
@@ -485,7 +490,7 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         if profile.units or profile.soft_units:
             return 1.0 if any(_has_unit(low, u) for u in profile.units + profile.soft_units) else 0.4
         if profile.counted:  # "how many datasets": "18 diverse datasets" over a number of something else
-            return 1.0 if _beside_number(low, profile.counted) else 0.6
+            return 1.0 if beside_number(low, profile.counted) else 0.6
         return 1.0
     if profile.answer_type == "formula":
         if node_type == "EQUATION" or "=" in unit or re.search(r"[\u2200-\u22ff\u0391-\u03c9]|softmax|exp\(|log\(", low):
