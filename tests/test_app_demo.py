@@ -395,6 +395,15 @@ def test_renumber_citations_contiguous():
         [("E1", "E7", 3), ("E2", "E1", 1), ("E3", "E2", 2), ("E4", "E9", 4)]
     md = linked_answer(text, 2, {"E1", "E2", "E3"})
     assert "[\\[E1\\]](#cite-2-e1)" in md and "\\[E5\\]" in md and "(#cite-2-e5)" not in md
+    # a passage cited once per page (it runs onto the next page) is one citation, both pages named
+    from ui.citations import _citation_line
+
+    two = [{"evidence_id": "E2", "page": 1, "quote": "We build it."},
+           {"evidence_id": "E2", "page": 2, "quote": "It has 10,000."}]
+    _, out = renumber("It has 10,000 [E2].", two)
+    assert len(out) == 1 and out[0]["pages"] == [1, 2] and out[0]["page"] == 1
+    assert out[0]["quote"] == "We build it. It has 10,000."
+    assert " · pp. 1, 2 · " in _citation_line({**out[0], "file": "a.pdf"})
 
 def test_example_collection_shows_something_on_every_page(app_env, monkeypatch):
     """"Load an example collection" on an empty workspace writes the three generated

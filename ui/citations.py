@@ -40,7 +40,9 @@ def renumber(text: str, citations: list[dict[str, Any]]) -> tuple[str, list[dict
         ``(text, citations)``: markers rewritten ``E1, E2, ...`` in the order the text
         first uses them; citations in that order with ``"evidence_id"`` renumbered and
         the engine's id kept as ``"source_id"``. Citations the text does not mention
-        follow, numbered on; markers of unknown ids are left as they are.
+        follow, numbered on; markers of unknown ids are left as they are. A passage the
+        engine cited once per page (it runs over two pages) is one citation here, its
+        quotes joined, its first page as ``"page"`` and all of them as ``"pages"``.
     """
     order: list[str] = []
     known = {c.get("evidence_id") for c in citations}
@@ -50,7 +52,16 @@ def renumber(text: str, citations: list[dict[str, Any]]) -> tuple[str, list[dict
     order += [c.get("evidence_id") for c in citations if c.get("evidence_id") not in order]
     new = {old: f"E{i}" for i, old in enumerate(order, 1)}
     text2 = _MARK.sub(lambda m: f"[{new.get(m.group(1), m.group(1))}]", text or "")
-    by_old = {c.get("evidence_id"): c for c in citations}
+    by_old: dict[str, dict[str, Any]] = {}
+    for c in citations:
+        o = c.get("evidence_id")
+        if o not in by_old:
+            by_old[o] = {**c, "pages": [c.get("page")]}
+            continue
+        have = by_old[o]
+        have["quote"] = " ".join(q for q in (have.get("quote"), c.get("quote")) if q)
+        if c.get("page") not in have["pages"]:
+            have["pages"].append(c.get("page"))
     cites = [{**by_old[o], "evidence_id": new[o], "source_id": o} for o in order if o in by_old]
     return text2, cites
 
@@ -70,8 +81,9 @@ def linked_answer(text: str, turn: int, ids: set[str]) -> str:
 
 
 def _citation_line(c: dict[str, Any]) -> str:
-    return (f"[{c['evidence_id']}] {c.get('file', '')} · p. {c.get('page', '?')} · "
-            f"{section_line(c.get('section_path') or [])}")
+    pages = [p for p in c.get("pages") or [c.get("page")] if p is not None]
+    where = f"pp. {', '.join(map(str, pages))}" if len(pages) > 1 else f"p. {pages[0] if pages else '?'}"
+    return f"[{c['evidence_id']}] {c.get('file', '')} · {where} · {section_line(c.get('section_path') or [])}"
 
 
 def passage_with_quote(text: str, quote: str) -> str:

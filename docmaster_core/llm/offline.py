@@ -568,9 +568,10 @@ class OfflineLLM:
             # given as examples or alternatives ("benchmarks (e.g. Natural Questions)"); v38 a range that holds the
             # question's number ("$3,500,001 to $5,000,000" for $4,000,000) fits, one that does not, hardly; v39
             # money compared with money only; v40-49 capitals with a digit are names ("BM25"), two documents named
-            # apart are answered each, a paragraph ending in ":" comes with what it announces; v53 one citation per page of a passage; v50-52 a question about
-            # several documents lists those whose sentence holds one of its terms; "non", "contain a ... clause" and
-            # the documents' own noun ("which of these contracts") are no terms
+            # apart are answered each, a paragraph ending in ":" comes with what it announces; v50-52 a question
+            # about several documents lists those whose sentence covers its weighted terms; "non", "contain a ...
+            # clause" and the documents' own noun ("which of these contracts") are no terms; v53 one citation per
+            # page of a passage
             "answer_version": 53,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),

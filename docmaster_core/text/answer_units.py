@@ -253,8 +253,8 @@ def profile_question(question: str) -> QuestionProfile:
 
 
 # "which / how many / none of these contracts": the chosen-from noun is the searched documents themselves
-_SCOPE_NOUN = re.compile(r"\b((?:which|how many|any|all|none|each|one|some) of (?:these|those|the \d+)) [a-z][a-z\-]*s\b",
-                         re.I)
+_SCOPE_NOUN = re.compile(
+    r"\b((?:which|how many|any|all|none|each|one|some) of (?:these|those|the \d+)) [a-z][a-z\-]*s\b", re.I)
 _CLAUSE_FRAME = re.compile(r"\b(?:contains?|includes?|ha(?:ve|s))\s+(?:a|an|any|the)\s+((?:[\w\-]+\s+){0,3}?)"
                            r"(?:clauses?|provisions?|covenants?)\b", re.I)
 
