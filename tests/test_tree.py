@@ -78,6 +78,28 @@ def test_level_jump_and_same_level_siblings():
     assert tree.nodes[5].children == []  # B.1 empty section
 
 
+def test_the_operative_part_of_a_contract_leaves_its_recitals():
+    """A contract's clauses after "NOW, THEREFORE ... agree as follows:" are not recitals: the
+    paragraph closes the open "WHEREAS:" heading (cuad-128 had clauses 1-8, "7. Term and
+    Termination" among them, under "WHEREAS:"); a paper's "Therefore, ..." in its Background stays."""
+    tree = build_tree(_doc([
+        (X, "This Addendum is made between Zebra Technologies and the Distributor named below.", 1),
+        (T, "WHEREAS:", 1, 1),
+        (X, "(A) The Parties entered into a distributor agreement on February 12, 2014 and renamed it.", 1),
+        (X, "(B) Distributor purchases Products from Zebra under the Distributor Agreement as amended.", 1),
+        (X, "THEREFORE, in consideration of the mutual covenants, the Parties agree as follows:", 1),
+        (X, "1. Expressions used in this Addendum have the meanings given in the Distributor Agreement.", 1),
+        (X, "7. Term and Termination. This Addendum may be terminated at any time by either Party.", 2),
+        (T, "Background", 2, 1),
+        (X, "Therefore the Distributor shall bear the cost of delivery of every product it orders.", 2),
+    ]), "c")
+    tree.validate()
+    assert [(n.depth, n.content[:12]) for n in tree.nodes[1:]] == [
+        (1, "This Addendu"), (1, "WHEREAS:"), (2, "(A) The Part"), (2, "(B) Distribu"), (1, "THEREFORE, i"),
+        (1, "1. Expressio"), (1, "7. Term and "), (1, "Background"), (2, "Therefore th")]
+    assert tree.nodes[7].section_path == [] and tree.nodes[2].page_end == 1
+
+
 def test_continuation_joined_across_column_and_page():
     tree = build_tree(_doc([
         (T, "1 Intro", 1, 1),

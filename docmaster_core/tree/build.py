@@ -40,6 +40,11 @@ from ..model import DocumentTree, Element, Node, NodeType, ParsedDocument
 
 __all__ = ["build_tree", "split_sentences", "split_long_text", "page_of_text"]
 
+# a contract's recitals ("WHEREAS:", "Recitals") end where its operative part begins ("NOW, THEREFORE, the
+# parties agree as follows:"): the clauses after it are not recitals
+_RECITALS_RE = re.compile(r"^\s*(?:whereas|recitals?|background|preliminary statements?)\b\W*$", re.I)
+_OPERATIVE_RE = re.compile(r"^\s*now,?\s+(?:therefore|it\s+is\s+(?:hereby\s+)?agreed)\b"
+                           r"|^\s*(?:therefore,?\s+)?in\s+consideration\s+of\b", re.I)
 _END_RE = re.compile(r"[.!?:;][\"'”’)\]]*\s*$")
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9\"'“‘(\[])")
 # abbreviations after which a period does not end a sentence
@@ -261,7 +266,10 @@ def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | 
         pages of its whole section), ``bboxes`` are ``(page, x0, y0, x1, y1)`` in PDF
         points, ``section_path`` lists the enclosing titles (a TITLE's own text
         last), ``order`` is the reading-order rank (equal to the id), ``level`` is
-        the heading level of TITLE nodes. :meth:`DocumentTree.validate` passes.
+        the heading level of TITLE nodes. :meth:`DocumentTree.validate` passes. A
+        paragraph that opens a contract's operative part ("NOW, THEREFORE ...") closes an
+        open recitals heading ("WHEREAS:", "Recitals"): it and the clauses after it are
+        the recitals' siblings, not their children.
     """
     st = settings or ParsingSettings()
     items = [_Item.of(e) for e in sorted(parsed.elements, key=lambda e: e.order)
@@ -282,6 +290,11 @@ def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | 
             lvl = max(1, int(it.level or 1))
             while stack and stack[-1][0] >= lvl:
                 stack.pop()
+        elif it.type == NodeType.TEXT and _OPERATIVE_RE.match(it.text):
+            # "NOW, THEREFORE ..." closes an open recitals heading: it and what follows leave it
+            at = [k for k, (_, hid) in enumerate(stack) if _RECITALS_RE.match(nodes[hid].content or "")]
+            if at:
+                del stack[at[-1]:]
         parent_id = stack[-1][1] if stack else 0
         parent = nodes[parent_id]
         nid = len(nodes)
