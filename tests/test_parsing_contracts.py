@@ -434,6 +434,22 @@ def test_a_cover_pages_connecting_words_are_no_sections():
         doc = PyMuPDFParser().parse(_cuad(prefix))
         titles = [e.text.strip() for e in doc.elements if e.type == NodeType.TITLE]
         assert titles and not [t for t in titles if _CONNECTIVES_ONLY.match(t)], (prefix, titles)
+        # ... nor is a party's name: cuad-010's "AZUL LINHAS AÉREAS BRASILEIRAS S/A" held the table of contents
+        # and the preamble; its clauses stay sections
+        assert not [t for t in titles if t.startswith("AZUL LINHAS")], titles
+        if prefix == "cuad-010":
+            assert "1. DEFINITIONS" in titles and "RECITALS:" in titles
+
+
+def test_a_party_name_heads_no_section_an_article_naming_a_party_does():
+    from docmaster_core.parsing.pdf.headings import _PARTY_NAME
+
+    for name in ("AZUL LINHAS AÉREAS BRASILEIRAS S/A", "PreCheck Health Services, Inc.", "GOLFERS INCORPORATED",
+                 "Phoenix Satellite Television Company Limited", "Party B (Carrier): Tonglu Tongze Logistics Ltd."):
+        assert _PARTY_NAME.search(name), name
+    for heading in ("Article C – Transfers From/To PepsiCo, Inc.", "Limited Warranty", "4. Term", "The Company",
+                    "EXHIBIT A", "Relationship of the Parties"):
+        assert not _PARTY_NAME.search(heading), heading
 
 
 def _one_page(path: Path, head: list[tuple[str, float, str]], body_lines: int = 30) -> Path:

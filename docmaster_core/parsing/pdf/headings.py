@@ -19,6 +19,12 @@ def _is_toc_page(p: PageInfo) -> bool:
 
 # a cover page's connecting words set on lines of their own ("BETWEEN", "AND", "BY AND AMONG"): no heading
 _CONNECTIVES_ONLY = re.compile(r"^\W*(?:(?:and|between|among|by|of|to|with|for|from|the|or|&)\W*)+$", re.I)
+# ... and its parties' names, as on a signature block: a line that ends in a company's legal form ("AZUL LINHAS
+# AÉREAS BRASILEIRAS S/A", "ACME HOLDINGS, INC.") names a party, it heads no section ("Article C - Transfers
+# to PepsiCo, Inc." does)
+_PARTY_NAME = re.compile(r"^(?!\W*(?:article|section|exhibit|schedule|annex|appendix|part|item|chapter|clause)\b)"
+                         r".*[\w\)],?\s+(?:inc|incorporated|corp|corporation|llc|l\.l\.c|ltd|limited|plc|gmbh|ag|s\.?a|s/a|"
+                         r"s\.a\.s|s\.p\.a|n\.v|b\.v|g\.i\.e|l\.p|lp|llp|co)\.?\s*$", re.I)
 
 
 def _title_like(t: str) -> bool:
@@ -105,8 +111,8 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
                     nxt = after
                 else:
                     cont = []
-            if f["num"] is None and not cont and _CONNECTIVES_ONLY.match(t):
-                continue  # "BETWEEN" / "AND" of a cover page (a wrapped title may start "AND ...")
+            if f["num"] is None and not cont and (_CONNECTIVES_ONLY.match(t) or _PARTY_NAME.search(t)):
+                continue  # "BETWEEN" / "AND" / a party's name on a cover page (a wrapped title may start "AND ...")
             styled_size = f["ratio"] >= 1.12
             styled_bold = l.bold >= 0.95 and f["ratio"] >= 0.9
             styled_caps = f["caps"] and f["ratio"] >= 0.95 and f["words"] <= 8
