@@ -174,20 +174,34 @@ COUNTED_BONUS = 0.15
 def _counted_candidates(view, profile: S.QuestionProfile, qv: np.ndarray, doc_index: Sequence[int], limit: int
                         ) -> list[tuple[float, int, int, str]]:
     """For a "how many X / how large is X" question, the ``limit`` nodes of the documents
-    closest to the question that write a number beside X ("SUBJQA includes over 10,000 English
+    ``doc_index`` (those the retrieval found candidates in) closest to the question that write a number beside X ("SUBJQA includes over 10,000 English
     examples", :func:`~docmaster_core.text.answer_units.beside_number`), best first: the number
     is the answer, but a long paragraph that gives it in passing (an introduction) sits far
-    from the question in embedding space and shares few of its words."""
+    from the question in embedding space and shares few of its words. Only the nodes whose
+    cached term counts (:func:`~docmaster_core.retrieval.keyword.doc_term_counts`) hold the
+    noun as the question writes it, singular or plural, are read."""
+    from ..retrieval.keyword import doc_term_counts
+
     if not profile.counted:
         return []
+    forms = {profile.words.get(t, t).lower() for t in profile.counted}
+    forms |= {f[:-1] for f in forms if f.endswith("s")} | {f + "s" for f in forms if not f.endswith("s")}
     stems = tuple(profile.counted)
-    hits = [(di, n.id) for di in doc_index for n in view.docs[di].tree.nodes
-            if n.id and n.type.is_content and any(s in (n.content or "").lower() for s in stems)
-            and S.beside_number((n.content or "").lower(), stems)]
+    hits = []
+    for di in doc_index:
+        dv = view.docs[di]
+        _, r, c, _, _, gid = doc_term_counts(view, dv)  # registers the document's terms in view.term_ids
+        ids = [view.term_ids[f] for f in forms if f in view.term_ids]
+        if not ids:
+            continue
+        for nid in np.unique(r[np.isin(gid[c], ids)]).tolist():
+            if nid and S.beside_number((dv.tree.nodes[nid].content or "").lower(), stems):
+                hits.append(dv.start + nid)
     if not hits:
         return []
-    sims = view.emb[[int(view.offsets[di]) + i for di, i in hits]] @ qv
-    return [(float(sims[j]), *hits[j], "counted") for j in np.argsort(-sims, kind="stable")[:limit]]
+    sims = view.emb[hits] @ qv
+    return [(float(sims[j]), int(view.doc_of[hits[j]]), int(view.node_of[hits[j]]), "counted")
+            for j in np.argsort(-sims, kind="stable")[:limit]]
 
 
 def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.ndarray,
@@ -298,7 +312,8 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
             bg = S.Background(bg.n_nodes, bg.df, idf_from=collection_background(view))
     cands, qv = combined_candidates(retr, question, doc_ids, pool_factor * top_k, view)
     cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
-    counted = _counted_candidates(view, profile, qv, doc_index, 2)  # pooled first: few, and far from the question
+    # pooled first (few, and far from the question), from the documents the retrieval found
+    counted = _counted_candidates(view, profile, qv, sorted({c[1] for c in cands}), 2)
     cands = counted + [c for c in cands if (c[1], c[2]) not in {(k[1], k[2]) for k in counted}]
     if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool
         cands = list(candidates) + cands
