@@ -354,3 +354,19 @@ def test_a_passage_over_two_pages_is_cited_once_per_page(llm):
     assert 1 in pages and 2 in pages and "10,000 English examples" in pages[2], ans.citations
     kept, _ = validate_citations(ans, ev, {"a": "a.pdf"})
     assert {c.page for c in kept.citations} == set(pages)
+
+
+def test_which_model_is_used_prefers_the_sentence_that_names_one():
+    """"Which language model is used to generate the summaries of clustered chunks?" quoted RAPTOR's
+    overview (more of the question's words) and not "we use gpt-3.5-turbo to generate the summaries":
+    a question that asks which model is answered by a sentence naming a (versioned) model, which
+    now fits the asked type (papers2: the RAPTOR case right; docs/results/qa.md)."""
+    from docmaster_core.text.answer_units import profile_question, type_match
+
+    q = profile_question("Which language model is used to generate the summaries of clustered chunks?")
+    assert q.answer_type == "name"
+    assert profile_question("Which clauses survive termination?").answer_type != "name"
+    assert type_match(q, "For our experiments, we use gpt-3.5-turbo to generate the summaries.") == 1.0
+    for other in ("Our system, RAPTOR, clusters chunks of text and generates summaries (Figure 1).",
+                  "The summaries were written in 2019 [36]."):
+        assert type_match(q, other) == 0.5, other

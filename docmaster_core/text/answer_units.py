@@ -220,6 +220,8 @@ def profile_question(question: str) -> QuestionProfile:
         atype = "number"
     elif _PLACE_Q.search(q):
         atype = "place"
+    elif _NAME_Q.search(q):
+        atype = "name"
     else:
         atype = "description"
     classes = []
@@ -251,6 +253,13 @@ def profile_question(question: str) -> QuestionProfile:
         counted = [_stem(noun[-1])] if noun else []
     return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted)
 
+
+# "which language model is used ...", "what optimizer was used": the answer names a model, mostly versioned
+# ("gpt-3.5-turbo", "GPT-4", "ResNet-50", "BM25", "T5"): a sentence that writes such a name fits
+_NAME_Q = re.compile(r"^\s*(?:which|what)\s+(?:[\w\-]+\s+){0,2}?(?:models?|llms?|optimi[sz]ers?|architectures?|"
+                     r"encoders?|decoders?|backbones?|networks?|tokeni[sz]ers?|retrievers?)\s+"
+                     r"(?:is|are|was|were|do|does|did)\b", re.I)
+_VERSIONED_NAME = re.compile(r"\b(?=[\w.\-]*[a-z])(?=[\w.\-]*\d)[a-z][\w.\-]*\d[\w.\-]*\b|\b[a-z]+-?\d+\b", re.I)
 
 # "which / how many / none of these contracts": the chosen-from noun is the searched documents themselves
 _SCOPE_NOUN = re.compile(
@@ -500,6 +509,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         return 1.0 if re.match(r"^\s*(?:figure|fig\.|table)\s*\d+", low) else 0.2
     if profile.answer_type == "place":
         return 1.0 if names_place(unit) else 0.3
+    if profile.answer_type == "name":
+        return 1.0 if _VERSIONED_NAME.search(unit) else 0.5
     return 0.5
 
 
