@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -69,6 +70,10 @@ class DocMaster(IngestStage, IndexStage):
         self._parse_pool = None
         # the Ray scoring actors of filters at scale (candidates.executor = ray), made on first use
         self._ray_scoring: tuple[tuple, Any] | None = None
+        # the review's feedback features of the last few (view, ranking, evidence): the Filter page asks
+        # for the review after every answer, and the features of a run do not change between answers
+        self._feedback: OrderedDict[tuple, Any] = OrderedDict()
+        self._feedback_lock = threading.Lock()
 
     # ------------------------------------------------------------------ parts
     @property
@@ -229,16 +234,35 @@ class DocMaster(IngestStage, IndexStage):
         Raises:
             RetrievalError: an empty ranking.
         """
-        from .filtering.review import Feedback, ReviewTargets, review_documents
+        from .filtering.review import ReviewTargets, review_documents
 
         try:
             ranking = list(ranking)
             # a document without evidence nodes keeps its whole-document mean embedding
-            fb = Feedback.from_evidence(self.retriever().view, ranking, evidence or {}) if ranking else None
+            fb = self._review_feedback(ranking, evidence or {}) if ranking else None
             return review_documents(ranking, self.answers(condition), targets or ReviewTargets(), deferred,
                                     feedback=fb)
         except ValueError as e:
             raise RetrievalError(str(e)) from None
+
+    def _review_feedback(self, ranking: list[str], evidence: Mapping[str, Sequence[int]]):
+        """:meth:`Feedback.from_evidence <docmaster_core.filtering.review.Feedback.from_evidence>`
+        of the current view, kept for the last 4 (view, ranking, evidence)."""
+        from .filtering.review import Feedback
+
+        view = self.retriever().view
+        key = (view.signature, tuple(ranking), tuple((d, tuple(int(i) for i in v)) for d, v in sorted(evidence.items())))
+        with self._feedback_lock:
+            fb = self._feedback.get(key)
+            if fb is not None:
+                self._feedback.move_to_end(key)
+                return fb
+        fb = Feedback.from_evidence(view, ranking, evidence)
+        with self._feedback_lock:
+            self._feedback[key] = fb
+            while len(self._feedback) > 4:
+                self._feedback.popitem(last=False)
+        return fb
 
     def export_answers(self, condition: str, condition_id: str = "C1") -> str:
         """The user's answers for ``condition`` as a cases TSV in the format of

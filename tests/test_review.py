@@ -364,6 +364,8 @@ def test_feedback_describes_each_document_by_its_evidence(workspace):
     assert x.dtype == np.float32 and x.shape == (2, view.emb.shape[1])
     rv = dm.review(run["condition"], ranking, TARGETS, evidence=ev)
     assert rv.pending_ids()[0] == first  # no answers yet: the evidence ranking decides
+    # the page asks again after every answer: the run's features are built once
+    assert dm._review_feedback(ranking, ev) is dm._review_feedback(list(ranking), dict(ev))
     # the evidence's words: each evidence node counted once, stop words and 1-letter tokens out
     from docmaster_core.retrieval.keyword import evidence_term_counts
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
