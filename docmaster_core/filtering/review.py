@@ -466,19 +466,18 @@ class Feedback:
 
 def _tfidf(counts) -> Any:
     """scipy CSR float32 (N, V'): the TF-IDF rows of :attr:`Feedback.term_counts`
-    (sublinear tf, smoothed idf, terms with ``2 <= df <= 0.9 N`` kept, rows L2-normalised)."""
+    (terms with ``2 <= df <= 0.9 N`` kept; scikit-learn's ``TfidfTransformer``: sublinear tf,
+    smoothed idf, rows L2-normalised)."""
     from scipy import sparse
+    from sklearn.feature_extraction.text import TfidfTransformer
 
     c = sparse.csr_matrix(counts, dtype=np.float32)
-    n = c.shape[0]
-    df = np.bincount(c.indices[c.data > 0], minlength=c.shape[1])
-    cols = np.flatnonzero((df >= 2) & (df <= 0.9 * n))
-    c = c[:, cols].tocsr()
     c.eliminate_zeros()
-    c.data = 1.0 + np.log(c.data)
-    c = c.multiply((np.log((1.0 + n) / (1.0 + df[cols])) + 1.0).astype(np.float32)[None, :]).tocsr()
-    norm = np.sqrt(np.asarray(c.multiply(c).sum(axis=1)).ravel())
-    return sparse.diags(np.where(norm > 0, 1.0 / np.where(norm > 0, norm, 1.0), 0.0).astype(np.float32)) @ c
+    df = np.bincount(c.indices, minlength=c.shape[1])
+    c = c[:, np.flatnonzero((df >= 2) & (df <= 0.9 * c.shape[0]))]
+    if not c.shape[1]:  # no term shared by two documents: nothing to weight
+        return sparse.csr_matrix(c, dtype=np.float32)
+    return sparse.csr_matrix(TfidfTransformer(sublinear_tf=True).fit_transform(c), dtype=np.float32)
 
 
 def _labels(n_docs: int, answers: Mapping[int, bool] | np.ndarray) -> np.ndarray:

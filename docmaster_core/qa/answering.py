@@ -314,7 +314,8 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
     cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
     # pooled first (few, and far from the question), from the documents the retrieval found
     counted = _counted_candidates(view, profile, qv, sorted({c[1] for c in cands}), 2)
-    cands = counted + [c for c in cands if (c[1], c[2]) not in {(k[1], k[2]) for k in counted}]
+    pooled = {(k[1], k[2]) for k in counted}
+    cands = counted + [c for c in cands if (c[1], c[2]) not in pooled]
     if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool
         cands = list(candidates) + cands
     candidates = dedupe_candidates(_expand_sections(view, cands, qv), view, (pool_factor + 1) * top_k)
