@@ -93,6 +93,9 @@ def test_load_filter_cases_inline_and_with_conditions(tmp_path):
         load_filter_cases(cases, tmp_path / "c2.tsv")
     with pytest.raises(RetrievalError, match="cannot read"):
         load_filter_cases(tmp_path / "missing.tsv")
+    # ids without the conditions file would be evaluated as the texts "C1": refused, not measured
+    with pytest.raises(RetrievalError, match="is an id.*--conditions"):
+        load_filter_cases(cases)
 
 
 @pytest.mark.skipif(not (SHARED / "eval" / "filter_cases.tsv").exists(), reason="../shared/eval not available")

@@ -26,6 +26,7 @@ import ast
 import csv
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,10 @@ def _read_tsv(path: str | os.PathLike) -> list[dict[str, str]]:
         raise RetrievalError(f"cannot read {path}: {e.strerror or e}") from e
 
 
+#: a condition column value written like an id ("V4", "P12", "q_3"), not a condition's text
+_CONDITION_ID = re.compile(r"[A-Za-z_]{0,8}[-_]?\d+")
+
+
 def load_filter_cases(cases_path: str | os.PathLike, conditions_path: str | os.PathLike | None = None
                       ) -> tuple[list[FilterCase], dict[str, str]]:
     """Read labelled filter cases and the condition texts.
@@ -92,14 +97,15 @@ def load_filter_cases(cases_path: str | os.PathLike, conditions_path: str | os.P
     Args:
         cases_path: TSV with columns ``file, condition, label`` (others ignored).
         conditions_path: TSV ``condition<TAB>text``; when None the ``condition`` column
-            is the condition text itself.
+            is the condition text itself (then a value written like an id, "V4" or "P12",
+            is refused: evaluating the id as a condition would measure nothing).
 
     Returns:
         ``(cases, texts)`` with ``texts[condition_key] = condition text`` in file order.
 
     Raises:
-        RetrievalError: missing columns, a label that is not 0/1, or a condition id
-            with no text.
+        RetrievalError: missing columns, a label that is not 0/1, a condition id
+            with no text, or no ``conditions_path`` while the ``condition`` column holds ids.
     """
     rows = _read_tsv(cases_path)
     if rows and not {"file", "condition", "label"} <= set(rows[0]):
@@ -120,6 +126,9 @@ def load_filter_cases(cases_path: str | os.PathLike, conditions_path: str | os.P
             raise RetrievalError(f"{cases_path}:{i}: label must be 0 or 1, got {lab!r}")
         c = (r["condition"] or "").strip()
         if conditions_path is None:
+            if _CONDITION_ID.fullmatch(c):
+                raise RetrievalError(f"{cases_path}:{i}: condition {c!r} is an id, not a condition's text: "
+                                     "give the conditions file too (--conditions FILE)")
             inline.setdefault(c, " ".join(c.split()))
         elif c not in texts:
             raise RetrievalError(f"{cases_path}:{i}: condition {c!r} has no text in {conditions_path}")
