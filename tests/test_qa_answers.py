@@ -227,6 +227,34 @@ def test_a_name_the_question_asks_about_that_no_document_uses_is_not_found():
     assert verdict(profile_question("Which agreement is governed by the law of the State (ST)?"), bg, passages).found
 
 
+def test_place_identifier_and_counted_unit_questions_need_what_they_ask_for():
+    """Held-out unanswerable questions answered anyway (docs/results/qa.md, thirteenth pass): "which
+    state's law governs" over passages that name no place; an identifier written in capitals with a
+    digit ("GSM8K") that the document never uses; "how many TPU hours" over passages giving no hours."""
+    from docmaster_core.text.answer_units import Background, terms_of, verdict
+
+    passages = ["Any use of the Confidential Information under this Business Affiliate Agreement will be done in "
+                "accordance with its terms and the law governing such use.",
+                "12. Governing Law. This Business Affiliate Agreement shall be governed by the laws of the State of Ohio.",
+                "Step-Back Prompting improves the accuracy of PaLM-2L on MMLU Physics by 7%.",
+                "Finetuning T5 XXL on the chain-of-thought data took 512 TPU v4 chips."]
+    bg = Background(len(passages), Counter(t for p in passages for t in set(terms_of(p))))
+    law = "Which state's law governs the business affiliate agreement?"
+    assert verdict(profile_question(law), bg, passages[1:2]).found
+    no_place = verdict(profile_question(law), bg, passages[:1])
+    assert not no_place.found and "names a place" in no_place.reason
+    assert verdict(profile_question("What accuracy does Step-Back Prompting with PaLM-2L reach on MMLU Physics?"),
+                   bg, passages[2:3]).found
+    gsm = verdict(profile_question("What accuracy does Step-Back Prompting with PaLM-2L reach on GSM8K?"), bg, passages[2:3])
+    assert not gsm.found and "GSM8K" in gsm.reason
+    assert profile_question("How many TPU hours did finetuning T5 XXL take?").units == ["hour"]
+    hours = verdict(profile_question("How many TPU hours did finetuning T5 XXL on the chain-of-thought data take?"),
+                    bg, passages[3:])
+    assert not hours.found and "hour" in hours.reason
+    assert verdict(profile_question("How many TPU chips did finetuning T5 XXL on the chain-of-thought data use?"),
+                   bg, passages[3:]).found
+
+
 def test_a_name_the_documents_use_only_elsewhere_than_the_best_passages_is_not_found():
     """"What was Microsoft's total revenue?" over a 10-K that names Microsoft only among its
     competitors: the best passages (Amazon's own revenue) never mention Microsoft, so they do

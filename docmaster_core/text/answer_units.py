@@ -115,7 +115,7 @@ UNITS: dict[str, tuple[str, ...]] = {
                  " ms ", " s ", " h "),
 }
 _UNIT_Q = re.compile(
-    r"\b(?:in|of|per|many|much) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
+    r"\b(?:in|of|per|much|many(?: [\w\-]+){0,2}) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
     r"milliseconds?|ms|seconds?|minutes?|hours?|days?|weeks?|years?|bytes?|kilobytes?|megabytes?|"
     r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price)\b", re.I)
 _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kwh", "ms": "millisecond",
@@ -626,11 +626,16 @@ NAME_NODE_SHARE = 0.01
 
 def _named_in_question(profile: QuestionProfile, term: str) -> bool:
     """True when the question writes ``term`` as a name: capitalised ("Michigan"), not in
-    capitals (an abbreviation the document may spell out: "LRU"), and not the question's
-    first word ("Which", "Under")."""
+    capitals (an abbreviation the document may spell out: "LRU") unless with a digit (an
+    identifier no document spells out: "GSM8K", "FT18150"), and not the question's first word
+    ("Which", "Under")."""
     word = profile.words.get(term, "")
     first = re.match(r"\W*([A-Za-z0-9]+)", profile.text)
-    return word[:1].isupper() and not word.isupper() and not (first and first.group(1) == word)
+    if first and first.group(1) == word:
+        return False
+    if word.isupper():
+        return any(ch.isdigit() for ch in word)
+    return word[:1].isupper()
 
 
 # capitalised words that name a kind of place, party or document, not a particular one (stemmed)
@@ -658,8 +663,9 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     ``STRONG_BEST_COVERAGE`` of it, or a name the question asks about (a capitalised word,
     "Michigan") is one of them, or such a name (used by at most ``NAME_NODE_SHARE`` of the
     collection's nodes) is in none of the passages, or (b) no passage covers
-    ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a unit ("in dollars",
-    "in milliseconds") that none of the passages gives.
+    ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a place ("which state's law
+    governs ...") and no passage names one (:func:`names_place`), or (d) the question asks for a
+    unit ("in dollars", "in milliseconds", "how many GPU hours") that none of the passages gives.
 
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
     (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee) are left out of the
@@ -713,6 +719,10 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(False, why, doc_cov, best, elsewhere, unit_found)
     if best < MIN_BEST_COVERAGE:
         why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    if profile.answer_type == "place" and not any(names_place(p) for p in passage_texts):
+        # "which state's law governs ...": the passages must name a state, a country or a court's place
+        why = "no passage names a place (a state, a country or a court's seat)"
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if not unit_found:
         why = "no passage gives " + ", ".join("a price (an amount of money or a percentage)" if u == "price"
