@@ -571,8 +571,9 @@ class OfflineLLM:
             # apart are answered each, a paragraph ending in ":" comes with what it announces; v50-52 a question
             # about several documents lists those whose sentence covers its weighted terms; "non", "contain a ...
             # clause" and the documents' own noun ("which of these contracts") are no terms; v53 one citation per
-            # page of a passage; v54 "which model is used" prefers a sentence naming a versioned model ("GPT-4")
-            "answer_version": 54,
+            # page of a passage; v54 "which model is used" prefers a sentence naming a versioned model ("GPT-4"); v55
+            # irregular verb forms count as their lemma ("paid" / "pay"), "if", "until", "after" ... are no terms
+            "answer_version": 55,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

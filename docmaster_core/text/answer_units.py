@@ -23,6 +23,7 @@ passage quoted first is the one whose words answer, not only the most similar on
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -57,6 +58,7 @@ mention mentioned mentions say says said state stated states value number amount
 ask asks asked carry carries carried apply applies applied begin begins began start starts started end ends ended
 document documents article work study authors author section figure table main specific exactly
 typically normally now happen happens happened latest earliest
+if whether unless until upon within before after during
 """.split())
 
 # words that qualify what is asked ("the *total* fee") but never carry it: a document that never uses
@@ -72,6 +74,9 @@ _NUMBER_Q = re.compile(
 # the verbs of a "how long" question that only say "for what length of time"
 _DURATION_VERBS = re.compile(r"\b(?:last|lasts|run|runs|continue|continues|remain|remains|stay|stays|endure|endures)\b",
                              re.I)
+# "until what date does it run / last": the verb, as in "how long", says "for what length of time"; a document
+# that never uses it still answers (a verdict's qualifier), one that does ("shall continue until") matches it
+_UNTIL_Q = re.compile(r"\b(?:until|till|through) (?:what|which) (?:date|day|month|year|time)\b|\buntil when\b", re.I)
 # a term or a period is asked as a length of time ("the initial term", "the notice period")
 _DURATION_Q = re.compile(r"^\s*(?:for )?how long\b|\b(?:term|period|duration)\b", re.I)
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
@@ -128,10 +133,20 @@ _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kw
 _DERIV = (("ation", "at"), ("ment", ""), ("ance", ""), ("ence", ""), ("wal", "w"), ("val", "v"), ("sal", "s"))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(w: str) -> str:
-    """A light English stemmer: plural and verb endings (``models`` -> ``model``), then
-    a noun's derivational ending (``termination`` and ``terminate`` -> ``terminat``)."""
-    if w[0].isdigit() or len(w) <= 3:
+    """A light English stemmer: an irregular verb form to its lemma first (``paid`` -> ``pay``,
+    ``held`` -> ``hold``, ``owed`` -> ``owe``; simplemma's English dictionary, Barbaresi 2021), then
+    plural and verb endings (``models`` -> ``model``) and a noun's derivational ending
+    (``termination`` and ``terminate`` -> ``terminat``). Memoised (65,536 words)."""
+    if w[0].isdigit():
+        return w
+    lemma = _lemma(w) if len(w) >= 3 else ""  # not abbreviations: "ai", "cm", "na"
+    if lemma and lemma != w and lemma.isalpha() and lemma.islower() and not w.startswith(lemma[:-1] if lemma.endswith("e") else lemma):
+        w = lemma  # an irregular form: "paid", "held", "sold", "ran" (a regular one is left to the rules below)
+    elif w.endswith("ed") and len(w) <= 5 and lemma and w.startswith(lemma):
+        w = lemma  # a short regular form the rules below keep whole: "owed" -> "owe", "used" -> "use"
+    if len(w) <= 3:
         return w
     for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
         if w.endswith(suf) and len(w) - len(suf) >= 3 and not w.endswith("ss") and not w.endswith("us"):
@@ -144,6 +159,15 @@ def _stem(w: str) -> str:
     if w.endswith("e") and len(w) > 3:
         w = w[:-1]
     return w
+
+
+def _lemma(word: str) -> str:
+    """simplemma's English lemma of a lower-case word ("" when simplemma is missing)."""
+    try:
+        import simplemma
+    except ImportError:  # pragma: no cover - a pinned dependency (requirements.txt)
+        return ""
+    return simplemma.lemmatize(word, lang="en")
 
 
 def terms_of(text: str, keep_stop: bool = False) -> list[str]:
@@ -668,8 +692,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     unit ("in dollars", "in milliseconds", "how many GPU hours") that none of the passages gives.
 
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
-    (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee) are left out of the
-    question's terms first.
+    (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee; the verb of "until
+    what date does it *run*") are left out of the question's terms first.
 
     Args:
         profile: The question.
@@ -680,7 +704,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if not terms:
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     own = askers_words(profile, bg, passage_texts) + [
-        t for t in terms if profile.words.get(t, t).lower() in _QUALIFIERS and not bg.has(t)]
+        t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _QUALIFIERS or (
+            _UNTIL_Q.search(profile.text) and _DURATION_VERBS.fullmatch(profile.words.get(t, t))))]
     if own:
         terms = [t for t in terms if t not in own]
         if not terms:
