@@ -255,6 +255,24 @@ def test_place_identifier_and_counted_unit_questions_need_what_they_ask_for():
                    bg, passages[3:]).found
 
 
+def test_paraphrased_verb_forms_and_frame_verbs_do_not_decide_not_found():
+    """Held-out contract questions declined for a word form (docs/results/qa.md, thirteenth pass): "paid"
+    over a contract that writes "payments", "owe" over "owed", and "until what date does it run" over one
+    that says "shall remain in effect until"; a clause the contract lacks is still not found."""
+    from docmaster_core.text.answer_units import Background, terms_of, verdict
+
+    assert terms_of("paid payments pays") == ["pay"] * 3 and terms_of("owed") == terms_of("owe")
+    assert terms_of("held sold") == terms_of("hold sell") and terms_of("California") == ["california"]
+    assert not {"if", "until", "after"} & set(profile_question("What is owed if it ends after the term?").terms)
+    passages = ["4. Compensation. Berkshire shall make four (4) equal cash payments to Auriemma each Contract Year.",
+                "2. Term. This Agreement shall remain in effect from the Effective Date until December 31, 2022."]
+    bg = Background(len(passages), Counter(t for p in passages for t in set(terms_of(p))))
+    assert verdict(profile_question("How is the cash compensation paid out to Auriemma?"), bg, passages[:1]).found
+    until = profile_question("Until what date at the latest does the agreement run?")
+    assert "run" in until.terms and verdict(until, bg, passages[1:]).found
+    assert not verdict(profile_question("How much liability insurance must Berkshire carry?"), bg, passages).found
+
+
 def test_a_name_the_documents_use_only_elsewhere_than_the_best_passages_is_not_found():
     """"What was Microsoft's total revenue?" over a 10-K that names Microsoft only among its
     competitors: the best passages (Amazon's own revenue) never mention Microsoft, so they do
