@@ -271,6 +271,15 @@ def test_paraphrased_verb_forms_and_frame_verbs_do_not_decide_not_found():
     until = profile_question("Until what date at the latest does the agreement run?")
     assert "run" in until.terms and verdict(until, bg, passages[1:]).found
     assert not verdict(profile_question("How much liability insurance must Berkshire carry?"), bg, passages).found
+    # a number however written, "how soon", and "when does it expire" over "shall end as of"
+    assert terms_of("$250,000.00 and 250,000 and 250000") == ["250000"] * 3 and terms_of("1.50 v2") == ["1.50", "v2"]
+    fees = ["2.1 Bioamber shall pay Cargill Two Hundred Fifty Thousand U.S. Dollars ($250,000.00) within thirty (30) "
+            "days of the execution of this Development Agreement.",
+            "4.1 TERM. The Term shall commence on the date of this Agreement and shall end as of December 31, 2000."]
+    bg = Background(len(fees), Counter(t for p in fees for t in set(terms_of(p))))
+    assert "soon" not in profile_question("How soon must Bioamber pay Cargill the initial $250,000?").terms
+    assert verdict(profile_question("How soon must Bioamber pay Cargill the initial $250,000?"), bg, fees[:1]).found
+    assert verdict(profile_question("When does this Agreement expire?"), bg, fees[1:]).found
 
 
 def test_a_name_the_documents_use_only_elsewhere_than_the_best_passages_is_not_found():

@@ -63,10 +63,10 @@ if whether unless until upon within before after during
 
 # words that qualify what is asked ("the *total* fee") but never carry it: a document that never uses
 # them may still answer (its fee clause gives the one fee); a document that does use them is preferred
-_QUALIFIERS = {"total", "overall", "full", "exact", "precise", "actual"}
+_QUALIFIERS = {"total", "overall", "full", "exact", "precise", "actual", "initial"}
 
 _NUMBER_Q = re.compile(
-    r"^(?:how (?:many|much|long|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
+    r"^(?:how (?:many|much|long|soon|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
     r"what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
     r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
@@ -76,9 +76,12 @@ _DURATION_VERBS = re.compile(r"\b(?:last|lasts|run|runs|continue|continues|remai
                              re.I)
 # "until what date does it run / last": the verb, as in "how long", says "for what length of time"; a document
 # that never uses it still answers (a verdict's qualifier), one that does ("shall continue until") matches it
-_UNTIL_Q = re.compile(r"\b(?:until|till|through) (?:what|which) (?:date|day|month|year|time)\b|\buntil when\b", re.I)
+_UNTIL_Q = re.compile(r"\b(?:until|till|through) (?:what|which) (?:date|day|month|year|time)\b|\buntil when\b|"
+                      r"^\s*(?:on )?(?:when|what date) (?:does|do|will|did)\b", re.I)
+# ... and "when does it expire / end": a contract says "shall end as of December 31, 2000" as often as "expires"
+_END_VERBS = re.compile(r"(?:expire|expires|terminate|terminates)", re.I)
 # a term or a period is asked as a length of time ("the initial term", "the notice period")
-_DURATION_Q = re.compile(r"^\s*(?:for )?how long\b|\b(?:term|period|duration)\b", re.I)
+_DURATION_Q = re.compile(r"^\s*(?:for )?how (?:long|soon)\b|\b(?:term|period|duration)\b", re.I)
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
                         r"loss function|objective|recast)\b", re.I)
 _CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure|fig\.|table) \d+\b", re.I)
@@ -170,12 +173,22 @@ def _lemma(word: str) -> str:
     return simplemma.lemmatize(word, lang="en")
 
 
+# a number written with thousands separators or zero decimals ("$250,000.00"): one term, "250000"
+_GROUPED_NUM = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,]|\.\d)|(?<![\w.,])\d+\.0+(?![\w.,]|,\d)")
+
+
+def _plain_number(m: re.Match) -> str:
+    n = m.group(0).replace(",", "")
+    return n.rstrip("0").rstrip(".") if "." in n else n
+
+
 def terms_of(text: str, keep_stop: bool = False) -> list[str]:
     """Stemmed content words of a text, in order (lower-cased; hyphenated words also
     give their parts; stop words and question words, and their plurals ("types"), dropped unless
-    ``keep_stop``)."""
+    ``keep_stop``; a number is one term however its thousands and decimals are written: "$250,000"
+    and "$250,000.00" give "250000")."""
     out: list[str] = []
-    for tok in _WORD.findall((text or "").lower()):
+    for tok in _WORD.findall(_GROUPED_NUM.sub(_plain_number, (text or "").lower())):
         # a compound ("bert-base", "phc-u373") counts by its parts; a number keeps its dots
         parts = [tok] if (tok[0].isdigit() or ("-" not in tok and "." not in tok)) else [
             p for p in re.split(r"[.\-]", tok) if p]
@@ -224,7 +237,7 @@ def profile_question(question: str) -> QuestionProfile:
     """The :class:`QuestionProfile` of a question (rules, no model)."""
     q = normalize_ws(question)
     # "how long / how many ..." ask for a quantity: "long", "many" are no topic terms
-    topic = re.sub(r"\bhow (?:many|much|long|fast|large|big|old|often|far(?: in advance)?|high|low|deep|wide)\b",
+    topic = re.sub(r"\bhow (?:many|much|long|soon|fast|large|big|old|often|far(?: in advance)?|high|low|deep|wide)\b",
                    " ", q, flags=re.I)
     if re.search(r"\bhow long\b", q, re.I):
         # "how long does it last / run / stay in force": the verb is the length of time asked,
@@ -705,7 +718,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     own = askers_words(profile, bg, passage_texts) + [
         t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _QUALIFIERS or (
-            _UNTIL_Q.search(profile.text) and _DURATION_VERBS.fullmatch(profile.words.get(t, t))))]
+            _UNTIL_Q.search(profile.text) and (_DURATION_VERBS.fullmatch(profile.words.get(t, t))
+                                              or _END_VERBS.fullmatch(profile.words.get(t, t)))))]
     if own:
         terms = [t for t in terms if t not in own]
         if not terms:
