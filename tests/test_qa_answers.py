@@ -253,6 +253,14 @@ def test_place_identifier_and_counted_unit_questions_need_what_they_ask_for():
     assert not hours.found and "hour" in hours.reason
     assert verdict(profile_question("How many TPU chips did finetuning T5 XXL on the chain-of-thought data use?"),
                    bg, passages[3:]).found
+    # "how many <noun>": the noun ends at its first plural, and a number must stand beside it
+    assert profile_question("How many students took part in the user study?").counted == ["student"]
+    study = ["A user study with 43 students at two universities shows that Raft is easier to understand.",
+             "The largest strong student model is trained with weak supervision and its parameters are frozen."]
+    bg = Background(len(study), Counter(t for p in study for t in set(terms_of(p))))
+    assert verdict(profile_question("How many students took part in the user study?"), bg, study[:1]).found
+    params = verdict(profile_question("How many parameters does the largest strong student model have?"), bg, study[1:])
+    assert not params.found and 'number of "parameters"' in params.reason
 
 
 def test_paraphrased_verb_forms_and_frame_verbs_do_not_decide_not_found():

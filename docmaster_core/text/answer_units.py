@@ -285,8 +285,13 @@ def profile_question(question: str) -> QuestionProfile:
     m = _COUNTED_Q.search(q)
     if m:
         # a capitalised word is a name ("the retrieval database Retro uses"), not the noun
-        noun = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z\-]*", m.group("noun") or m.group("noun2"))
+        noun = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]*", m.group("noun") or m.group("noun2"))
                 if w.lower() not in _STOP and not (w[:1].isupper() and w[1:].islower())]
+        # the counted noun ends at its first plural ("how many students took part": "students", not "part";
+        # "MCTS" is no plural)
+        plural = next((k for k, w in enumerate(noun) if w.islower() and len(w) > 3 and w.endswith("s")
+                       and not w.endswith("ss")), None)
+        noun = [w.lower() for w in (noun[:plural + 1] if plural is not None else noun)]
         counted = [_stem(noun[-1])] if noun else []
     return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted)
 
@@ -758,6 +763,12 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(False, why, doc_cov, best, elsewhere, unit_found)
     if best < MIN_BEST_COVERAGE:
         why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    if profile.counted and profile.answer_type == "number" and not profile.units and not any(
+            beside_number(_LABEL_NUM.sub(" ", u.lower()), profile.counted)
+            for p in passage_texts for u in split_sentences(p, max_words=60)):
+        # "how many parameters does the largest model have": no passage writes a number beside "parameters"
+        why = f'no passage gives a number of "{profile.words.get(profile.counted[0], profile.counted[0])}"'
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if profile.answer_type == "place" and not any(names_place(p) for p in passage_texts):
         # "which state's law governs ...": the passages must name a state, a country or a court's place
