@@ -185,3 +185,54 @@ def test_writers_of_one_process_take_turns_and_another_process_is_named(tmp_path
             assert f"another process (process {p.pid}: ingest since" in str(e)
     a.acquire_write_lock()
     a.release_write_lock()
+
+
+def test_threads_sharing_one_workspace_object_take_turns_and_a_long_hold_is_named(tmp_path, monkeypatch):
+    """The app's facade is shared by its threads (a page's run, background index saves): a second
+    thread writing through the *same* workspace object waits for the first (it used to go straight
+    in, and its exit could release the first one's lock); a writer of this process that holds the
+    lock too long is named instead of being waited for without end (a newcomer's clusters page
+    hung with no message, issue 36)."""
+    from docmaster_core.errors import WorkspaceLockedError
+    from docmaster_core.store import workspace as wsmod
+
+    ws = Workspace(tmp_path / "ws")
+    order, started = [], threading.Event()
+
+    def first():
+        with ws.writing(what="index save"):
+            order.append("a in")
+            started.set()
+            time.sleep(0.4)
+            order.append("a out")
+
+    th = threading.Thread(target=first)
+    th.start()
+    started.wait(5)
+    with ws.writing(what="collection index"):  # the same object, another thread: waits
+        order.append("b in")
+        with ws.writing():  # re-entrant for this thread
+            pass
+    th.join()
+    assert order == ["a in", "a out", "b in"]
+    ws.release_write_lock()  # holds nothing any more: a no-op
+    monkeypatch.setattr(wsmod, "IN_PROCESS_WAIT_S", 0.3)
+    release = threading.Event()
+
+    def holder():
+        with ws.writing(what="index save"):
+            started.set()
+            release.wait(10)
+
+    started.clear()
+    th = threading.Thread(target=holder)
+    th.start()
+    started.wait(5)
+    try:
+        with pytest.raises(WorkspaceLockedError, match=r"being written by this app \(index save since"):
+            ws.acquire_write_lock()
+    finally:
+        release.set()
+        th.join()
+    ws.acquire_write_lock()  # free again
+    ws.release_write_lock()

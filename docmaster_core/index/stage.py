@@ -35,7 +35,7 @@ COLLECTION_BOILERPLATE_VERSION = ("v2: short<8 words, repeated in 2+ documents o
 class IndexStage:
     """Index operations of the facade (a mixin: it uses ``settings``, ``ws``,
     ``embedder`` and ``llm``, and the state the facade declares in its ``__init__``:
-    ``_index_lock`` (threading.Lock), ``_group_cache``
+    ``_index_lock`` (threading.Lock, taken after the workspace's write lock), ``_group_cache``
     (:class:`~docmaster_core.index.reuse.GroupCache`) and ``_pending_saves`` (list of
     threading.Thread)). Thread-safe: saves are serialised by one lock per facade (the
     workspace write lock is per process, not per thread)."""
@@ -156,7 +156,10 @@ class IndexStage:
                          lambda: reusable_groups(self.ws.load_index(doc_id), backend, emb_name))
 
     def _save_index(self, doc_id: str, params: Mapping[str, Any], data: dict[str, Any]) -> None:
-        with self._index_lock, self.ws.writing(what="index save"):
+        # the workspace's write lock first, then the facade's: the order every writer takes them in
+        # (index_collection holds the write lock when it saves), so a background save never holds one
+        # while it waits for the other
+        with self.ws.writing(what="index save"), self._index_lock:
             self.ws.save_index(doc_id, params, data)
 
     def _save_in_background(self, doc_id: str, params: IndexParams, idx: Any) -> None:

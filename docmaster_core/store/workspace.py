@@ -43,31 +43,50 @@ __all__ = ["Workspace", "DocumentRecord", "SCHEMA_VERSION", "file_sha256", "para
 
 class _PathLock:
     """The write lock of one workspace folder inside this process: writers of the process
-    take turns (re-entrant for a thread, releasable by any thread), and while one holds it
-    the lock file is ``flock``-ed (``fd``) against other processes."""
+    take turns, re-entrant for a thread (through any :class:`Workspace` object of the folder);
+    while one holds it the lock file is ``flock``-ed (``fd``) against other processes. The
+    holder's ``what`` and ``since`` (Unix seconds) name it to a writer that waits too long."""
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
         self.owner: int | None = None
         self.depth = 0
         self.fd: int | None = None
+        self.what = ""
+        self.since = 0.0
 
-    def enter(self, take_file: Callable[[], int]) -> int:
-        """Wait for this process's other writers, then hold the lock (``take_file`` flocks
-        the lock file for the first holder; its error leaves nothing held)."""
+    def enter(self, take_file: Callable[[], int], what: str = "writing", timeout: float | None = None,
+              path: str = "") -> int:
+        """Wait for this process's other writers (at most ``timeout`` seconds; None: no limit),
+        then hold the lock (``take_file`` flocks the lock file for the first holder; its error
+        leaves nothing held).
+
+        Raises:
+            WorkspaceLockedError: another writer of this process held the lock for ``timeout``
+                seconds; the message says what it is doing and since when.
+        """
         me = threading.get_ident()
+        end = None if timeout is None else time.monotonic() + timeout
         with self.cond:
             while self.owner is not None and self.owner != me:
-                self.cond.wait()
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    raise WorkspaceLockedError(
+                        f"workspace {path} is being written by this app ({self.what} since "
+                        f"{time.strftime('%H:%M:%S', time.localtime(self.since))}) for more than {timeout:.0f} s; "
+                        "try again when it ends")
+                self.cond.wait(left)
             if self.depth == 0:
                 self.fd = take_file()
+                self.what, self.since = what, time.time()
             self.owner = me
             self.depth += 1
             return self.fd
 
     def leave(self) -> None:
+        """Give back one level of this thread's hold (no-op for a thread that holds nothing)."""
         with self.cond:
-            if self.depth == 0:
+            if self.depth == 0 or self.owner != threading.get_ident():
                 return
             self.depth -= 1
             if self.depth == 0:
@@ -79,6 +98,10 @@ class _PathLock:
                 self.owner = None
                 self.cond.notify_all()
 
+
+#: Seconds a writer waits for another writer of the same process (an index save, an ingest) before it
+#: is told what holds the workspace, instead of waiting without end.
+IN_PROCESS_WAIT_S = 300.0
 
 _PATH_LOCKS: dict[str, _PathLock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
@@ -326,9 +349,7 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
             # workspace (read-only commands) must leave it untouched
             raise WorkspaceError(f"no workspace database in {self.path}")
         self.vectors_dir.mkdir(exist_ok=True)
-        self._local = threading.local()
-        self._lock_fd: int | None = None
-        self._lock_owner: _PathLock | None = None
+        self._local = threading.local()  # this thread's connection and its depth of write-lock holds
         try:
             con = self._con()
             with con:
@@ -395,32 +416,34 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         if con is not None:
             con.close()
             self._local.con = None
-        self.release_write_lock()
+        while getattr(self._local, "lock_depth", 0) > 0:
+            self.release_write_lock()
 
     # ------------------------------------------------------------------ write lock
     def acquire_write_lock(self, wait: bool = False, what: str = "writing") -> None:
-        """Take the workspace's single-writer lock.
+        """Take the workspace's single-writer lock (re-entrant for the calling thread).
 
         Between processes it is an advisory ``flock`` on ``.write.lock``, which then holds
         the writer's process id, what it is doing and since when. Inside one process every
-        :class:`Workspace` on the same folder shares one lock: a second writer there (another
-        thread, another open workspace object) *waits* for the first instead of failing, so
-        the process never reports itself as "another process" (issue 36).
+        :class:`Workspace` on the same folder shares one lock, held by one thread at a time: a
+        second writer there (another thread, another open workspace object) *waits* for the
+        first instead of failing, so the process never reports itself as "another process"
+        (issue 36), at most :data:`IN_PROCESS_WAIT_S` seconds unless ``wait``.
 
         Args:
-            wait: Wait for another process's writer instead of failing.
+            wait: Wait for another writer (another process's, or this process's) without limit
+                instead of failing.
             what: What the writer does ("ingest", "index", "remove"), written in the lock file
                 and shown to a writer that finds the workspace locked.
 
         Raises:
-            WorkspaceLockedError: another process is writing and ``wait`` is false; the
-                message names its process id and what it is doing.
+            WorkspaceLockedError: another process is writing and ``wait`` is false, or another
+                writer of this process has held the lock for :data:`IN_PROCESS_WAIT_S`
+                seconds; the message names it and what it is doing.
         """
-        if self._lock_fd is not None:
-            return
         pl = _path_lock(self.path)
-        self._lock_fd = pl.enter(lambda: self._flock(wait, what))
-        self._lock_owner = pl
+        pl.enter(lambda: self._flock(wait, what), what, None if wait else IN_PROCESS_WAIT_S, str(self.path))
+        self._local.lock_depth = getattr(self._local, "lock_depth", 0) + 1
 
     def _flock(self, wait: bool, what: str) -> int:
         fd = os.open(self.path / ".write.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -441,21 +464,22 @@ class Workspace(IndexRunStore, IntegrityChecks, JudgementStore):
         return fd
 
     def release_write_lock(self) -> None:
-        """Release the write lock (no-op when not held)."""
-        pl, self._lock_owner, self._lock_fd = self._lock_owner, None, None
-        if pl is not None:
-            pl.leave()
+        """Give back one hold of the write lock taken by this thread through this object
+        (no-op when it holds none)."""
+        depth = getattr(self._local, "lock_depth", 0)
+        if depth <= 0:
+            return
+        self._local.lock_depth = depth - 1
+        _path_lock(self.path).leave()
 
     @contextlib.contextmanager
     def writing(self, wait: bool = False, what: str = "writing") -> Iterator["Workspace"]:
-        """Context manager holding the write lock (re-entrant for this workspace object)."""
-        held = self._lock_fd is not None
+        """Context manager holding the write lock (re-entrant for the calling thread)."""
         self.acquire_write_lock(wait=wait, what=what)
         try:
             yield self
         finally:
-            if not held:
-                self.release_write_lock()
+            self.release_write_lock()
 
     # ------------------------------------------------------------------ documents
     def has_sha(self, sha256: str) -> str | None:
