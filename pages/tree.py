@@ -188,11 +188,11 @@ with left:
         },
     )
     if keep is not None:
-        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · click a row to open it")
+        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · tick the box at the left of a row to open it")
         if not keep:
             st.warning("No node matches these filters.")
     else:
-        st.caption(f"{len(rows)} of {n_nodes} nodes visible · click a row to open it; for a section it also "
+        st.caption(f"{len(rows)} of {n_nodes} nodes visible · tick the box at the left of a row to open it; for a section it also "
                    "expands or collapses it")
 
     options = list(range(n_nodes)) if keep is None else sorted(keep | {current})

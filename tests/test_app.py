@@ -62,6 +62,24 @@ def test_workspace_outside_root_is_refused(app_uploaded, app_env):
     assert at.session_state["dm_workspace"] == str(app_env["ws"].resolve())
 
 
+def test_a_reload_keeps_the_chosen_workspace(app_uploaded, app_env):
+    """A reload starts a new session with the page's address: the workspace the user chose comes back
+    from it (a newcomer reloaded and every page said the workspace was empty); a folder outside the
+    root, or one that is no workspace, is ignored."""
+    from docmaster_core.store.workspace import Workspace
+
+    Workspace(app_env["root"] / "other").close()
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    run_app(at)
+    assert at.session_state["dm_workspace"] == str(app_env["ws"].resolve())
+    assert at.query_params["workspace"] in ("ws", ["ws"])  # the address carries the workspace
+    for name, want in (("other", app_env["root"] / "other"), ("/etc", app_env["ws"]), ("missing", app_env["ws"])):
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        at.query_params["workspace"] = name
+        run_app(at)
+        assert at.session_state["dm_workspace"] == str(want.resolve()), name
+
+
 def test_tree_page_select_node_shows_content_page_and_embedding(app_uploaded):
     at = open_app("pages/tree.py")
     sb = at.selectbox(key=doc_key(at, "w_tree_node"))

@@ -8,13 +8,15 @@ never what it is, and never stores it.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from . import state
-from .resources import api_key_available, backend_label, default_model
+from .resources import allowed_root, api_key_available, backend_label, default_model, resolve_workspace
 from .text import md_escape
 
-__all__ = ["render_sidebar", "render_backend_badge"]
+__all__ = ["render_sidebar", "render_backend_badge", "workspace_from_address", "workspace_into_address"]
 
 _W_BACKEND = "w_sidebar_backend"
 _W_MODEL = "w_sidebar_model"
@@ -32,8 +34,47 @@ def render_backend_badge() -> None:
     st.caption(md_escape(backend_label()))
 
 
+_ADDRESS_KEY = "workspace"  # ?workspace=NAME: the workspace folder, relative to the allowed root
+_ADDRESS_READ = "dm_workspace_address_read"
+
+
+def workspace_from_address() -> None:
+    """Once per browser session, open the workspace the page's address names
+    (``?workspace=research``, written by :func:`workspace_into_address`), so a reload keeps
+    the workspace the user chose (a newcomer reloaded and every page said the workspace was
+    empty). A folder outside the allowed root or without a workspace in it is ignored."""
+    if st.session_state.get(_ADDRESS_READ):
+        return
+    st.session_state[_ADDRESS_READ] = True
+    name = st.query_params.get(_ADDRESS_KEY)
+    if not name:
+        return
+    try:
+        path = resolve_workspace(name)
+    except Exception:  # outside the root, a NUL character: the default workspace stays
+        return
+    if (path / "workspace.sqlite").is_file():
+        state.put(state.WORKSPACE, str(path))
+
+
+def workspace_into_address() -> None:
+    """Write the session's workspace into the page's address (relative to the allowed root)."""
+    ws = str(state.get(state.WORKSPACE, "") or "")
+    if not ws:
+        return
+    try:
+        name = str(Path(ws).resolve().relative_to(allowed_root().resolve()))
+    except ValueError:
+        name = ws
+    if st.query_params.get(_ADDRESS_KEY) != name:
+        st.query_params[_ADDRESS_KEY] = name
+
+
 def render_sidebar() -> None:
-    """Draw the workspace line and the LLM settings panel in ``st.sidebar``."""
+    """Draw the workspace line and the LLM settings panel in ``st.sidebar``; the workspace is
+    read from and kept in the page's address (:func:`workspace_from_address`)."""
+    workspace_from_address()
+    workspace_into_address()
     with st.sidebar:
         st.markdown("**Workspace**")
         st.caption(md_escape(str(state.get(state.WORKSPACE, ""))) + "  \n(switch on the Upload page)")
