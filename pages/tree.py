@@ -188,7 +188,8 @@ with left:
         },
     )
     if keep is not None:
-        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · tick the box at the left of a row to open it")
+        st.caption(f"{len(keep)} of {n_nodes} nodes match (shown with their sections) · tick the box at the left of "
+                   "a row to open it")
         if not keep:
             st.warning("No node matches these filters.")
     else:

@@ -145,7 +145,8 @@ def _stem(w: str) -> str:
     if w[0].isdigit():
         return w
     lemma = _lemma(w) if len(w) >= 3 else ""  # not abbreviations: "ai", "cm", "na"
-    if lemma and lemma != w and lemma.isalpha() and lemma.islower() and not w.startswith(lemma[:-1] if lemma.endswith("e") else lemma):
+    regular = bool(lemma) and w.startswith(lemma[:-1] if lemma.endswith("e") else lemma)
+    if lemma and lemma != w and lemma.isalpha() and lemma.islower() and not regular:
         w = lemma  # an irregular form: "paid", "held", "sold", "ran" (a regular one is left to the rules below)
     elif w.endswith("ed") and len(w) <= 5 and lemma and w.startswith(lemma):
         w = lemma  # a short regular form the rules below keep whole: "owed" -> "owe", "used" -> "use"
