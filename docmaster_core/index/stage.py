@@ -37,8 +37,8 @@ class IndexStage:
     ``embedder`` and ``llm``, and the state the facade declares in its ``__init__``:
     ``_index_lock`` (threading.Lock, taken after the workspace's write lock), ``_group_cache``
     (:class:`~docmaster_core.index.reuse.GroupCache`) and ``_pending_saves`` (list of
-    threading.Thread)). Thread-safe: saves are serialised by one lock per facade (the
-    workspace write lock is per process, not per thread)."""
+    threading.Thread)). Thread-safe: saves are serialised by the workspace's write lock (one
+    holder thread at a time in a process) and then one lock per facade, always in that order."""
 
     _index_lock: threading.Lock
     _group_cache: GroupCache
