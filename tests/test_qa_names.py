@@ -277,6 +277,10 @@ def test_the_need_leaves_out_the_documents_kind_and_other_names_but_not_a_clause
     r = route_by_names("What royalty does Ostrander Robotics Corp. pay Pelliton Trading Ltd. under their 2019 robot "
                        "arm distribution agreement?", view)
     assert r is not None and r.need == "What royalty does pay under their agreement?", r.need
+    # the question's own abbreviation of a name it spells out ("Ostrander Robotics Corp." ... "OR's") goes with it
+    r = route_by_names("Can Pelliton Trading Ltd. assign its distribution agreement with Ostrander Robotics Corp. "
+                       "without OR's consent?", view)
+    assert r is not None and "OR" not in r.need and "OR's" not in r.need and "consent" in r.need, r.need
 
 
 def test_a_term_or_a_period_asks_for_a_length_of_time():
