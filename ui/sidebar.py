@@ -12,6 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from docmaster_core.errors import DocMasterError
+
 from . import state
 from .resources import allowed_root, api_key_available, backend_label, default_model, resolve_workspace
 from .text import md_escape
@@ -51,7 +53,7 @@ def workspace_from_address() -> None:
         return
     try:
         path = resolve_workspace(name)
-    except Exception:  # outside the root, a NUL character: the default workspace stays
+    except (DocMasterError, OSError, ValueError):  # outside the root, a NUL character: the default workspace stays
         return
     if (path / "workspace.sqlite").is_file():
         state.put(state.WORKSPACE, str(path))
