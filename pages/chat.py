@@ -128,7 +128,7 @@ if question and sc["doc_ids"]:
                     "closest": res.get("closest") or [], "outcome": res.get("outcome"), "backend": res["backend"],
                     "error": res.get("error"), "question": question, "scope": sc["scope"],
                     "scope_label": res.get("named_scope") or sc["label"], "n_scope": res.get("n_named") or sc["n"],
-                    "n_all": sc["n_all"], "named_outside": res.get("named_outside") or []})
+                    "n_all": sc["n_all"], "n_chosen": sc["n"], "named_outside": res.get("named_outside") or []})
     state.put(state.CHAT_HISTORY, history)
     _save(history)
     st.rerun()  # drawn again from the history: renumbered citations, linked markers

@@ -14,6 +14,7 @@ from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
     CERTAINTY_WORDS,
     STRATEGIES_HELP,
+    STRATEGIES_LABEL,
     STRATEGY_WORDS,
     decisions_line,
     deciding,
@@ -201,7 +202,8 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.warning(f"Configuration {name}: no document of this collection meets this condition (none holds a "
                        "passage close in meaning to it or uses its distinctive words), so nothing is kept; the "
                        "closest documents are listed as uncertain.")
-        st.markdown(f"Configuration {name} · " + count_line(run, shown, kept_n, suggested)
+        run_no = f" (run #{run['run_id']})" if run.get("run_id") is not None else ""  # the Chat page names runs so
+        st.markdown(f"Configuration {name}{run_no} · " + count_line(run, shown, kept_n, suggested)
                     + ("" if is_offline_run(run) else f" (decided by {md_escape(run.get('backend', ''))}; the top "
                        f"{kept_n} by score shown beside)"))
         if run.get("review"):
@@ -239,7 +241,10 @@ for col, (name, run) in zip(res_cols, runs.items()):
         st.caption("Kept documents first, each group by evidence score; documents whose passages are too weakly "
                    "similar to the condition (\"below the similarity floor\"" + (f": here {floor}" if floor else "")
                    + ") rank after all others whatever their score. Tick a row's box to see its evidence below; green rows are kept (inside the cut, or "
-                   "matches by your answers). Certainty: " + CERTAINTY_WORDS)
+                   "matches by your answers). \"" + STRATEGIES_LABEL + "\" counts, for comparison, how many ways of "
+                   "finding evidence would keep the document on their own; \"kept\" follows the one way chosen in "
+                   "\"Decide by\" (or your answer), so a document can be dropped with 3 of 4 and kept with 1 of 4. "
+                   "Certainty: " + CERTAINTY_WORDS)
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:

@@ -126,10 +126,14 @@ with left:
         }
 
     b1 = b2 = b3 = st.container(horizontal=True)  # buttons side by side, sized to their labels
-    if b1.button("Expand all", key=state.doc_key(W_EXPAND_ALL, doc), icon=":material/unfold_more:", disabled=filtering):
+    # a newcomer asked why these were greyed out: say it on the button
+    why_off = ("A search or a node-type choice shows every matching node with its sections already open; clear it "
+               "to expand or collapse by hand." if filtering else None)
+    if b1.button("Expand all", key=state.doc_key(W_EXPAND_ALL, doc), icon=":material/unfold_more:", disabled=filtering,
+                 help=why_off):
         expanded = set(sections_with_children(tree))
     if b2.button("Collapse all", key=state.doc_key(W_COLLAPSE_ALL, doc), icon=":material/unfold_less:",
-                 disabled=filtering):
+                 disabled=filtering, help=why_off):
         expanded = {0}
     if tree.nodes[current].children and current != 0:
         is_open = current in expanded

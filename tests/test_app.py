@@ -682,6 +682,15 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
            "documents": [dec(True, "user"), dec(False, "user"), dec(True), dec(False), dec(False)]}
     line = count_line(run, run, 1, 1)
     assert "**kept 2 of 5 documents** (2 decided by your answers, the other 3 by the top 1 by evidence score" in line
+    assert "your answers do not move the cut" not in line  # nothing kept below a "no match" answer
+    # "no match" for the top 2, rank 3 unanswered and kept by a top-3 cut: the line says why it is still kept
+    ranked = {"backend": "offline", "strategy": "combined", "documents": [
+        {"decisions": {"combined": {"decision": False, "decided_by": "user", "rank": 1}}},
+        {"decisions": {"combined": {"decision": False, "decided_by": "user", "rank": 2}}},
+        {"decisions": {"combined": {"decision": True, "decided_by": "offline", "rank": 3}}},
+        {"decisions": {"combined": {"decision": False, "decided_by": "offline", "rank": 4}}}]}
+    assert ("your answers do not move the cut, so 1 document you have not answered is still kept by it"
+            in count_line(ranked, ranked, 3, 3))
     everyone = {**run, "documents": run["documents"][:2]}
     assert "(all 2 decided by your answers)" in count_line(everyone, everyone, 1, 1)
     assert (decided_by_user(run), decided_by_user(everyone)) == (2, 2)
@@ -692,7 +701,8 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
     assert "a document is sure from a score of 6.0" in count_line(unsure, unsure, 1, 1)
     # with the cut's score beside it: kept from one score, sure from another (the evidence text says the first)
     unsure["cuts"]["combined"]["threshold"] = 0.72
-    assert "(a document is kept from a score of 0.7, sure from a score of 6.0)" in count_line(unsure, unsure, 1, 1)
+    assert "(a document is kept from a score of 0.7, sure from a score of 6.0 when its passages" in count_line(
+        unsure, unsure, 1, 1)
 
 
 def test_a_topic_of_mostly_reference_list_passages_says_so():

@@ -533,6 +533,21 @@ def test_the_chat_note_names_the_document_outside_the_scope():
     assert narrowed_note({**msg, "named_outside": []}) is None  # answered from its scope: nothing to say
 
 
+def test_the_not_found_note_counts_the_chosen_scope_a_name_narrowed():
+    """A name inside a chosen scope of 3 (of 15) narrowed the search to 1 document: the note
+    says 2 of the chosen scope and 12 outside it were not searched, not "the other 14"."""
+    from ui.chat import narrowed_note
+
+    msg = {"outcome": "not_found", "n_scope": 1, "n_all": 15, "n_chosen": 3,
+           "scope_label": "1911.08265_muzero.pdf (named in the question)", "named_outside": []}
+    note = narrowed_note(msg)
+    assert note == ("Only 1911.08265_muzero.pdf (named in the question) was searched; the other 2 of the 3 documents "
+                    "in the chosen scope were not, nor the 12 outside it.")
+    # every document chosen: one count, as before
+    assert narrowed_note({**msg, "n_chosen": 15}).endswith("the other 14 documents were not.")
+    assert narrowed_note({**msg, "n_chosen": None}).endswith("the other 14 documents were not.")
+
+
 def test_about_one_document_needs_the_evidence_to_concentrate_on_it():
     """One thing asked over unnamed documents: quoted from one document only when its passages
     dominate the evidence; a generic question over contracts (each has its own governing law)

@@ -10,7 +10,7 @@ from docmaster_core.config import LLMSettings
 from docmaster_core.errors import LLMError
 from docmaster_core.llm import OfflineLLM, make_llm, summarize_tree
 from docmaster_core.text.words import split_sentences
-from docmaster_core.tree.summaries import leaf_text
+from docmaster_core.tree.summaries import leaf_text, table_summary
 from docmaster_core.model import DocumentTree, Node, NodeType
 
 try:
@@ -86,6 +86,21 @@ def test_leaf_text_of_tables_and_images():
     assert "---" not in t and "|" not in t and t.startswith("Model; NQ; TQA.")
     img = Node(0, NodeType.IMAGE, 1, 0, [], "", 1, 1, extra={"caption": "Figure 1: Overview."})
     assert leaf_text(img) == "Figure 1: Overview."
+
+
+def test_a_long_table_summary_ends_at_a_whole_cell():
+    """A newcomer saw a table's summary end "... FlashAttention (ours); 17.4 ±": the summary of
+    a long table ends at the last whole cell or row inside the word budget."""
+    rows = ["| Model | Time (ms) |", "|---|---|"] + [f"| Variant {i} (ours) | 17.{i} ± 1.{i} |" for i in range(30)]
+    node = Node(0, NodeType.TABLE, 1, 0, [], "\n".join(rows), 1, 1)
+    text = leaf_text(node)
+    for budget in range(3, 40):
+        got = table_summary(text, budget)
+        assert got.endswith(" ...") and len(got[:-4].split()) <= budget
+        assert not got[:-4].rstrip().endswith("±"), got
+        assert got[:-4].rstrip().endswith((".", ")")) or got[:-4].count(";") == 0, got
+    assert table_summary(text, 9) == "Model; Time (ms). Variant 0 (ours); 17.0 ± 1.0. ..."
+    assert table_summary("A; B.", 10) == "A; B."  # a short table is whole
 
 
 def test_offline_summaries_bottom_up(embedder):

@@ -80,7 +80,9 @@ def empty_scope_note(sc: dict[str, Any]) -> str | None:
 def narrowed_note(msg: dict[str, Any]) -> str | None:
     """For an answer given from fewer than all documents: the line that says the other
     documents were not searched, when the answer is "not found" or the question names a
-    document outside them (``named_outside``); else None."""
+    document outside them (``named_outside``); else None. ``n_chosen`` (the chosen scope's
+    size, when a name in the question narrowed it) splits "the other documents" into those
+    of the chosen scope and those outside it."""
     n, n_all = int(msg.get("n_scope") or 0), int(msg.get("n_all") or 0)
     outside = list(msg.get("named_outside") or [])
     if outside and n and n < n_all:
@@ -90,9 +92,14 @@ def narrowed_note(msg: dict[str, Any]) -> str | None:
                 f"{n_all} documents to answer from {'it' if len(outside) == 1 else 'them'}.")
     if msg.get("outcome") != "not_found" or not n or n >= n_all:
         return None
+    searched = f"Only {msg.get('scope_label', f'{n} documents')} {'was' if n == 1 else 'were'} searched"
+    chosen = int(msg.get("n_chosen") or 0)
+    if n < chosen < n_all:  # a name narrowed a chosen scope: say both parts (a newcomer read "the other 14" with 3)
+        inside, outside_n = chosen - n, n_all - chosen
+        return (f"{searched}; the other {inside} of the {chosen} documents in the chosen scope "
+                f"{'was' if inside == 1 else 'were'} not, nor the {outside_n} outside it.")
     other = n_all - n
-    return (f"Only {msg.get('scope_label', f'{n} documents')} {'was' if n == 1 else 'were'} searched; "
-            f"the other {other} document{'s were' if other != 1 else ' was'} not.")
+    return f"{searched}; the other {other} document{'s were' if other != 1 else ' was'} not."
 
 
 def _ev_dict(e: Any) -> dict[str, Any]:

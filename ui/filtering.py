@@ -455,7 +455,8 @@ STRATEGIES_HELP = ("How many of the ways of finding evidence said yes (the docum
                    "the combined evidence, chunks = flat chunks (the baseline). Each way ranks the documents by its "
                    "own evidence and cuts its own ranking (its scores are not the table's), so they can disagree; "
                    "the 'kept' column is the decision of the way chosen in 'Decide by', and moving the cut moves that "
-                   "way's cut only (its yes or no, and so this count, can change).")
+                   "way's cut only (its yes or no, and so this count, can change). Your review answer replaces that way's "
+                   "decision, so applying answers changes this count too.")
 #: Label of the compact decision column.
 STRATEGIES_LABEL = "ways saying yes"
 

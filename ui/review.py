@@ -54,6 +54,16 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
         rest = len(docs) - users
         parts[0] += (f" ({users} decided by your answers, the other {rest} by the top {kept_n} by evidence score, "
                      f"{where})" if rest else f" (all {users} decided by your answers)")
+        no_ranks = [int(x["rank"]) for x in decs if x.get("decided_by") == "user" and x.get("decision") is False
+                    and x.get("rank") is not None]
+        unanswered_kept = sum(x.get("decision") is True and x.get("decided_by") != "user" and x.get("rank") is not None
+                              and no_ranks and int(x["rank"]) > min(no_ranks) for x in decs)
+        if unanswered_kept:  # kept by the cut below a document you said does not match
+            # a newcomer answered "no match" for the top 3 and still saw ranks 4-5 kept: the cut counts ranks,
+            # answered documents included, and an answer moves no cut
+            parts[0] += (f"; your answers do not move the cut, so {unanswered_kept} document"
+                         f"{'s you have not answered are' if unanswered_kept != 1 else ' you have not answered is'} "
+                         "still kept by it: answer them in the review below to decide them yourself")
     elif offline:
         parts[0] += f" (the top {kept_n} by evidence score, {where})"
     if unc_k or unc_d:
@@ -64,7 +74,9 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
             thr = band.get("threshold")
             kept_from = (f"kept from a score of {float(thr):.1f}, " if thr is not None
                          and float(thr) < float(band["sure_yes"]) else "")
-            parts[-1] += f" (a document is {kept_from}sure from a score of {float(band['sure_yes']):.1f})"
+            # "sure from 6.0" alone read as a promise (a newcomer saw 6.62 "uncertain"): say the second condition
+            parts[-1] += (f" (a document is {kept_from}sure from a score of {float(band['sure_yes']):.1f} when its "
+                          "passages are also close in meaning to the condition and use its distinctive words)")
     else:
         parts.append(f"{len(dropped)} dropped")
     if users and not offline:

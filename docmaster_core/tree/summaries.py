@@ -25,11 +25,28 @@ from ..model import DocumentTree, Node, NodeType
 from ..protocols import LLM
 from ..text.words import count_words, normalize_ws, truncate_words
 
-__all__ = ["summarize_tree", "leaf_text", "root_sources", "is_front_junk"]
+__all__ = ["summarize_tree", "leaf_text", "table_summary", "root_sources", "is_front_junk"]
 
 logger = logging.getLogger(__name__)
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
+
+
+def table_summary(text: str, max_words: int) -> str:
+    """The first ``max_words`` words of a table's :func:`leaf_text`, ended at the last whole
+    cell (``"; "``) or row (``". "``) inside them, so that no value is cut in half
+    ("17.4 ± 1.4" never becomes "17.4 ±"); ``"..."`` marks the rows left out. A first cell
+    longer than ``max_words`` is cut at ``max_words`` words.
+
+    Raises:
+        ValueError: when ``max_words`` < 1.
+    """
+    cut = truncate_words(text, max_words)
+    if cut == normalize_ws(text):
+        return cut
+    cut += " "  # a cell or row ending at the last word is whole
+    end = max(cut.rfind(". "), cut.rfind("; "))
+    return (cut[:end + 1] if end > 0 else cut).strip().rstrip(";") + " ..."
 
 
 def leaf_text(node: Node) -> str:
@@ -254,7 +271,7 @@ def summarize_tree(
         elif count_words(text) <= max_leaf_words:
             n.summary = text
         elif n.type == NodeType.TABLE and llm.is_offline:
-            n.summary = truncate_words(text, max_leaf_words)  # caption, header row, first rows
+            n.summary = table_summary(text, max_leaf_words)  # caption, header row, first rows
         else:
             pending.append((n.id, text))
     # the offline backend summarises a batch at once (vectorised); a chat model is asked
