@@ -1,5 +1,7 @@
 """Semantic clusters ("topics"): UMAP (PCA until UMAP is ready) of TEXT nodes coloured by PC-KMeans
-cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering."""
+cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering. The
+reference list is in no topic (label -1, :func:`docmaster_core.index.builder.leave_out_back_matter`)
+and not drawn; the labels' words are in :mod:`ui.cluster_chart`."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,19 +9,30 @@ import pandas as pd
 import streamlit as st
 
 from docmaster_core.errors import DocMasterError
+from docmaster_core.index.builder import leave_out_back_matter
 from ui import state
-from ui.cluster_chart import cluster_chart
+from ui.cluster_chart import (
+    BETTER_TOPICS,
+    CHECKED_COLUMN_HELP,
+    CHECKED_HELP,
+    CHECKED_TITLE,
+    DIFFERENT_HELP,
+    DIFFERENT_LABEL,
+    GOOD_FOR_CLUSTERS,
+    NOT_FOLLOWED_HELP,
+    NOT_FOLLOWED_LABEL,
+    SAME_HELP,
+    SAME_LABEL,
+    SLIDERS,
+    checked_pair_rows,
+    cluster_chart,
+    name_topics,
+    section_titles,
+)
 from ui.cluster_colors import match_clusters
-from ui.indexing import MUST_PAIRS_HELP, MUST_PAIRS_LABEL
 from ui.indexing import anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address
 from ui.plain import (
-    APART_HELP,
-    APART_LABEL,
-    BROKEN_HELP,
-    BROKEN_LABEL,
     collection_topics_line,
-    mark_back_matter_topics,
-    PAIR_HELP,
     PASSAGES_HELP,
     PASSAGES_LABEL,
     TOPIC_RE,
@@ -70,48 +83,44 @@ def _store_params() -> None:
 
 
 page_header("Semantic clusters")
+st.caption(GOOD_FOR_CLUSTERS)
 dm = open_docmaster_or_stop()
 docs = documents_or_stop(dm)
 
 restore_from_address()  # a reload keeps the settings: the page's address carries them
 params = index_params()
 with st.container(border=True):
-    c_mode, c_a, c_k, c_K, c_w = st.columns([2, 2, 2, 2, 2])
+    c_mode, c_K, c_k, c_w, c_a = st.columns([2, 2, 2, 2, 2])
     with c_mode:
         state.seed_widget(W_MODE, state.get(state.CLUSTER_MODE, "document"))
         mode = st.radio("Scope", ["document", "collection"], key=W_MODE, horizontal=True,
                         format_func={"document": "one document", "collection": "whole collection"}.get,
-                        help="Topics of one document's passages, or of every document's passages together "
-                             "(the collection: short lines, cover pages' lines and text repeated across documents "
-                             "are left out).")
+                        help="Topics of one document's passages, or of every document's passages together. "
+                             "Reference lists are in no topic; over the collection, short lines, cover pages' lines "
+                             "and text repeated across documents are left out too.")
         state.put(state.CLUSTER_MODE, mode)
-    with c_a:
-        state.seed_widget(W_ALPHA, params["alpha"])
-        st.slider("Meaning vs. place in the tree (alpha)", 0.0, 1.0, step=0.05, key=W_ALPHA, on_change=_store_params,
-                  help="How passages are paired: 1 = by meaning only, 0 = by distance in the document tree only. "
-                       "Eq. (1): alpha·cos − (1−alpha)·H_T/log2|V|; 0.6 in the paper.")
-    with c_k:
-        state.seed_widget(W_K, params["k"])
-        st.slider("Passage pairs to check (k)", 0, 100, step=1, key=W_K, on_change=_store_params,
-                  help="How many of the most similar passage pairs of each document are marked 'belong together' "
-                       "(must-link) or 'keep apart' (cannot-link) by the LLM: the top-k SEC pairs, the anchor pairs "
-                       "of the paper. Per document: over a whole collection the marked pairs add up to more.")
     with c_K:
         state.seed_widget(W_KK, params["K"])
-        st.slider("Number of topics (K)", 1, 30, step=1, key=W_KK, on_change=_store_params,
-                  help="How many topics the passages are split into: PC-KMeans clusters (capped by the number of "
-                       "passages, TEXT nodes).")
+        st.slider(SLIDERS["K"][0], 1, 30, step=1, key=W_KK, on_change=_store_params, help=SLIDERS["K"][1])
+    with c_k:
+        state.seed_widget(W_K, params["k"])
+        st.slider(SLIDERS["k"][0], 0, 100, step=1, key=W_K, on_change=_store_params, help=SLIDERS["k"][1])
     with c_w:
         state.seed_widget(W_W, params["w"])
-        st.slider("How firmly pairs are kept (w)", 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params,
-                  help="0: the marked pairs are ignored; higher: a topic breaks a mark only when it must. Eq. (2) "
-                       "penalty per violated must-link / cannot-link.")
+        st.slider(SLIDERS["w"][0], 0.0, 10.0, step=0.25, key=W_W, on_change=_store_params, help=SLIDERS["w"][1])
+    with c_a:
+        state.seed_widget(W_ALPHA, params["alpha"])
+        st.slider(SLIDERS["alpha"][0], 0.0, 1.0, step=0.05, key=W_ALPHA, on_change=_store_params,
+                  help=SLIDERS["alpha"][1])
     d = state.default_index_params()
-    # where the settings apply, and for how long (a newcomer reloaded and could not tell whether a change held)
-    st.caption(f"alpha, k, K and w shape the topics here and the groups of the Hyper-edge graph (the Filter sets its "
+    # which slider to move; where the settings apply, and for how long (a newcomer reloaded and could not tell
+    # whether a change held)
+    st.caption(BETTER_TOPICS)
+    st.caption(f"These settings shape the topics here and the groups of the Hyper-edge graph (the Filter sets its "
                f"own in each configuration, under \"How passages are grouped\"). They hold for this browser session, "
-               f"and a reload of this page keeps them (its address carries them); a new session starts at alpha "
-               f"{d['alpha']:g}, k {int(d['k'])}, K {int(d['K'])}, w {d['w']:g}.")
+               f"and a reload of this page keeps them (its address carries them); a new session starts at "
+               f"{int(d['K'])} topics, {int(d['k'])} pairs checked, strictness {d['w']:g}, pairs alike in meaning "
+               f"{d['alpha']:g} (the paper's K, k, w, alpha).")
 params = index_params()
 keep_in_address(params, mode)
 backend = dm.llm.backend_name
@@ -121,22 +130,23 @@ if mode == "document":
     rec = choose_document(dm, W_DOC)
     tree = load_tree_cached(ws, rec.doc_id, rec.added_at)
     try:
-        with st.spinner(f"Finding {params['K']} topics (PC-KMeans, alpha={params['alpha']}, k={params['k']}, "
-                        f"w={params['w']}) ..."):
+        with st.spinner(f"Finding {params['K']} topics ..."):
             idx = cluster_run(dm, ws, rec.doc_id, rec.added_at, params["alpha"], params["k"], params["K"],
                               params["w"], backend)
+        idx = leave_out_back_matter(idx, tree)  # an index stored before the reference list was left out
     except DocMasterError as e:
         st.error(md_escape(f"Could not find the topics: {e}"))
         st.stop()
-    ids = idx.text_node_ids
+    ids = idx.text_node_ids[idx.labels >= 0]  # the reference list is in no topic
     if ids.size == 0:
         st.warning("This document has no passages of running text to group into topics.")
         st.stop()
     emb = np.asarray(dm.embeddings(rec.doc_id))[ids]
-    labels = idx.labels
+    labels = idx.labels[idx.labels >= 0]
     texts = [tree.nodes[int(i)].content for i in ids]
     pages = [tree.nodes[int(i)].page_start for i in ids]
-    sections = [" › ".join(tree.nodes[int(i)].section_path[-2:]) for i in ids]
+    paths = [tree.nodes[int(i)].section_path for i in ids]
+    sections = [" › ".join(p[-2:]) for p in paths]
     files = [rec.file_name] * ids.size
     doc_of = [rec.doc_id] * int(ids.size)
     key = f"doc|{ws}|{rec.doc_id}|{rec.added_at}|{int(ids.size)}"
@@ -157,12 +167,17 @@ else:
         st.stop()
     by_id = {d.doc_id: d for d in docs}
     trees = {d: load_tree_cached(ws, d, by_id[d].added_at) for d in coll["doc_ids"]}
-    ids = coll["node_ids"]
+    # a passage in no topic of its document (the reference list) is in none of the collection (indexes stored before)
+    docs_idx = {d: leave_out_back_matter(coll["documents"][d], trees[d]) for d in coll["doc_ids"]}
+    topical = {d: docs_idx[d].label_of() for d in coll["doc_ids"]}
+    ok = np.asarray([topical[coll["doc_ids"][int(j)]].get(int(n), 0) >= 0
+                     for j, n in zip(coll["node_doc"], coll["node_ids"])], dtype=bool)
+    ids = coll["node_ids"][ok]
     if ids.size == 0:
         st.warning("The collection has no passages of running text to group into topics.")
         st.stop()
-    labels = coll["labels"]
-    doc_of = [coll["doc_ids"][int(j)] for j in coll["node_doc"]]
+    labels = coll["labels"][ok]
+    doc_of = [coll["doc_ids"][int(j)] for j in coll["node_doc"][ok]]
     emb_parts = []
     for d in coll["doc_ids"]:
         sel = ids[np.asarray([x == d for x in doc_of])]
@@ -170,7 +185,8 @@ else:
     emb = np.concatenate(emb_parts)
     texts = [trees[d].nodes[int(i)].content for d, i in zip(doc_of, ids)]
     pages = [trees[d].nodes[int(i)].page_start for d, i in zip(doc_of, ids)]
-    sections = [" › ".join(trees[d].nodes[int(i)].section_path[-2:]) for d, i in zip(doc_of, ids)]
+    paths = [trees[d].nodes[int(i)].section_path for d, i in zip(doc_of, ids)]
+    sections = [" › ".join(p[-2:]) for p in paths]
     files = [by_id[d].file_name for d in doc_of]
     key = f"collection|{ws}|{docs_key}|{int(ids.size)}"
     stats = coll["stats"]
@@ -214,10 +230,8 @@ n_drawn = len(set(stable.values()))
 drawn = [stable[int(c)] for c in labels]
 terms_key = (key, hash(tuple(drawn)))
 if st.session_state.get("dm_cluster_terms", (None,))[0] != terms_key:
-    st.session_state["dm_cluster_terms"] = (terms_key, dm.name_clusters(texts, drawn, doc_ids=list(doc_of)))
+    st.session_state["dm_cluster_terms"] = (terms_key, name_topics(texts, drawn, list(doc_of), section_titles(paths)))
 terms = st.session_state["dm_cluster_terms"][1]
-if mode == "document":  # the collection's topics leave reference lists out; one paper's may hold them
-    terms = mark_back_matter_topics(terms, drawn, [tree.nodes[int(i)].section_path for i in ids])
 n_members = {c: drawn.count(c) for c in set(drawn)}
 
 
@@ -227,27 +241,28 @@ def cluster_title(c: int) -> str:
 
 
 m = st.columns(5)
-left_out = int(stats.get("boilerplate_left_out", 0))
+left_out = int(stats.get("boilerplate_left_out", 0)) if mode == "collection" else int(stats.get("left_out", 0))
 m[0].metric(PASSAGES_LABEL, int(ids.size),
-            help=PASSAGES_HELP + (f" {left_out} short, cover-page or repeated passages are left out of the "
-                                  "collection's topics." if left_out else ""))
+            help=PASSAGES_HELP + ((f" {left_out} short, cover-page, repeated or reference-list passages are left out "
+                                   "of the collection's topics." if mode == "collection" else
+                                   f" {left_out} passages of the reference list are in no topic.") if left_out else ""))
 m[1].metric(TOPICS_LABEL, n_drawn,
             help=f"Topics drawn in the chart ({params['K']} asked, K; PC-KMeans can leave clusters empty).")
-m[2].metric(MUST_PAIRS_LABEL, int(stats.get("must", 0)), help=MUST_PAIRS_HELP)
-m[3].metric(APART_LABEL, int(stats.get("cannot", 0)), help=APART_HELP)
-m[4].metric(BROKEN_LABEL, int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
-            help=BROKEN_HELP)
+m[2].metric(SAME_LABEL, int(stats.get("must", 0)), help=SAME_HELP)
+m[3].metric(DIFFERENT_LABEL, int(stats.get("cannot", 0)), help=DIFFERENT_HELP)
+m[4].metric(NOT_FOLLOWED_LABEL, int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0)),
+            help=NOT_FOLLOWED_HELP)
 if mode == "collection":
     st.caption(collection_topics_line(stats))
 n_must, n_cannot = int(stats.get("must", 0)), int(stats.get("cannot", 0))
 n_violated = int(stats.get("violated_must", 0)) + int(stats.get("violated_cannot", 0))
 if n_must + n_cannot == 0:
-    st.caption(f"'How firmly pairs are kept' changes nothing here: no pair is marked together or apart "
-               f"(k = {params['k']}). Raise 'Passage pairs to check' to mark some.")
+    st.caption(f"'{SLIDERS['w'][0]}' changes nothing here: no pair is checked ({params['k']} pairs to check). "
+               f"Raise '{SLIDERS['k'][0]}' to check some.")
 elif n_violated == 0:
-    st.caption(f"'How firmly pairs are kept' has nothing to act on at w = {params['w']:g}: the topics already "
-               f"follow all {n_must} pairs marked together and {n_cannot} marked apart, so a firmer setting "
-               "changes nothing" + (" (no pair is marked apart)." if n_cannot == 0 else "."))
+    st.caption(f"'{SLIDERS['w'][0]}' has nothing to act on at {params['w']:g}: the topics already follow all "
+               f"{n_must} pairs checked 'same topic' and {n_cannot} checked 'different topics', so a stricter "
+               "setting changes nothing" + (" (no pair was checked 'different topics')." if n_cannot == 0 else "."))
 
 frame = pd.DataFrame(
     {
@@ -309,29 +324,29 @@ with st.expander("Topics: size and typical passages"):
                      "typical passages": " | ".join(shorten(texts[i], 90) for i in sel)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
-st.subheader("Passage pairs marked together or apart (anchor pairs)")
+st.subheader(CHECKED_TITLE, help=CHECKED_HELP)
 if mode == "document":
     rows = anchor_rows(idx, tree)
 else:
     rows = []
     for d in coll["doc_ids"]:
-        for r in anchor_rows(coll["documents"][d], trees[d]):
+        for r in anchor_rows(docs_idx[d], trees[d]):
             rows.append({"file": shorten(by_id[d].file_name, 40), **r})
 if rows:
-    who = ("the offline backend (no model: together when their cosine is high enough)" if backend == "offline"
-           else "the LLM")
-    st.caption(f"The k pairs of passages that score highest on meaning and closeness in the tree, each "
-               f"marked by {who} as belonging together or apart; the topics break a mark only when 'How firmly "
-               "pairs are kept' allows it. (The paper's anchor pairs: SEC, Eq. 1; must-link / cannot-link; "
-               "PC-KMeans, Eq. 2.)")
-    df = pd.DataFrame(pair_rows(rows))
+    who = ("the offline backend (no model: same topic when the two passages are similar enough)"
+           if backend == "offline" else "the LLM")
+    st.caption(f"The pairs of passages most alike in meaning and place in the document (reference lists left out), "
+               f"each checked by {who}: same topic or different topics. The topics follow a check unless "
+               f"'{SLIDERS['w'][0]}' lets the passages' meaning outweigh it.")
+    df = pd.DataFrame(checked_pair_rows(pair_rows(rows)))
     st.dataframe(
-        df.style.map(lambda v: "color: #15803d" if v == "together" else ("color: #b91c1c" if v == "apart" else ""),
-                     subset=["marked"]),
+        df.style.map(lambda v: "color: #15803d" if v == "same topic" else
+                     ("color: #b91c1c" if v == "different topics" else ""), subset=["checked as"]),
         hide_index=True,
         width="stretch",
-        column_config={**{k: st.column_config.Column(help=v) for k, v in PAIR_HELP.items()},
-                       "pair score": st.column_config.NumberColumn(help=PAIR_HELP["pair score"], format="%.3f")},
+        column_config={**{k: st.column_config.Column(help=v) for k, v in CHECKED_COLUMN_HELP.items()},
+                       "pair score": st.column_config.NumberColumn(help=CHECKED_COLUMN_HELP["pair score"],
+                                                                   format="%.3f")},
     )
 else:
-    st.info("No pairs marked ('Passage pairs to check' is 0, or there are fewer than two passages).")
+    st.info(f"No pairs checked ('{SLIDERS['k'][0]}' is 0, or there are fewer than two passages).")

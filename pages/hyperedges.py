@@ -1,5 +1,6 @@
 """Hyper-edge graph: TEXT nodes grouped by hyper-edges inside their sections, and the
-must-link relations that connect hyper-edges across sections (DocMaster Sec. 2.3)."""
+must-link relations that connect hyper-edges across sections (DocMaster Sec. 2.3). Boxes and
+dots are coloured by topic; the legend lists every colour drawn (:func:`ui.graph.legend_topics`)."""
 from __future__ import annotations
 
 import html
@@ -9,26 +10,28 @@ import streamlit as st
 from streamlit_agraph import Config, Edge, Node, agraph
 
 from docmaster_core.errors import DocMasterError
+from docmaster_core.index.builder import leave_out_back_matter
 from docmaster_core.index.hyperedges import hyperedge_roles
 from ui import state
+from ui.cluster_chart import SAME_HELP, SAME_LABEL, document_topic_names, settings_line
 from ui.indexing import (
     HE_LINKS_HELP,
     HE_LINKS_LABEL,
-    MUST_PAIRS_HELP,
-    MUST_PAIRS_LABEL,
     build_document_index,
-    document_topic_names,
     index_params,
     load_document_index,
     top_links,
 )
 from ui.graph import (
+    COLOURS_NOTE,
+    GOOD_FOR_GRAPH,
     MAX_GRAPH_HEIGHT,
     READABLE_HYPEREDGES,
     default_hyperedge,
     group_names,
     hyperedge_vectors,
     labelled_hyperedges,
+    legend_topics,
     needs_overview,
     overview_layout,
     parent_section,
@@ -36,6 +39,7 @@ from ui.graph import (
     section_counts,
     short_heading,
     strongest_partners,
+    topic_colour,
     tree_positions,
 )
 from ui.plain import (
@@ -49,7 +53,6 @@ from ui.plain import (
     TOPICS_LABEL,
     group_label,
     group_option,
-    params_line,
     topic_label,
     topic_words,
 )
@@ -68,15 +71,10 @@ W_SCOPE_CLUSTER = "w_he_scope_cluster"
 W_TOPLINKS = "w_he_top_links"  # shared by all documents: how many links per hyper-edge to draw
 DEFAULT_TOP_LINKS = 2
 PARTNERS_LISTED = 5  # must-linked hyper-edges listed for the selected one (the most similar)
-PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c",
-           "#4f46e5", "#0d9488", "#9333ea", "#ca8a04", "#e11d48", "#059669"]
-
-
-def _color(cluster: int) -> str:
-    return "#9ca3af" if cluster < 0 else PALETTE[cluster % len(PALETTE)]
 
 
 page_header("Hyper-edge graph")
+st.caption(GOOD_FOR_GRAPH)
 dm = open_docmaster_or_stop()
 rec = choose_document(dm, W_DOC)
 if rec is None:
@@ -86,15 +84,14 @@ tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
 W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER = (
     state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER))
 params = index_params()
-st.caption(params_line(params))
+st.caption(settings_line(params))
 idx = load_document_index(dm, rec.doc_id, params)
 if idx is None:
     st.info("No semantic index is stored for this document and these parameters yet: its passages are not "
             "grouped yet.")
     if st.button("Build the index now", type="primary", icon=":material/build:", key="w_he_build"):
         try:
-            with st.spinner("Pairing similar passages, marking the pairs, finding topics and grouping passages "
-                            "(SEC anchor pairs, LLM labels, PC-KMeans, hyper-edges) ..."):
+            with st.spinner("Checking pairs of similar passages, finding topics and grouping passages ..."):
                 build_document_index(dm, rec.doc_id, params)
         except DocMasterError as e:
             st.error(md_escape(f"Index build failed: {e}"))
@@ -102,6 +99,7 @@ if idx is None:
         st.rerun()
     st.stop()
 
+idx = leave_out_back_matter(idx, tree)  # an index stored before the reference list was left out of the topics
 hes = idx.hyperedges
 if not hes:
     st.warning("This document has no groups of passages (no paragraphs of running text).")
@@ -121,7 +119,7 @@ m[0].metric(GROUPS_LABEL, len(hes), help=GROUPS_HELP)
 m[1].metric("sections", len({h.section_id for h in hes}))
 m[2].metric(PASSAGES_LABEL, int(s.get("text_nodes", len(he_of_node))), help=PASSAGES_HELP)
 m[3].metric(HE_LINKS_LABEL, len(links), help=HE_LINKS_HELP)
-m[4].metric(MUST_PAIRS_LABEL, int(s.get("must", 0)), help=MUST_PAIRS_HELP)
+m[4].metric(SAME_LABEL, int(s.get("must", 0)), help=SAME_HELP)
 m[5].metric(TOPICS_LABEL, int(s.get("clusters", 0)), help=TOPICS_HELP)
 topic_names = document_topic_names(dm, idx, tree)
 
@@ -282,8 +280,8 @@ def _add_section_chain(sid: int) -> None:
 for h in drawn:
     _add_section_chain(h.section_id)
     chosen_style = {"borderWidth": 2 if overview else 4,
-                    "color": {"background": _color(h.cluster), "border": "#111827"}} \
-        if h.id == selected_he else {"color": _color(h.cluster)}
+                    "color": {"background": topic_colour(h.cluster), "border": "#111827"}} \
+        if h.id == selected_he else {"color": topic_colour(h.cluster)}
     name = f" · {names[h.id]}" if names.get(h.id) else ""
     _add(Node(id=f"h:{h.id}", title=html.escape(f"{group_label(h.id)}{name} · topic: {_topic(h.cluster)} · "
                                                  + shorten(h.summary, 300)),
@@ -298,9 +296,9 @@ for h in drawn:
             _add(Node(id=f"t:{nid}", label=f"#{nid}", title=html.escape(f"passage #{nid} · topic: "
                                                                         f"{_topic(label_of.get(nid, -1))} · "
                                                                         + shorten(n.content, 300)), shape="dot",
-                      color=_color(label_of.get(nid, -1)), size=dot.size if dot else 6,
+                      color=topic_colour(label_of.get(nid, -1)), size=dot.size if dot else 6,
                       font={"size": dot.font if dot else 10}, **_at(f"t:{nid}")))
-            edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=_color(h.cluster), width=1))
+            edges.append(Edge(source=f"h:{h.id}", target=f"t:{nid}", color=topic_colour(h.cluster), width=1))
 for a, b in drawn_links:
     if a in drawn_ids and b in drawn_ids:
         edges.append(Edge(source=f"h:{a}", target=f"h:{b}", color="#ef4444", width=2, dashes=True,
@@ -311,7 +309,6 @@ left, right = st.columns([2, 1], gap="large")
 with left:
     n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
     st.markdown(GRAPH_LEGEND)
-    used = sorted({h.cluster for h in drawn})
     st.caption(f"{n_drawn} of {len(links)} links between groups drawn (the top {per_edge} per group)."
                + (" Links join groups of different sections: draw one topic or the whole document to see them."
                   if n_drawn == 0 and links and view == "section" else ""))
@@ -326,11 +323,17 @@ with left:
                + " A group's box reads G and its number (G3), its section's heading and, when the section holds several "
                  "groups, after \u00b7 the word that sets this group apart from the others (its topic, the colour, "
                  "is shared with groups of other sections).")
-    with st.expander(f"Topic colours ({len(used)} topics drawn)"):
-        legend = pd.DataFrame({"topic": [topic_label(c, topic_names.get(c)) for c in used],
-                               "groups": [sum(h.cluster == c for h in drawn) for c in used],
-                               "colour": ["" for _ in used]})
-        st.dataframe(legend.style.apply(lambda col: [f"background-color: {_color(c)}" for c in used], subset=["colour"]),
+    # every colour drawn: the groups' boxes and, when shown, the passages' own dots (the legend listed the
+    # boxes' topics only, "1 topics drawn" above dots of three colours)
+    shown = legend_topics(drawn, label_of, show_passages)
+    with st.expander(f"Topic colours ({len(shown)} drawn)"):
+        st.caption(COLOURS_NOTE)
+        legend = pd.DataFrame({"topic": [topic_label(r["topic"], topic_names.get(r["topic"])) for r in shown],
+                               "groups": [r["groups"] for r in shown],
+                               **({"passages": [r["passages"] for r in shown]} if show_passages else {}),
+                               "colour": ["" for _ in shown]})
+        st.dataframe(legend.style.apply(lambda col: [f"background-color: {topic_colour(r['topic'])}" for r in shown],
+                                        subset=["colour"]),
                      hide_index=True, width="content")
     height = MAX_GRAPH_HEIGHT if overview else \
         int(min(MAX_GRAPH_HEIGHT, max(360, 60 + 34 * max(1, sum(1 for k in pos if k.startswith(("h:", "t:")))))))

@@ -122,6 +122,26 @@ def test_hyperedge_page_select_hyperedge(app_uploaded):
     assert len(at.image) == 1
 
 
+def test_hyperedge_legend_lists_every_colour_drawn(app_uploaded):
+    """The legend said "1 topics drawn" while the dots had 3 colours: with the passages shown, it
+    lists their topics too, and its count is its number of rows."""
+    at = open_app("pages/hyperedges.py")
+    at.radio(key=doc_key(at, "w_he_view")).set_value("all")
+    at.toggle(key=doc_key(at, "w_he_passages")).set_value(True)
+    run_app(at)
+    title = next(e.label for e in at.expander if e.label.startswith("Topic colours"))
+    n = int(re.search(r"\((\d+) drawn\)", title).group(1))
+    legend = next(df.value for df in at.dataframe if "passages" in getattr(df.value, "columns", [])
+                  and "colour" in df.value.columns)
+    assert len(legend) == n and int(legend["groups"].sum()) == len(at.selectbox(key=doc_key(at, "w_he_select")).options)
+    # the selected group's passages: each one's topic is a legend row
+    words = [str(t).split(" · ", 1)[-1] for t in legend["topic"]]
+    plain = [e.label.replace("\\", "") for e in at.expander]  # the labels are Markdown-escaped
+    members = [re.search(r"topic: (.*?) · ", x).group(1) for x in plain if re.match(r"#\d+ · p\. ", x)]
+    assert members and all(m == "no topic" and "no topic" in legend["topic"].tolist() or
+                           any(w.startswith(m) for w in words) for m in members), (members, words)
+
+
 def test_hyperedge_page_builds_a_missing_index(app_uploaded):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_index_params"] = {"alpha": 0.5, "k": 5, "K": 3, "w": 2.0}
@@ -159,7 +179,7 @@ def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     assert int(now[TOPICS_LABEL]) <= 2 and now[PASSAGES_LABEL] == first[PASSAGES_LABEL]
     assert at.session_state["dm_index_params"]["K"] == 2
     # the page says where the settings apply and how long they hold (a newcomer asked); its address carries them
-    assert any("a reload of this page keeps them" in c.value and "K 8" in c.value for c in at.caption)
+    assert any("a reload of this page keeps them" in c.value and "starts at 8 topics" in c.value for c in at.caption)
     assert at.query_params["K"] == ["2"] or at.query_params["K"] == "2"
     at.slider(key="w_clusters_alpha").set_value(0.3)
     run_app(at)
@@ -637,11 +657,14 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     """Issue 36: the Hyper-edge graph and Clusters pages say what they show ("What am I
     looking at?"), and their metric labels, choices and table columns are plain words
     (the paper's names only in help texts)."""
+    from ui.cluster_chart import CHECKED_COLUMNS, GOOD_FOR_CLUSTERS, SLIDERS
+    from ui.graph import GOOD_FOR_GRAPH
     from ui.layout import WHAT_LEAD
-    from ui.plain import GROUP_RE, PAIR_COLUMNS, WHAT_CLUSTERS, WHAT_GRAPH
+    from ui.plain import GROUP_RE, WHAT_CLUSTERS, WHAT_GRAPH
 
     at = open_app("pages/hyperedges.py")
     assert any(c.value == WHAT_LEAD + WHAT_GRAPH for c in at.caption)
+    assert any(c.value == GOOD_FOR_GRAPH for c in at.caption)  # what the page is good for, under it
     labels = [m.label for m in at.metric]
     assert labels and not [x for x in labels if _JARGON.search(x)], labels
     sb = at.selectbox(key=doc_key(at, "w_he_select"))
@@ -656,15 +679,21 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     at.switch_page("pages/clusters.py")
     run_app(at)
     assert any(c.value == WHAT_LEAD + WHAT_CLUSTERS for c in at.caption)
+    assert any(c.value == GOOD_FOR_CLUSTERS for c in at.caption)
     labels = [m.label for m in at.metric]
     assert labels and not [x for x in labels if _JARGON.search(x)], labels
-    # the sliders say what they do; the symbols are only in brackets
-    assert [s.label for s in at.slider] == ["Meaning vs. place in the tree (alpha)", "Passage pairs to check (k)",
-                                            "Number of topics (K)", "How firmly pairs are kept (w)"]
-    pairs = [df for df in at.dataframe if "marked" in getattr(df.value, "columns", [])]
-    assert pairs, "no table of marked pairs"
-    assert list(pairs[0].value.columns) == list(PAIR_COLUMNS)
-    assert set(pairs[0].value["marked"]) <= {"together", "apart"}
+    # "marked together", "marks broken": what they are for the user (a colleague asked)
+    assert {"checked: same topic", "checked: different topics", "checks not followed"} <= set(labels)
+    # the sliders say what they do, the setting to move first first; the paper's symbols only in the help
+    assert [s.label for s in at.slider] == [SLIDERS[k][0] for k in ("K", "k", "w", "alpha")]
+    assert at.slider[0].label == "Number of topics"
+    for sl, sym in zip(at.slider, ("(The paper's K", "(The paper's k", "(The paper's w", "(The paper's alpha")):
+        assert not re.search(r"\((?:K|k|w|alpha)\)", sl.label) and sym in sl.help, sl.label
+    assert not any(re.search(r"SEC|Eq\. \d|PC-KMeans|\bw =", c.value) for c in at.caption)
+    pairs = [df for df in at.dataframe if "checked as" in getattr(df.value, "columns", [])]
+    assert pairs, "no table of checked pairs"
+    assert list(pairs[0].value.columns) == list(CHECKED_COLUMNS)
+    assert set(pairs[0].value["checked as"]) <= {"same topic", "different topics"}
     # the whole collection: a line says what the topics leave out and follow
     at.radio(key="w_clusters_mode").set_value("collection")
     run_app(at)

@@ -159,22 +159,22 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
         timings["clusters choose document"] = timed(page, open_options(page, "Document", "unet").click)
         assert exception_count(page) == 0
         assert "unet" in selected_text(selectbox(page, "Document")).lower()
-        before = slider_value(page, "alpha")
-        timings["clusters alpha slider"] = timed(page, lambda: move_slider(page, "alpha", 1))
-        assert slider_value(page, "alpha") != before
-        before = slider_value(page, "Number of topics (K)")
-        timings["clusters K slider"] = timed(page, lambda: move_slider(page, "Number of topics (K)", 1))
-        assert slider_value(page, "Number of topics (K)") != before
+        before = slider_value(page, "alike in meaning")
+        timings["clusters alpha slider"] = timed(page, lambda: move_slider(page, "alike in meaning", 1))
+        assert slider_value(page, "alike in meaning") != before
+        before = slider_value(page, "Number of topics")
+        timings["clusters K slider"] = timed(page, lambda: move_slider(page, "Number of topics", 1))
+        assert slider_value(page, "Number of topics") != before
         wait_idle(page)
         assert exception_count(page) == 0
         # issue 36: two quick parameter changes in a row (the second before the first rebuild ends)
         # never report the app's own write as "another process"
-        before = slider_value(page, "Number of topics (K)")
-        move_slider(page, "Number of topics (K)", 1)
+        before = slider_value(page, "Number of topics")
+        move_slider(page, "Number of topics", 1)
         time.sleep(0.3)
-        move_slider(page, "Number of topics (K)", 1)
+        move_slider(page, "Number of topics", 1)
         wait_idle(page)
-        assert slider_value(page, "Number of topics (K)") != before
+        assert slider_value(page, "Number of topics") != before
         assert page.get_by_text("another process").count() == 0
         assert exception_count(page) == 0
         assert page.locator("[data-testid='stVegaLiteChart']").count() == 1

@@ -227,12 +227,12 @@ def test_cluster_colours_and_names_follow_an_alpha_move(umap_server):
         open_page(page, f"{url}/clusters")
         _choose_the_transformer_paper(page)
         prev = _points(_chart(page))
-        assert slider_value(page, "alpha") == "0.60"
+        assert slider_value(page, "alike in meaning") == "0.60"
         total = [0, 0, 0]
         for want in ("0.55", "0.50", "0.45", "0.40", "0.35", "0.30"):
-            timed(page, lambda: move_slider(page, "alpha", 1, key="ArrowLeft"))
+            timed(page, lambda: move_slider(page, "alike in meaning", 1, key="ArrowLeft"))
             wait_idle(page)
-            assert slider_value(page, "alpha") == want
+            assert slider_value(page, "alike in meaning") == want
             now = _points(_chart(page))
             total = [a + b for a, b in zip(total, _check_follow(prev, now))]
             prev = now
@@ -312,14 +312,14 @@ def test_quick_changes_in_collection_scope_never_blame_another_process(umap_serv
         timed(page, page.get_by_text("whole collection").click)
         wait_idle(page)
         assert page.locator("[data-testid='stVegaLiteChart']").count() == 1
-        before = slider_value(page, "Number of topics (K)")
-        move_slider(page, "Number of topics (K)", 2)
+        before = slider_value(page, "Number of topics")
+        move_slider(page, "Number of topics", 2)
         time.sleep(0.3)
-        move_slider(page, "alpha", 1)
+        move_slider(page, "alike in meaning", 1)
         time.sleep(0.3)
-        move_slider(page, "Number of topics (K)", 1)
+        move_slider(page, "Number of topics", 1)
         wait_idle(page)
-        assert int(slider_value(page, "Number of topics (K)")) == int(before) + 3
+        assert int(slider_value(page, "Number of topics")) == int(before) + 3
         assert page.get_by_text("another process").count() == 0
         assert page.get_by_text("Could not find").count() == 0
         assert exception_count(page) == 0

@@ -15,7 +15,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from ui.filtering import doc_match, evidence_list  # noqa: E402
-from ui.indexing import HE_LINKS_LABEL, MUST_PAIRS_LABEL  # noqa: E402
+from ui.cluster_chart import SAME_LABEL as MUST_PAIRS_LABEL  # noqa: E402
+from ui.indexing import HE_LINKS_LABEL  # noqa: E402
 from ui.plain import GROUPS_LABEL, TOPICS_LABEL  # noqa: E402
 from support.app import APP, TIMEOUT, collection_table, doc_key, open_app, page_texts, run_app  # noqa: E402,F401
 

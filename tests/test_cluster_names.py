@@ -1,6 +1,8 @@
 """Clusters named by their content (issue 36): class-based TF-IDF over the passages of each cluster."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,52 @@ def test_representative_passages_are_the_closest_to_the_centre_not_the_first():
     assert representative_passages(emb, [-1] * 10) == {}  # noise has no representatives
     with pytest.raises(ValueError):
         representative_passages(emb, labels[:5])
+
+
+def test_names_are_readable_words_only():
+    """A newcomer read "r𝐵𝑟, 𝑚𝑖𝑗, 𝑚new" (an equation's letters), "extra, according, takes"
+    (generic words), "items, documents, ffl" (a ligature's remains) and "feedback, llms,
+    https" (a URL's parts). None of these can name a topic now; content words and acronyms can."""
+    from docmaster_core.index.cluster_names import terms_of
+
+    maths = ["The update r𝐵𝑟 sets 𝑚𝑖𝑗 to 𝑚new for every message passing step.",
+             "Each message 𝑚𝑖𝑗 passes along the edge; r𝐵𝑟 and 𝑚new are recomputed per message step."]
+    generic = ["According to the extra takes, the method takes extra steps according to the schedule.",
+               "The schedule takes extra steps, according to what is shown in the figure of the paper."]
+    bullets = ["ffl Items are ranked; ffl documents are scored against the items of the query.",
+               "ffl The documents and items are indexed; ffl each query retrieves documents."]
+    urls = ["LLMs learn from human feedback, see https://github.com/org/repo and www.example.com for the code.",
+            "Feedback from LLMs is collected as described at https://arxiv.org/abs/2203.02155 (doi:10.1/x)."]
+    texts = maths + generic + bullets + urls
+    names = cluster_names(texts, [0, 0, 1, 1, 2, 2, 3, 3], n_terms=5)
+    bad = re.compile("[\U0001D400-\U0001D7FF]|^(https?|www|com|org|arxiv|doi|ffl|according|extra|takes|shown|"
+                     "figure|paper)$")
+    for c, words in names.items():
+        assert words and not [w for w in words if bad.search(w)], (c, words)
+    assert "message" in names[0] and "schedule" in names[1] and "documents" in names[2]
+    assert "llms" in names[3] and "feedback" in names[3]  # an acronym stays, though it has no vowel
+    assert [t for t, _ in terms_of("Dr. Smith's GPT-4 and h100 x2 ﬁnd 2021a")] == ["smith", "gpt"]
+
+
+def test_a_one_passage_topic_of_names_is_named_by_its_section():
+    """ "edward, lockhart, schmitt (1)", "london, college, gower (1)": an author line or an
+    affiliation as a topic of its own. Named by its section when it has one, else "names only";
+    a topic of several passages keeps its words (a contract's defined terms are capitalised too)."""
+    body = ["The model predicts the reward and the value of each state from its hidden state.",
+            "Planning with the learned model searches a tree of hidden states and rewards.",
+            "The hidden state is trained so that predicted rewards match the observed rewards."]
+    authors = "Edward Lockhart, Martin Schmitt and Julian Schrittwieser, University College London, Gower Street"
+    texts = body + [authors]
+    labels = [0, 0, 0, 1]
+    assert cluster_names(texts, labels)[1] == ["names only"]
+    got = cluster_names(texts, labels, sections=["2 Model", "2 Model", "3 Planning", "Acknowledgements"])
+    assert got[1] == ["section “Acknowledgements”"] and "reward" in got[0][0] + got[0][1] + got[0][2]
+    # no title: "names only"; a topic without any telling word takes its section too
+    assert cluster_names(texts, labels, sections=["2 Model"] * 3 + [""])[1] == ["names only"]
+    untold = cluster_names(body + ["1 2 3"], labels, sections=[""] * 3 + ["Schedule A"])
+    assert untold[1] == ["section “Schedule A”"]
+    # a one-passage topic of ordinary words keeps them
+    one = body + ["The licensee pays royalties each quarter on the net sales of licensed products."]
+    assert "licensee" in cluster_names(one, labels, sections=["x"] * 4)[1]
+    with pytest.raises(ValueError, match="section titles"):
+        cluster_names(texts, labels, sections=["x"])

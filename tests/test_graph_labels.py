@@ -243,3 +243,27 @@ def test_hyperedge_vectors_are_unit_means_of_the_members():
     v = hyperedge_vectors(hes, emb)
     assert v[0] == pytest.approx([2 ** -0.5, 2 ** -0.5])
     assert v[1] == pytest.approx([0.6, 0.8])
+
+
+# ---------------------------------------------------------------- topic colours: legend and drawing agree
+
+def test_the_legend_lists_every_colour_the_graph_draws():
+    """A newcomer saw "Topic colours (1 topics drawn)" above dots of three colours: a group's box
+    wears its majority topic, each passage's dot its own. The legend lists the topics of the
+    boxes and, with the passages shown, of the dots (grey "no topic" included)."""
+    from ui.graph import NO_TOPIC_COLOUR, legend_topics, topic_colour
+
+    groups = [HyperEdge(id=0, doc_id="d", section_id=1, node_ids=[2, 3, 4], summary="", cluster=5),
+              HyperEdge(id=1, doc_id="d", section_id=1, node_ids=[6, 7], summary="", cluster=5),
+              HyperEdge(id=2, doc_id="d", section_id=8, node_ids=[9], summary="", cluster=-1)]
+    label_of = {2: 5, 3: 5, 4: 1, 6: 7, 7: 5, 9: -1}
+    boxes_only = legend_topics(groups, label_of, show_passages=False)
+    assert [r["topic"] for r in boxes_only] == [-1, 5] and [r["groups"] for r in boxes_only] == [1, 2]
+    with_dots = legend_topics(groups, label_of, show_passages=True)
+    assert [r["topic"] for r in with_dots] == [-1, 1, 5, 7]
+    assert {r["topic"]: r["passages"] for r in with_dots} == {-1: 1, 1: 1, 5: 3, 7: 1}
+    assert sum(r["passages"] for r in with_dots) == sum(len(h.node_ids) for h in groups)
+    # every colour drawn (boxes, dots) is a legend row's colour, and no legend row is undrawn
+    drawn = {topic_colour(h.cluster) for h in groups} | {topic_colour(label_of[n]) for h in groups for n in h.node_ids}
+    assert drawn == {topic_colour(r["topic"]) for r in with_dots}
+    assert topic_colour(-1) == NO_TOPIC_COLOUR and topic_colour(5) != NO_TOPIC_COLOUR

@@ -92,22 +92,25 @@ def check_consistent(idx: DocumentIndex, tree: DocumentTree, params: IndexSettin
     assert st["must"] + st["cannot"] == st["anchor_pairs"]
     assert st["must"] == int(idx.anchor_labels.sum()) == idx.must_link_pairs().shape[0]
     assert st["cannot"] == idx.cannot_link_pairs().shape[0]
-    assert st["clusters"] == idx.centers.shape[0] == min(params.K, m)
+    # the reference list (label -1) is in no cluster and no anchor pair
+    clustered = idx.labels >= 0
+    assert st.get("left_out", 0) == m - int(clustered.sum()) == sum(st.get("left_out_by_reason", {}).values())
+    assert st["clusters"] == idx.centers.shape[0] == min(params.K, int(clustered.sum()))
     assert st["hyperedges"] == len(idx.hyperedges) == idx.hyperedge_embeddings.shape[0]
     assert st["must_links"] == idx.hyperedge_links.shape[0]
-    if m:
-        assert idx.labels.min() >= 0 and idx.labels.max() < st["clusters"]
-    text = set(idx.text_node_ids.tolist())
+    if clustered.any():
+        assert idx.labels[clustered].max() < st["clusters"]
+    text = set(idx.text_node_ids[clustered].tolist())
     assert all(a in text and b in text and a < b for a, b in idx.anchor_pairs.tolist())
     assert np.all(np.diff(idx.anchor_scores) <= 1e-12)
     # hyper-edges cover every TEXT node exactly once
     covered = sorted(i for h in idx.hyperedges for i in h.node_ids)
-    assert covered == sorted(text)
-    # objective = SSE + w * violated constraints (Eq. 2)
-    if m:
-        pos = {n: p for p, n in enumerate(idx.text_node_ids.tolist())}
-        lab = idx.labels
-        E = embed(tree)[idx.text_node_ids]
+    assert covered == sorted(idx.text_node_ids.tolist())
+    # objective = SSE + w * violated constraints (Eq. 2), over the clustered nodes
+    if clustered.any():
+        pos = {n: p for p, n in enumerate(idx.text_node_ids[clustered].tolist())}
+        lab = idx.labels[clustered]
+        E = embed(tree)[idx.text_node_ids[clustered]]
         sse = float(((E.astype(np.float64) - idx.centers[lab]) ** 2).sum())
         viol = sum((lab[pos[a]] != lab[pos[b]]) == bool(ml) for (a, b), ml in zip(idx.anchor_pairs.tolist(), idx.anchor_labels))
         assert viol == st["violated_must"] + st["violated_cannot"]

@@ -8,26 +8,115 @@ topic modeling with a class-based TF-IDF procedure", Eq. 1):
 
 with ``tf(t, c)`` the frequency of term t in cluster c (all its passages joined, L1-
 normalised per cluster), ``f(t)`` the frequency of t over all clusters and ``A`` the
-average number of words per cluster. Counting is scikit-learn's ``CountVectorizer``
-(English stop words removed, words of 3+ letters). A term found in one passage only is
+average number of words per cluster. Counting is scikit-learn's ``CountVectorizer`` over
+readable words only (:func:`terms_of`): words of 3+ letters and nothing else, none with a
+math-alphanumeric letter (U+1D400-U+1D7FF: the "𝐵", "𝑚" of equations gave names like
+"r𝐵𝑟, 𝑚new"), no part of a URL or e-mail address ("https", "www", "arxiv", "doi"), no
+lower-case word without a vowel ("ffl", a ligature's remains; "LLMs", an acronym, stays),
+no stop word (scikit-learn's English list) and no generic word of any document
+(:data:`GENERIC_WORDS`: "according", "takes", "extra", "shown", "paper", "figure"). A term
+found in one passage only is
 not a name (``min_passages``): a name says what several passages share; and with four or
 more clusters a term found in most of them names none (``max_share``). Over a collection, a
 term found in the passages of one document only is not a name either (``min_groups``): a party,
 a station's call sign ("WLIB"), a product or a defined term names a contract, not what the
 contracts of a cluster share.
+
+A topic of one passage whose telling words are names ("edward, lockhart, schmitt": an
+author line; "london, college, gower": an affiliation) says nothing to a reader: with the
+passages' section titles given it is named by its section ("section “Acknowledgements”"),
+else "names only"; a topic with no telling word at all is named by its section alike.
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cluster_names", "representative_passages"]
+__all__ = ["cluster_names", "representative_passages", "terms_of", "GENERIC_WORDS", "URL_WORDS"]
+
+#: Words of any document that say nothing about a topic: reporting and linking verbs,
+#: hedges, document furniture ("figure", "section"), ordinals. Added to scikit-learn's
+#: English stop words (which hold "show", "also", "however", not "shown" or "according").
+GENERIC_WORDS = frozenset("""
+according accordingly achieve achieved achieves add added adding adds additional additionally allow allowed allows
+apply applied applies approximately available based basis case cases certain chapter clearly consider considered
+considering considers contain contained containing contains corresponding currently demonstrate demonstrated
+demonstrates describe described describes different discuss discussed discusses does doing done due eg etc et al
+example examples extra fact fig figs figure figures finally find finding finds follow followed following follows
+furthermore generally given gives giving good great greater help helps high higher highly ie important include included
+includes including indeed instead introduce introduced introduces just key known large larger largely lead leads let
+lets like likely low lower main mainly make makes making made mean means necessary need needed needs new note noted
+notes novel obtain obtained obtains order overall page pages paper papers paragraph particular particularly perform
+performed performing performs possible present presented presents previous previously propose proposed proposes
+provide provided provides providing really recent recently refer referred refers regarding related relatively report
+reported reports respectively result results said section sections see seen shall showed showing shown shows
+significant significantly similar similarly simple simply small smaller specific specifically studied suggest suggests
+suppose table tables take taken takes taking therefore thus total toward towards typically use used uses using usually
+various versus via way ways whether yes first second third fourth fifth last next
+""".split())
+#: Parts of web and e-mail addresses and of identifiers that name no topic.
+URL_WORDS = frozenset("http https www com org net edu gov html htm php pdf url doi arxiv preprint abs".split())
+
+_URL = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|\b[\w.-]+\.(?:com|org|net|edu|gov|io)\b\S*", re.IGNORECASE)
+_RUN = re.compile(r"[^\W_]+")
+_MATH_LETTER = re.compile("[\U0001D400-\U0001D7FF]")
+_VOWEL = re.compile(r"[aeiouy]")
+_LATIN = re.compile(r"^[a-z]+$")
+
+
+def terms_of(text: str | None, stop: frozenset | None = None) -> list[tuple[str, bool]]:
+    """The readable words of ``text`` as ``(term, written_lower)``: the term in lower case
+    and whether this occurrence was written all in lower case (a proper name never is).
+
+    Args:
+        text: A passage.
+        stop: Terms to drop (default: scikit-learn's English stop words, :data:`GENERIC_WORDS`
+            and :data:`URL_WORDS`).
+    """
+    if stop is None:
+        stop = _default_stop()
+    out = []
+    for run in _RUN.findall(_URL.sub(" ", text or "")):
+        if _MATH_LETTER.search(run):  # "r𝐵𝑟", "𝑚new": a formula's letters
+            continue
+        word = unicodedata.normalize("NFKC", run)  # "ﬁnd" -> "find"
+        if len(word) < 3 or not word.isalpha():  # digits glued to it ("h100", "2021a"): no word
+            continue
+        low = word.lower()
+        if low in stop:
+            continue
+        if _LATIN.match(low) and not _VOWEL.search(low) and sum(c.isupper() for c in word) < 2:
+            continue  # "ffl", "pp": no English word; "LLMs", "RSV" (acronyms) stay
+        out.append((low, word == low))
+    return out
+
+
+_STOP: frozenset | None = None
+
+
+def _default_stop() -> frozenset:
+    global _STOP
+    if _STOP is None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        _STOP = frozenset(ENGLISH_STOP_WORDS) | GENERIC_WORDS | URL_WORDS
+    return _STOP
+
+
+def _section_name(title: str, width: int = 40) -> str:
+    """``section “Acknowledgements”``: a heading as a topic's name, cut at a word."""
+    t = " ".join((title or "").split())
+    if len(t) > width:
+        t = t[:width].rsplit(" ", 1)[0].rstrip(" ,.;:") + "…"
+    return f"section “{t}”"
 
 
 def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3, min_passages: int = 2,
-                  max_share: float = 0.5, groups: Sequence[object] | None = None, min_groups: int = 2
-                  ) -> dict[int, list[str]]:
+                  max_share: float = 0.5, groups: Sequence[object] | None = None, min_groups: int = 2,
+                  sections: Sequence[str] | None = None) -> dict[int, list[str]]:
     """The ``n_terms`` most distinctive terms of each cluster (BERTopic's c-TF-IDF).
 
     Args:
@@ -44,12 +133,17 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
         min_groups: A term must occur in passages of at least this many documents of the
             cluster (of a cluster spanning that many; else in one). A cluster none of whose
             terms passes this rule is named without it.
+        sections: Length n, the title of each passage's section ("" for none); a topic
+            of one passage whose words are mostly names, or a topic without telling
+            words, is named by its (most common) section: ``["section “Acknowledgements”"]``.
 
     Returns:
-        ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``.
+        ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``
+        (or its section); a one-passage cluster of names ``["section “...”"]`` or
+        ``["names only"]``.
 
     Raises:
-        ValueError: ``texts`` and ``labels`` differ in length.
+        ValueError: ``texts``, ``labels``, ``groups`` or ``sections`` differ in length.
     """
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -58,15 +152,25 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
         raise ValueError(f"{len(texts)} texts but {labels.size} labels")
     if groups is not None and len(groups) != labels.size:
         raise ValueError(f"{len(groups)} document ids but {labels.size} labels")
+    if sections is not None and len(sections) != labels.size:
+        raise ValueError(f"{len(sections)} section titles but {labels.size} labels")
     keep = labels >= 0
     clusters = sorted(set(labels[keep].tolist()))
     if not clusters:
         return {}
-    vec = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[^\W\d_]{3,}\b", lowercase=True)
+    lower: dict[str, int] = {}  # occurrences written in lower case: a name has none
+
+    def analyse(text: str) -> list[str]:
+        got = terms_of(text)
+        for t, low in got:
+            lower[t] = lower.get(t, 0) + int(low)
+        return [t for t, _ in got]
+
+    vec = CountVectorizer(analyzer=analyse)
     try:
         x = vec.fit_transform([t or "" for t, k in zip(texts, keep) if k])  # (passages, terms) counts
     except ValueError:  # no term at all (empty vocabulary)
-        return {c: [] for c in clusters}
+        return _by_section({c: [] for c in clusters}, labels, sections, lower)
     lab = labels[keep]
     member = np.zeros((len(clusters), lab.size))
     member[np.searchsorted(clusters, lab), np.arange(lab.size)] = 1.0
@@ -104,7 +208,25 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     for i, c in enumerate(clusters):
         best = np.argsort(-w[i], kind="stable")[:n_terms]
         out[c] = [str(terms[j]) for j in best if w[i, j] > 0]
-    return out
+    return _by_section(out, labels, sections, lower)
+
+
+def _by_section(names: dict[int, list[str]], labels: np.ndarray, sections: Sequence[str] | None,
+                lower: dict[str, int]) -> dict[int, list[str]]:
+    """One-passage topics named by names, and topics without a word, named by their section."""
+    size = {int(c): int(n) for c, n in zip(*np.unique(labels[labels >= 0], return_counts=True))}
+    for c, words in names.items():
+        named = sum(lower.get(t, 0) == 0 for t in words)  # never written in lower case: a name
+        of_names = size.get(c, 0) == 1 and bool(words) and 3 * named >= 2 * len(words)
+        if words and not of_names:
+            continue
+        titles = [str(t or "").strip() for t, lab in zip(sections or [], labels.tolist()) if lab == c]
+        titles = [t for t in titles if t]
+        if titles:
+            names[c] = [_section_name(max(set(titles), key=titles.count))]
+        elif of_names:
+            names[c] = ["names only"]
+    return names
 
 
 def representative_passages(emb: np.ndarray, labels: Sequence[int], n: int = 3) -> dict[int, list[int]]:

@@ -28,8 +28,8 @@ COLLECTION_KEY = "__collection__"
 #: and back matter out too; ``signature``: signature blocks out too), and their version in the stored
 #: collection index's key.
 COLLECTION_BOILERPLATE: dict = {"min_words": 8, "min_docs": 2, "min_repeats": 3, "roles": True, "signature": True}
-COLLECTION_BOILERPLATE_VERSION = ("v2: short<8 words, repeated in 2+ documents or 3+ times, front/back matter, "
-                                  "signature blocks")
+COLLECTION_BOILERPLATE_VERSION = ("v3: short<8 words, repeated in 2+ documents or 3+ times, front matter, the "
+                                  "reference list at any heading level or read as entries, signature blocks")
 
 
 class IndexStage:
