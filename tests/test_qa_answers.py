@@ -308,19 +308,16 @@ def test_a_name_the_documents_use_only_elsewhere_than_the_best_passages_is_not_f
 
 
 def test_a_verb_or_adjective_the_contract_never_uses_is_the_askers_word_a_noun_is_not():
-    """Held-out users' "how long are they *barred* from competing", "what do they *owe*", "if Oceanic
-    *drops* the shows", "to *fix* a breach": a word the question uses as a verb, an adjective or an
-    adverb (a part-of-speech tagger reads the question) that the documents never use is the asker's
-    paraphrase, not what is asked; a noun the contract lacks ("insurance") still says it has no such
-    clause, and so does a verb the collection writes about widely ("terminate")."""
-    from docmaster_core.text.answer_units import Background, lay_words, terms_of, verdict
+    """A held-out user's "how long are they *barred* from competing", "what do they *owe*", "can it
+    be held *liable*": a word English uses only as a verb, an adjective or an adverb (LemmInflect)
+    that the documents never use is the asker's paraphrase, not what is asked; a noun the contract
+    lacks ("insurance") still says it has no such clause, and so does a verb the collection
+    writes about widely ("terminate") that this contract never uses."""
+    from docmaster_core.text.answer_units import Background, is_lay_word, terms_of, verdict
 
-    assert {"drops", "owe", "fix", "barred", "back"} <= (
-        lay_words("What happens if it drops the shows?") | lay_words("What do they owe?")
-        | lay_words("How long does it get to fix a breach?") | lay_words("How long are they barred?")
-        | lay_words("Can the network back out of the license?"))
-    nouns = lay_words("What insurance must the licensee carry under the product deal and what is the liability cap?")
-    assert not {"insurance", "licensee", "deal", "liability", "cap"} & nouns and "carry" in nouns
+    assert [w for w in ("owe", "barred", "liable", "early", "competing", "terminate") if is_lay_word(w)] == [
+        "owe", "barred", "liable", "early", "competing", "terminate"]
+    assert not any(is_lay_word(w) for w in ("insurance", "penalty", "deal", "Owe", "covid19", "xqzzy", ""))
     contract = ["9.2 Non-Competition. For 2 (two) years from the end or expiry of the JSMA, neither party "
                 "shall compete with the other in the Territory.",
                 "6.1 Fees. Licensee shall pay a cancellation fee of Five Thousand Dollars ($5,000) per month if the "

@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -176,41 +175,22 @@ def _lemma(word: str) -> str:
     return simplemma.lemmatize(word, lang="en")
 
 
-@functools.lru_cache(maxsize=1)
-def _pos_tagger() -> Any:
-    """HanTa's English tagger (Wartena 2019, "A probabilistic morphology model for German
-    lemmatization"; the model ships in the package), loaded once (~0.2 s); None when HanTa is
-    missing."""
+@functools.lru_cache(maxsize=4096)
+def is_lay_word(word: str) -> bool:
+    """True for a lower-case word that English uses only as a verb, an adjective or an adverb,
+    never as a noun (LemmInflect's lexicon, Jascob 2019: "owe", "barred", "settles", "liable",
+    "competing", "early"): what a question says with it, a document says in its own words
+    ("shall pay", "shall not compete"); what a question asks *about* is a noun ("insurance",
+    "penalty", "cap"). False for an unknown word, a capitalised one, a number, or when
+    LemmInflect is missing."""
+    if not word or not word.islower() or not word.isalpha():
+        return False
     try:
-        from HanTa import HanoverTagger
+        from lemminflect import getAllLemmas
     except ImportError:  # pragma: no cover - a pinned dependency (requirements.txt)
-        return None
-    return HanoverTagger.HanoverTagger("morphmodel_en.pgz")
-
-
-_TOKEN = re.compile(r"\w+(?:[-'\u2019.]\w+)*|[^\w\s]")
-_TAGGER_LOCK = threading.Lock()
-#: CLAWS5 tags (the tagger's) of nouns, names, numbers and unknown tokens: what a question asks *about*
-_NOUN_TAGS = ("NN", "NP", "CRD", "ORD", "ZZ", "UNC")
-
-
-@functools.lru_cache(maxsize=2048)
-def lay_words(question: str) -> frozenset[str]:
-    """The question's words (lower case) that it uses as a verb, an adjective, an adverb, a
-    particle or a conjunction, by a part-of-speech tagger reading the whole question (HanTa,
-    CLAWS5 tags): "*drops*" in "if Oceanic *drops* the shows", "*barred*", "*liable*", "*back* out",
-    "*fix*" in "to *fix* a breach". What a question says with such words, a document says in its own
-    ("shall not compete", "cure such breach"); what it asks *about* is a noun ("insurance", "the
-    liability *cap*", "the product *deal*"), which stays. An adjective before a noun counts as an
-    adjective ("the *maximum* gap"; measured both ways, docs/results/qa.md). Empty when HanTa is
-    missing.
-    """
-    tagger = _pos_tagger()
-    if tagger is None:
-        return frozenset()
-    with _TAGGER_LOCK:  # the tagger keeps state per call
-        tags = tagger.tag_sent(_TOKEN.findall(question))
-    return frozenset(w.lower() for w, _, tag in tags if w[:1].isalpha() and not tag.startswith(_NOUN_TAGS))
+        return False
+    pos = set(getAllLemmas(word))
+    return bool(pos) and not pos & {"NOUN", "PROPN"}
 
 
 # a number written with thousands separators or zero decimals ("$250,000.00"): one term, "250000"
@@ -665,7 +645,7 @@ STRONG_BEST_COVERAGE = 0.5
 #: is no word of the collection's language ("stop" a renewal, "stay" in effect, "run" for a term).
 ASKERS_WORD_SHARE = 0.001
 ASKERS_MIN_NODES = 3
-#: A word the question uses as a verb, adjective or adverb (:func:`lay_words`) the searched documents lack is the asker's own word
+#: A verb, adjective or adverb (:func:`is_lay_word`) the searched documents lack is the asker's own word
 #: only when at most this share of the collection's nodes use it: "owe" (0.4 % of the 59 contracts'
 #: nodes), "liable" (0.8 %), "barred"; not "terminate" (8 %) or "pay" (10.5 %), which name a clause the
 #: collection writes about, so that a contract without them has none.
@@ -773,7 +753,7 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     own = askers_words(profile, bg, passage_texts) + [
         t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _QUALIFIERS or (
-            profile.words.get(t, t).lower() in lay_words(profile.text) and _rare_in_collection(bg, t)) or (
+            is_lay_word(profile.words.get(t, t)) and _rare_in_collection(bg, t)) or (
             _UNTIL_Q.search(profile.text) and (_DURATION_VERBS.fullmatch(profile.words.get(t, t))
                                               or _END_VERBS.fullmatch(profile.words.get(t, t)))))]
     if own:
