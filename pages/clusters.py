@@ -37,7 +37,6 @@ from ui.plain import (
     PASSAGES_LABEL,
     TOPIC_RE,
     TOPICS_LABEL,
-    pair_rows,
     topic_label,
 )
 from ui.projection import (
@@ -338,7 +337,7 @@ if rows:
     st.caption(f"The pairs of passages most alike in meaning and place in the document (reference lists left out), "
                f"each checked by {who}: same topic or different topics. The topics follow a check unless "
                f"'{SLIDERS['w'][0]}' lets the passages' meaning outweigh it.")
-    df = pd.DataFrame(checked_pair_rows(pair_rows(rows)))
+    df = pd.DataFrame(checked_pair_rows(rows))
     st.dataframe(
         df.style.map(lambda v: "color: #15803d" if v == "same topic" else
                      ("color: #b91c1c" if v == "different topics" else ""), subset=["checked as"]),

@@ -92,16 +92,16 @@ CHECKED_COLUMN_HELP = {
 
 
 def checked_pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The marked-pairs rows of :func:`ui.plain.pair_rows` in the page's words
-    (:data:`CHECKED_COLUMNS`): ``checked as`` is ``same topic`` / ``different topics``;
-    other keys (``file``) stay first."""
+    """The anchor-pair rows of :func:`ui.indexing.anchor_rows` in the page's words
+    (:data:`CHECKED_COLUMNS`): ``checked as`` is ``same topic`` (must-link) / ``different
+    topics`` (cannot-link); other keys (``file``) stay first."""
     out = []
     for r in rows:
-        extra = {k: v for k, v in r.items() if k not in ("passage a", "passage b", "pair score", "marked", "same topic",
+        extra = {k: v for k, v in r.items() if k not in ("node a", "node b", "SEC", "label", "same cluster",
                                                          "text a", "text b")}
-        out.append({**extra, "passage a": r["passage a"], "passage b": r["passage b"], "pair score": r["pair score"],
-                    "checked as": "same topic" if r["marked"] == "together" else "different topics",
-                    "now in one topic": r["same topic"], "text a": r["text a"], "text b": r["text b"]})
+        out.append({**extra, "passage a": f"#{r['node a']}", "passage b": f"#{r['node b']}", "pair score": r["SEC"],
+                    "checked as": "same topic" if r["label"] == "must-link" else "different topics",
+                    "now in one topic": r["same cluster"], "text a": r["text a"], "text b": r["text b"]})
     return out
 
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from . import state
 from .graph import hyperedge_vectors
-from .plain import LINKS_HELP, LINKS_LABEL, TOGETHER_HELP, TOGETHER_LABEL
+from .plain import LINKS_HELP, LINKS_LABEL
 
 __all__ = [
     "index_params",
@@ -29,8 +29,6 @@ __all__ = [
     "cluster_run",
     "collection_run",
     "anchor_rows",
-    "MUST_PAIRS_LABEL",
-    "MUST_PAIRS_HELP",
     "HE_LINKS_LABEL",
     "HE_LINKS_HELP",
     "top_links",
@@ -205,10 +203,8 @@ def anchor_rows(idx: Any, tree: Any, width: int = 90) -> list[dict[str, Any]]:
     return rows
 
 
-#: The two must-link counts, labelled the same on the Clusters and Hyper-edge graph pages
-#: (plain words first, issue 36; the paper's names in the help).
-MUST_PAIRS_LABEL = TOGETHER_LABEL
-MUST_PAIRS_HELP = TOGETHER_HELP
+#: The must-links between hyper-edges, labelled the same on the Clusters and Hyper-edge graph
+#: pages (plain words first, issue 36; the paper's names in the help).
 HE_LINKS_LABEL = LINKS_LABEL
 HE_LINKS_HELP = LINKS_HELP
 

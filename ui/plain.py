@@ -1,8 +1,9 @@
 """Plain words for the Hyper-edge graph and Semantic clusters pages (issue 36).
 
 The paper's names stay in the help text: a *hyper-edge* is shown as a "group" of
-passages, a PC-KMeans *cluster* as a "topic", *must-link* / *cannot-link* anchor pairs
-as pairs "marked together" / "marked apart", the SEC score (Eq. 1) as the "pair score".
+passages, a PC-KMeans *cluster* as a "topic", the SEC score (Eq. 1) as the "pair score";
+the anchor pairs' words ("checked: same topic" / "different topics") are in
+:mod:`ui.cluster_chart`.
 The pages import their labels from here, and the tests check the same strings. No
 Streamlit import: the strings and formatters are plain Python.
 """
@@ -13,11 +14,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
     "WHAT_GRAPH", "WHAT_CLUSTERS", "GROUP_RE", "TOPIC_RE",
-    "group_label", "topic_label", "topic_words", "group_option", "params_line", "mark_back_matter_topics",
+    "group_label", "topic_label", "topic_words", "group_option", "mark_back_matter_topics",
     "GROUPS_LABEL", "GROUPS_HELP", "PASSAGES_LABEL", "PASSAGES_HELP", "TOPICS_LABEL", "TOPICS_HELP",
-    "LINKS_LABEL", "LINKS_HELP", "TOGETHER_LABEL", "TOGETHER_HELP", "APART_LABEL", "APART_HELP",
-    "BROKEN_LABEL", "BROKEN_HELP", "GRAPH_LEGEND", "LINK_TITLE", "PAIR_COLUMNS", "PAIR_HELP",
-    "pair_rows", "collection_topics_line",
+    "LINKS_LABEL", "LINKS_HELP",
+    "GRAPH_LEGEND", "LINK_TITLE", "collection_topics_line",
 ]
 
 #: "What am I looking at?" of the Hyper-edge graph page (drawn by :func:`ui.layout.page_header`).
@@ -46,29 +46,10 @@ TOPICS_HELP = ("Groups of passages that say similar things, across sections (PC-
 LINKS_LABEL = "group links"
 LINKS_HELP = ("Pairs of groups in different sections whose passages share a topic (the paper's must-links between "
               "hyper-edges; the red dashed lines of the graph).")
-TOGETHER_LABEL = "marked together"
-TOGETHER_HELP = ("Passage pairs marked as belonging to the same topic (must-link anchor pairs: the top-k pairs by SEC, "
-                 "Eq. 1, labelled by the LLM); splitting one costs the grouping w.")
-APART_LABEL = "marked apart"
-APART_HELP = "Passage pairs marked as different topics (cannot-link anchor pairs); joining one costs the grouping w."
-BROKEN_LABEL = "marks broken"
-BROKEN_HELP = "Marked pairs the final topics do not follow (violated must-link and cannot-link constraints)."
-
 GRAPH_LEGEND = ("**Legend** · grey box: a section · coloured box *G n*: group *n* of passages, coloured by its topic · "
                 "● dot: one passage · red dashed line: two groups of different sections on the same topic. "
                 "Click a group to read it.")
 LINK_TITLE = "same topic, different sections (must-link between hyper-edges)"
-
-#: Column names of the marked-pairs table (the engine's names in :data:`PAIR_HELP`).
-PAIR_COLUMNS = ("passage a", "passage b", "pair score", "marked", "same topic", "text a", "text b")
-PAIR_HELP = {
-    "pair score": "How strongly the two passages are paired: meaning and closeness in the tree (SEC, Eq. 1: "
-                  "alpha·cos − (1−alpha)·H_T/log2|V|).",
-    "marked": "together = must-link, apart = cannot-link (anchor-pair labels). The mark is a judgement of the "
-              "two passages' meaning (offline: their embedding cosine, together from 0.44), not of the pair score, "
-              "which also counts their distance in the tree: a pair scoring below 0.44 may be marked together.",
-    "same topic": "Whether the final topics put the two passages together.",
-}
 
 
 def group_label(he_id: int) -> str:
@@ -125,29 +106,6 @@ def group_option(he_id: int, n_passages: int, topic: str, summary: str, width: i
     from .text import shorten
 
     return f"{group_label(he_id)} · topic: {topic} · {n_passages} passages · " + shorten(summary or "", width)
-
-
-def params_line(params: Mapping[str, Any]) -> str:
-    """The grouping settings in words, their symbols in brackets."""
-    return (f"Grouping settings: weight of meaning over place in the document {params['alpha']:g}, passage pairs "
-            f"marked together or apart {params['k']} per document, topics asked {params['K']} (some may stay "
-            f"empty), how firmly the marks hold {params['w']:g} (the paper's alpha, k, K, w; change them on the "
-            "Semantic clusters page).")
-
-
-def pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The anchor-pair rows of :func:`ui.indexing.anchor_rows` with plain column names
-    (:data:`PAIR_COLUMNS`) and values (``together`` / ``apart``); other keys (``file``)
-    are kept first."""
-    out = []
-    for r in rows:
-        extra = {k: v for k, v in r.items() if k not in ("node a", "node b", "SEC", "label", "same cluster",
-                                                         "text a", "text b")}
-        out.append({**extra,
-                    "passage a": f"#{r['node a']}", "passage b": f"#{r['node b']}", "pair score": r["SEC"],
-                    "marked": "together" if r["label"] == "must-link" else "apart",
-                    "same topic": r["same cluster"], "text a": r["text a"], "text b": r["text b"]})
-    return out
 
 
 def collection_topics_line(stats: Mapping[str, Any]) -> str:
