@@ -202,7 +202,9 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.warning(f"Configuration {name}: no document of this collection meets this condition (none holds a "
                        "passage close in meaning to it or uses its distinctive words), so nothing is kept; the "
                        "closest documents are listed as uncertain.")
-        run_no = f" (run #{run['run_id']})" if run.get("run_id") is not None else ""  # the Chat page names runs so
+        # the Chat page names runs by number; B is saved first, then A (a newcomer read "A #2, B #1" as an error)
+        run_no = f" (run #{run['run_id']}{', saved after B' if name == 'A' and len(runs) > 1 else ''})" \
+            if run.get("run_id") is not None else ""
         st.markdown(f"Configuration {name}{run_no} · " + count_line(run, shown, kept_n, suggested)
                     + ("" if is_offline_run(run) else f" (decided by {md_escape(run.get('backend', ''))}; the top "
                        f"{kept_n} by score shown beside)"))

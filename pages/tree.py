@@ -242,6 +242,9 @@ with right:
             if len(page_opts) > 1:
                 page = st.radio("Page", page_opts, horizontal=True, key=f"w_tree_page_{rec.doc_id}_{node.id}")
             cap = f"{rec.file_name} · page {page} · node #{node.id}"
+            if len(by_page.get(page, [])) > 1:  # a newcomer asked what the red, blue and green boxes meant
+                st.caption("Each box is one piece of this node on the page (a paragraph over several blocks, a "
+                           "table's parts); the colours only tell the pieces apart.")
 
             @st.dialog(f"Page {page}", width="large")
             def _zoom() -> None:

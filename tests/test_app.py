@@ -720,6 +720,13 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
         {"decisions": {"combined": {"decision": False, "decided_by": "offline", "rank": 4}}}]}
     assert ("your answers do not move the cut, so 1 document you have not answered is still kept by it"
             in count_line(ranked, ranked, 3, 3))
+    # only "match" answers, and ranked documents kept by the cut (a newcomer's crash: a list summed with ints)
+    matches = {**ranked, "documents": [
+        {"decisions": {"combined": {"decision": True, "decided_by": "user", "rank": 1}}},
+        {"decisions": {"combined": {"decision": True, "decided_by": "offline", "rank": 2}}},
+        {"decisions": {"combined": {"decision": False, "decided_by": "offline", "rank": 3}}}]}
+    line = count_line(matches, matches, 2, 2)
+    assert "**kept 2 of 3 documents** (1 decided by your answers" in line and "do not move the cut" not in line
     everyone = {**run, "documents": run["documents"][:2]}
     assert "(all 2 decided by your answers)" in count_line(everyone, everyone, 1, 1)
     assert (decided_by_user(run), decided_by_user(everyone)) == (2, 2)

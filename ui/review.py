@@ -56,8 +56,10 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
                      f"{where})" if rest else f" (all {users} decided by your answers)")
         no_ranks = [int(x["rank"]) for x in decs if x.get("decided_by") == "user" and x.get("decision") is False
                     and x.get("rank") is not None]
-        unanswered_kept = sum(x.get("decision") is True and x.get("decided_by") != "user" and x.get("rank") is not None
-                              and no_ranks and int(x["rank"]) > min(no_ranks) for x in decs)
+        first_no = min(no_ranks) if no_ranks else None
+        unanswered_kept = sum(bool(x.get("decision") is True and x.get("decided_by") != "user"
+                                   and x.get("rank") is not None and first_no is not None and int(x["rank"]) > first_no)
+                              for x in decs)
         if unanswered_kept:  # kept by the cut below a document you said does not match
             # a newcomer answered "no match" for the top 3 and still saw ranks 4-5 kept: the cut counts ranks,
             # answered documents included, and an answer moves no cut
