@@ -546,13 +546,15 @@ class DocMaster(IngestStage, IndexStage):
 
     @staticmethod
     def name_clusters(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
-                      doc_ids: Sequence[str] | None = None) -> dict[int, list[str]]:
+                      doc_ids: Sequence[str] | None = None, sections: Sequence[str] | None = None
+                      ) -> dict[int, list[str]]:
         """The most distinctive terms of each cluster of passages (class-based TF-IDF; with
         ``doc_ids``, the document of each passage, a term of one document's passages names
-        none); see :func:`docmaster_core.index.cluster_names.cluster_names`."""
+        none; with ``sections``, each passage's section title, a one-passage cluster of names
+        is named by its section); see :func:`docmaster_core.index.cluster_names.cluster_names`."""
         from .index.cluster_names import cluster_names
 
-        return cluster_names(texts, labels, n_terms, groups=doc_ids)
+        return cluster_names(texts, labels, n_terms, groups=doc_ids, sections=sections)
 
     @staticmethod
     def representative_passages(emb: Any, labels: Sequence[int], n: int = 3) -> dict[int, list[int]]:

@@ -26,11 +26,10 @@ from ui.cluster_chart import (
     SLIDERS,
     checked_pair_rows,
     cluster_chart,
-    name_topics,
-    section_titles,
 )
 from ui.cluster_colors import match_clusters
-from ui.indexing import anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address
+from ui.indexing import (anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address,
+                         section_titles)
 from ui.plain import (
     collection_topics_line,
     PASSAGES_HELP,
@@ -229,7 +228,8 @@ n_drawn = len(set(stable.values()))
 drawn = [stable[int(c)] for c in labels]
 terms_key = (key, hash(tuple(drawn)))
 if st.session_state.get("dm_cluster_terms", (None,))[0] != terms_key:
-    st.session_state["dm_cluster_terms"] = (terms_key, name_topics(texts, drawn, list(doc_of), section_titles(paths)))
+    st.session_state["dm_cluster_terms"] = (terms_key, dm.name_clusters(texts, drawn, doc_ids=list(doc_of),
+                                                                       sections=section_titles(paths)))
 terms = st.session_state["dm_cluster_terms"][1]
 n_members = {c: drawn.count(c) for c in set(drawn)}
 

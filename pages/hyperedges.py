@@ -13,11 +13,12 @@ from docmaster_core.errors import DocMasterError
 from docmaster_core.index.builder import leave_out_back_matter
 from docmaster_core.index.hyperedges import hyperedge_roles
 from ui import state
-from ui.cluster_chart import SAME_HELP, SAME_LABEL, document_topic_names, settings_line
+from ui.cluster_chart import SAME_HELP, SAME_LABEL, settings_line
 from ui.indexing import (
     HE_LINKS_HELP,
     HE_LINKS_LABEL,
     build_document_index,
+    document_topic_names,
     index_params,
     load_document_index,
     top_links,

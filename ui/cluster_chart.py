@@ -21,16 +21,15 @@ shows the same "checked: same topic" count, under the same label.
 from __future__ import annotations
 
 import colorsys
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 import altair as alt
 import pandas as pd
-import streamlit as st
 
 __all__ = ["PALETTE", "SVG_MAX_POINTS", "cluster_chart", "GOOD_FOR_CLUSTERS", "SLIDERS", "BETTER_TOPICS",
            "SAME_LABEL", "SAME_HELP", "DIFFERENT_LABEL", "DIFFERENT_HELP", "NOT_FOLLOWED_LABEL", "NOT_FOLLOWED_HELP",
            "CHECKED_TITLE", "CHECKED_HELP", "CHECKED_COLUMNS", "CHECKED_COLUMN_HELP", "checked_pair_rows",
-           "name_topics", "section_titles", "document_topic_names", "settings_line"]
+           "settings_line"]
 
 #: What the Semantic clusters page is good for, under its "What am I looking at?" line.
 GOOD_FOR_CLUSTERS = ("**Good for:** finding the topics of one document, or of all your documents together, and which "
@@ -105,21 +104,6 @@ def checked_pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def section_titles(section_paths: Iterable[Sequence[str]]) -> list[str]:
-    """Each passage's innermost heading ("" for none), to name a topic of names by its section."""
-    return [str(p[-1]) if p else "" for p in section_paths]
-
-
-def name_topics(texts: Sequence[str], labels: Sequence[int], doc_ids: Sequence[str] | None = None,
-                sections: Sequence[str] | None = None) -> dict[int, list[str]]:
-    """Each topic's most telling words (class-based TF-IDF,
-    :func:`docmaster_core.index.cluster_names.cluster_names`); a one-passage topic of
-    names is named by its section. Passages of topic -1 (none) are skipped."""
-    from docmaster_core.index.cluster_names import cluster_names
-
-    return cluster_names(texts, labels, groups=doc_ids, sections=sections)
-
-
 def _palette() -> list[str]:
     """24 distinguishable colours: 8 hues 45 degrees apart, ordered so that neighbouring ids
     are far apart on the colour wheel, at three lightness levels (ids 0-7, 8-15, 16-23)."""
@@ -184,21 +168,6 @@ def cluster_chart(frame: pd.DataFrame, topics: list[tuple[int, str]], title: str
     )
 
 
-def document_topic_names(dm: Any, idx: Any, tree: Any) -> dict[int, list[str]]:
-    """The most telling words of each topic of one document's index (:func:`name_topics`
-    over its passages in a topic, with their sections), memoised by the document and the
-    index's labels. The Hyper-edge graph page's topic names."""
-    ids = [int(i) for i in idx.text_node_ids.tolist()]
-    labels = [int(c) for c in idx.labels.tolist()]
-    key = (str(dm.path), tree.doc_id, len(ids), tuple(sorted((str(k), str(v)) for k, v in (idx.params or {}).items())),
-           hash(tuple(labels)))
-    return _document_topic_names(key, [tree.nodes[i].content or "" for i in ids], labels,
-                                 section_titles(tree.nodes[i].section_path for i in ids))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _document_topic_names(key: tuple, _texts: list, _labels: list, _sections: list) -> dict[int, list[str]]:
-    return name_topics(_texts, _labels, sections=_sections)
 
 
 def settings_line(params: Mapping[str, Any]) -> str:

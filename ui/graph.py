@@ -96,6 +96,7 @@ def legend_topics(groups: Sequence[Any], label_of: Mapping[int, int], show_passa
                 dots[c] = dots.get(c, 0) + 1
     return [{"topic": c, "groups": boxes.get(c, 0), "passages": dots.get(c, 0)} for c in sorted(set(boxes) | set(dots))]
 
+
 #: Hyper-edges a view shows by default: about as many as fit the frame at a readable size.
 READABLE_HYPEREDGES = 18
 #: Section roles never selected first (front matter, references, appendices).

@@ -8,7 +8,7 @@ Eq. (1)-(2); PC-KMeans after Basu, Banerjee and Mooney (2004).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import streamlit as st
@@ -33,6 +33,7 @@ __all__ = [
     "HE_LINKS_HELP",
     "top_links",
     "document_topic_names",
+    "section_titles",
 ]
 
 
@@ -210,18 +211,26 @@ HE_LINKS_HELP = LINKS_HELP
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _topic_names(_dm: Any, _texts: list, _labels: list, key: tuple) -> dict[int, list[str]]:
-    return _dm.name_clusters(_texts, _labels)
+def _topic_names(_dm: Any, _texts: list, _labels: list, _sections: list, key: tuple) -> dict[int, list[str]]:
+    return _dm.name_clusters(_texts, _labels, sections=_sections)
+
+
+def section_titles(section_paths: Iterable[Sequence[str]]) -> list[str]:
+    """Each passage's innermost heading ("" for none), to name a topic of names by its section."""
+    return [str(p[-1]) if p else "" for p in section_paths]
 
 
 def document_topic_names(dm: Any, idx: Any, tree: Any) -> dict[int, list[str]]:
     """The most telling words of each cluster ("topic") of one document's index
-    (class-based TF-IDF over its passages, :meth:`DocMaster.name_clusters`), memoised by
-    the document and the index parameters."""
+    (class-based TF-IDF over its passages, :meth:`DocMaster.name_clusters`, a one-passage
+    topic of names by its section), memoised by the document, the index parameters and its
+    labels. Passages in no topic (-1, the reference list) are skipped."""
     ids = [int(i) for i in idx.text_node_ids.tolist()]
+    labels = [int(c) for c in idx.labels.tolist()]
     key = (str(dm.path), tree.doc_id, len(ids), tuple(sorted((str(k), str(v)) for k, v in (idx.params or {}).items())),
-           hash(tuple(int(c) for c in idx.labels.tolist())))
-    return _topic_names(dm, [tree.nodes[i].content or "" for i in ids], [int(c) for c in idx.labels.tolist()], key)
+           hash(tuple(labels)))
+    return _topic_names(dm, [tree.nodes[i].content or "" for i in ids], labels,
+                        section_titles(tree.nodes[i].section_path for i in ids), key)
 
 
 def top_links(links: list[tuple[int, int]], hyperedges: list, emb: Any, per_edge: int) -> list[tuple[int, int]]:
