@@ -267,3 +267,14 @@ def test_the_legend_lists_every_colour_the_graph_draws():
     drawn = {topic_colour(h.cluster) for h in groups} | {topic_colour(label_of[n]) for h in groups for n in h.node_ids}
     assert drawn == {topic_colour(r["topic"]) for r in with_dots}
     assert topic_colour(-1) == NO_TOPIC_COLOUR and topic_colour(5) != NO_TOPIC_COLOUR
+
+
+def test_the_collection_line_counts_passages_not_lists():
+    """"Left out of the topics: 3303 reference lists" read as 3303 lists on the 88-PDF collection: the
+    line counts passages and names every reason, the signature blocks' too."""
+    from ui.plain import collection_topics_line
+
+    line = collection_topics_line({"boilerplate_by_reason": {"back": 3303, "front": 179, "signature": 16},
+                                   "centered": 0.0})
+    assert line.startswith("Passages left out of the topics: 3303 in reference lists and acknowledgements, "
+                           "179 in cover pages and preambles, 16 in signature blocks.")

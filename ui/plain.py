@@ -112,10 +112,12 @@ def collection_topics_line(stats: Mapping[str, Any]) -> str:
     """What the collection's topics leave out and follow, from the collection index's stats
     (``boilerplate_left_out``, ``boilerplate_by_reason``, ``centered``)."""
     by = dict(stats.get("boilerplate_by_reason") or {})
-    words = {"short": "short lines (signatures, titles)", "repeated": "text repeated across documents",
-             "front": "cover pages and preambles", "back": "reference lists"}
+    # counts of passages: "3303 reference lists" read as 3303 lists (a look at the 88-PDF collection)
+    words = {"short": "short lines (signatures, titles)", "repeated": "repeated across documents",
+             "front": "in cover pages and preambles", "back": "in reference lists and acknowledgements",
+             "reference": "read as bibliography entries", "signature": "in signature blocks"}
     parts = [f"{n} {words.get(r, r)}" for r, n in by.items() if n]
-    out = ("Left out of the topics: " + ", ".join(parts) + ". ") if parts else ""
+    out = ("Passages left out of the topics: " + ", ".join(parts) + ". ") if parts else ""
     if float(stats.get("centered", 0) or 0) > 0:
         out += ("These documents are alike, so the topics follow what passages say inside them (clauses, sections) "
                 "rather than what each document is about; the map places passages by their whole meaning, so one "
