@@ -1,6 +1,6 @@
 """Semantic clusters ("topics"): UMAP (PCA until UMAP is ready) of TEXT nodes coloured by PC-KMeans
 cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering. The
-reference list is in no topic (label -1, :func:`docmaster_core.index.builder.leave_out_back_matter`)
+reference list is in no topic (label -1, :func:`ui.indexing.shown_index`)
 and not drawn; the labels' words are in :mod:`ui.cluster_chart`."""
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pandas as pd
 import streamlit as st
 
 from docmaster_core.errors import DocMasterError
-from docmaster_core.index.builder import leave_out_back_matter
 from ui import state
 from ui.cluster_chart import (
     BETTER_TOPICS,
@@ -29,7 +28,7 @@ from ui.cluster_chart import (
 )
 from ui.cluster_colors import match_clusters
 from ui.indexing import (anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address,
-                         section_titles)
+                         section_titles, shown_index)
 from ui.plain import (
     collection_topics_line,
     PASSAGES_HELP,
@@ -131,7 +130,7 @@ if mode == "document":
         with st.spinner(f"Finding {params['K']} topics ..."):
             idx = cluster_run(dm, ws, rec.doc_id, rec.added_at, params["alpha"], params["k"], params["K"],
                               params["w"], backend)
-        idx = leave_out_back_matter(idx, tree)  # an index stored before the reference list was left out
+        idx = shown_index(dm, idx, tree)  # the reference list in no topic
     except DocMasterError as e:
         st.error(md_escape(f"Could not find the topics: {e}"))
         st.stop()
@@ -165,17 +164,16 @@ else:
         st.stop()
     by_id = {d.doc_id: d for d in docs}
     trees = {d: load_tree_cached(ws, d, by_id[d].added_at) for d in coll["doc_ids"]}
-    # a passage in no topic of its document (the reference list) is in none of the collection (indexes stored before)
-    docs_idx = {d: leave_out_back_matter(coll["documents"][d], trees[d]) for d in coll["doc_ids"]}
-    topical = {d: docs_idx[d].label_of() for d in coll["doc_ids"]}
-    ok = np.asarray([topical[coll["doc_ids"][int(j)]].get(int(n), 0) >= 0
-                     for j, n in zip(coll["node_doc"], coll["node_ids"])], dtype=bool)
-    ids = coll["node_ids"][ok]
+    # the collection clustering leaves the reference list out itself (index.builder._kept_passages; a clustering
+    # stored by an older rule is rebuilt: COLLECTION_BOILERPLATE_VERSION); the documents' own indexes, for their
+    # anchor pairs below, as shown
+    docs_idx = {d: shown_index(dm, coll["documents"][d], trees[d]) for d in coll["doc_ids"]}
+    ids = coll["node_ids"]
     if ids.size == 0:
         st.warning("The collection has no passages of running text to group into topics.")
         st.stop()
-    labels = coll["labels"][ok]
-    doc_of = [coll["doc_ids"][int(j)] for j in coll["node_doc"][ok]]
+    labels = coll["labels"]
+    doc_of = [coll["doc_ids"][int(j)] for j in coll["node_doc"]]
     emb_parts = []
     for d in coll["doc_ids"]:
         sel = ids[np.asarray([x == d for x in doc_of])]

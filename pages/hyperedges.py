@@ -10,7 +10,6 @@ import streamlit as st
 from streamlit_agraph import Config, Edge, Node, agraph
 
 from docmaster_core.errors import DocMasterError
-from docmaster_core.index.builder import leave_out_back_matter
 from docmaster_core.index.hyperedges import hyperedge_roles
 from ui import state
 from ui.cluster_chart import SAME_HELP, SAME_LABEL, settings_line
@@ -21,6 +20,7 @@ from ui.indexing import (
     document_topic_names,
     index_params,
     load_document_index,
+    shown_index,
     top_links,
 )
 from ui.graph import (
@@ -100,7 +100,7 @@ if idx is None:
         st.rerun()
     st.stop()
 
-idx = leave_out_back_matter(idx, tree)  # an index stored before the reference list was left out of the topics
+idx = shown_index(dm, idx, tree)  # the reference list in no topic and no anchor pair
 hes = idx.hyperedges
 if not hes:
     st.warning("This document has no groups of passages (no paragraphs of running text).")

@@ -33,6 +33,7 @@ __all__ = [
     "HE_LINKS_HELP",
     "top_links",
     "document_topic_names",
+    "shown_index",
     "section_titles",
 ]
 
@@ -208,6 +209,23 @@ def anchor_rows(idx: Any, tree: Any, width: int = 90) -> list[dict[str, Any]]:
 #: pages (plain words first, issue 36; the paper's names in the help).
 HE_LINKS_LABEL = LINKS_LABEL
 HE_LINKS_HELP = LINKS_HELP
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _shown_index(key: tuple, _idx: Any, _tree: Any) -> Any:
+    from docmaster_core.index.builder import leave_out_back_matter
+
+    return leave_out_back_matter(_idx, _tree)
+
+
+def shown_index(dm: Any, idx: Any, tree: Any) -> Any:
+    """A document's index as the pages show it: its reference list in no topic and no anchor
+    pair (:func:`docmaster_core.index.builder.leave_out_back_matter`), memoised by the
+    document, the index parameters and its labels (the rule reads every passage: ~1 s over
+    the 88-PDF collection, once, not on every rerun of a page)."""
+    key = (str(dm.path), tree.doc_id, len(tree.nodes), idx.text_node_ids.size,
+           tuple(sorted((str(k), str(v)) for k, v in (idx.params or {}).items())), hash(idx.labels.tobytes()))
+    return _shown_index(key, idx, tree)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
