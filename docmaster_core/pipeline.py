@@ -590,7 +590,9 @@ class DocMaster(IngestStage, IndexStage):
 
         ``docs`` defaults to the last filter run's matches (``all_docs=True``: every
         document; ``QAResult.source_run`` names the filter run used). ``deep`` adds query
-        decomposition and iterative retrieval (Doc-Researcher). Returns a
+        decomposition and iterative retrieval (Doc-Researcher). ``follow=`` the documents the
+        previous question named (:meth:`last_routed`) answers a follow-up that refers back
+        to them ("Can it be terminated early?") from them. Returns a
         :class:`~docmaster_core.qa.ask.QAResult`.
 
         Raises:
@@ -609,6 +611,14 @@ class DocMaster(IngestStage, IndexStage):
         options.setdefault("candidates", self.settings.candidates)
         return ask(self.ws, self.embedder, self.llm, r.settings, question, docs=docs, top_k=top_k,
                    deep=deep, retriever=r, save=save, **options)
+
+    def last_routed(self) -> list[str]:
+        """Doc ids the newest saved question was answered from because it named them (or
+        followed up on them); a follow-up passes them as ``ask(..., follow=...)``. Empty when
+        it named none (:func:`~docmaster_core.qa.ask.last_routed`)."""
+        from .qa.ask import last_routed
+
+        return last_routed(self.ws)
 
     def ask_stream(self, question: str, *, docs: Sequence[str] | None = None, top_k: int | None = None,
                    deep: bool = False, save: bool = True, params: Mapping[str, Any] | None = None,

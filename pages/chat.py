@@ -102,8 +102,9 @@ st.caption(md_escape(f"Answering from: {sc['label']}")
            + (" (switched by \"Search all documents\"; it stays so until you choose another scope above)"
               if switched else ""))
 if len(sc["doc_ids"]) > 1:  # a newcomer saw "all 15 documents" here and "answered from X (named)" below
-    st.caption("A question that names some of them (a title, a party, a company) is answered from those; "
-               "the answer says which.")
+    st.caption("A question that names some of them (a title, a party, a company, the file name) is answered from "
+               "those; the answer says which. A follow-up that says \"it\" or \"this agreement\" and names no "
+               "other stays with the documents named just before.")
 empty = empty_scope_note(sc)
 if empty:  # the input below is off: say why beside it, and offer every document
     st.info(empty, icon=":material/info:")
@@ -120,7 +121,9 @@ if question and sc["doc_ids"]:
         st.markdown(md_escape(question))
     with st.chat_message("assistant"):
         try:
-            res = ask(dm, question, sc["doc_ids"], write_stream=st.write_stream)
+            # a follow-up ("Can it be terminated?") continues with the documents the last answer was named from
+            prev = next((m for m in reversed(history[:-1]) if m["role"] == "assistant"), {})
+            res = ask(dm, question, sc["doc_ids"], write_stream=st.write_stream, follow=prev.get("routed"))
         except DocMasterError as e:
             res = {"text": "The question could not be answered.", "citations": [], "closest": [],
                    "outcome": "error", "backend": dm.llm.backend_name, "error": str(e), "streamed": False}
@@ -128,7 +131,8 @@ if question and sc["doc_ids"]:
                     "closest": res.get("closest") or [], "outcome": res.get("outcome"), "backend": res["backend"],
                     "error": res.get("error"), "question": question, "scope": sc["scope"],
                     "scope_label": res.get("named_scope") or sc["label"], "n_scope": res.get("n_named") or sc["n"],
-                    "n_all": sc["n_all"], "n_chosen": sc["n"], "named_outside": res.get("named_outside") or []})
+                    "n_all": sc["n_all"], "n_chosen": sc["n"], "named_outside": res.get("named_outside") or [],
+                    "routed": res.get("routed") or []})
     state.put(state.CHAT_HISTORY, history)
     _save(history)
     st.rerun()  # drawn again from the history: renumbered citations, linked markers

@@ -156,18 +156,20 @@ if mode == "document":
 else:
     docs_key = tuple((d.doc_id, d.added_at) for d in docs)
     try:
+        # "complete" only once the documents' trees are read too: a newcomer saw "Topics over 15 documents" above
+        # the one-document numbers for ~10 s while they loaded
         with st.status(f"Finding topics over {len(docs)} documents ...", expanded=False) as status:
             coll = collection_run(dm, ws, docs_key, params["alpha"], params["k"], params["K"], params["w"], backend)
+            by_id = {d.doc_id: d for d in docs}
+            trees = {d: load_tree_cached(ws, d, by_id[d].added_at) for d in coll["doc_ids"]}
+            # the collection clustering leaves the reference list out itself (index.builder._kept_passages; a
+            # clustering stored by an older rule is rebuilt: COLLECTION_BOILERPLATE_VERSION); the documents' own
+            # indexes, for their anchor pairs below, as shown
+            docs_idx = {d: shown_index(dm, coll["documents"][d], trees[d]) for d in coll["doc_ids"]}
             status.update(label=f"Topics over {len(docs)} documents", state="complete")
     except DocMasterError as e:
         st.error(md_escape(f"Could not find the collection's topics: {e}"))
         st.stop()
-    by_id = {d.doc_id: d for d in docs}
-    trees = {d: load_tree_cached(ws, d, by_id[d].added_at) for d in coll["doc_ids"]}
-    # the collection clustering leaves the reference list out itself (index.builder._kept_passages; a clustering
-    # stored by an older rule is rebuilt: COLLECTION_BOILERPLATE_VERSION); the documents' own indexes, for their
-    # anchor pairs below, as shown
-    docs_idx = {d: shown_index(dm, coll["documents"][d], trees[d]) for d in coll["doc_ids"]}
     ids = coll["node_ids"]
     if ids.size == 0:
         st.warning("The collection has no passages of running text to group into topics.")

@@ -17,7 +17,6 @@ from ui.filtering import (
     STRATEGIES_LABEL,
     STRATEGY_WORDS,
     decisions_line,
-    deciding,
     difference_rows,
     doc_match,
     evidence_list,
@@ -99,6 +98,12 @@ with col_b, st.container(border=True):
 
 warm_filter(dm, [cfg_a, cfg_b])  # corpus view and hyper-edges loaded in the background while the user types
 
+#: What the export buttons give (a newcomer asked where the files go and whether answers are in them).
+EXPORT_HELP = ("Your browser saves the file to its downloads folder. One row per configuration and document, as "
+               "shown: kept or not (after your cut), rank, score, each way's decision and the passages cited. A "
+               "document your review answered shows the decision your answer made once applied; the answers "
+               "themselves are exported under the review (Your answers).")
+
 c_run, c_build = st.columns([1, 3], vertical_alignment="center")
 with c_run:
     run_clicked = st.button("Run filter with A and B", type="primary", icon=":material/filter_alt:",
@@ -110,8 +115,10 @@ with c_build:
         "Build missing semantic indexes for the configurations' alpha, k, K, w first",
         value=True,
         key="w_filter_build_missing",
-        help="Hyper-edge matching uses the index stored for these parameters; without it the retriever "
-        "falls back to similarity-grouped hyper-edges.",
+        help="Each configuration's passage groups (the hyper-edges the *groups* way searches) are built for its "
+        "topic settings (alpha, k, K, w). Ticked: groups missing for these settings are built before the run (a "
+        "few seconds per document the first time). Unticked: a document without them is searched with groups of "
+        "similar passages made on the fly, which can rank it differently.",
     )
 if run_clicked:
     runs: dict = {}
@@ -177,6 +184,9 @@ if n_new_answers:
             "run uses them.")
 kept_only = st.toggle("Kept documents only", key=W_KEPT_ONLY,
                       help="Hide the documents that the cut (or the model) did not keep.")
+if any(r.get("run_id") is not None for r in runs.values()):  # "A became run #16 after 3 runs" (a newcomer)
+    st.caption("Run numbers count every run saved in this workspace, Chat's questions and applied answers "
+               "included; Chat answers from the newest filter run (the highest number).")
 res_cols = st.columns(len(runs), gap="large")
 shown_runs: dict = {}
 for col, (name, run) in zip(res_cols, runs.items()):
@@ -205,7 +215,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
         # the Chat page names runs by number; B is saved first, then A (a newcomer read "A #2, B #1" as an error)
         run_no = f" (run #{run['run_id']}{', saved after B' if name == 'A' and len(runs) > 1 else ''})" \
             if run.get("run_id") is not None else ""
-        st.markdown(f"Configuration {name}{run_no} · " + count_line(run, shown, kept_n, suggested)
+        st.markdown(f"Configuration {name}{run_no} · " + count_line(run, shown, kept_n, suggested, DEFAULT_CALIBRATION.rel_rho)
                     + ("" if is_offline_run(run) else f" (decided by {md_escape(run.get('backend', ''))}; the top "
                        f"{kept_n} by score shown beside)"))
         if run.get("review"):
@@ -268,10 +278,10 @@ runs = shown_runs
 exp1, exp2, _ = st.columns([1, 1, 4])
 with exp1:
     st.download_button("Export CSV", export_csv(runs), file_name=export_file_name(runs, "csv"), mime="text/csv",
-                       icon=":material/download:")
+                       icon=":material/download:", help=EXPORT_HELP)
 with exp2:
     st.download_button("Export JSON", export_json(runs), file_name=export_file_name(runs, "json"), mime="application/json",
-                       icon=":material/download:")
+                       icon=":material/download:", help=EXPORT_HELP)
 
 # ---------------------------------------------------------------- the user as the oracle (issue 33)
 render_review(dm, next(iter(state.get(state.FILTER_RUNS).values())), by_id)

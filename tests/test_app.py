@@ -735,6 +735,10 @@ def test_the_count_line_names_how_many_the_cut_decided_beside_the_answers():
               "documents": [{"decisions": {"combined": {"decision": True, "uncertain": True}}}, dec(False)]}
     assert "0 sure and 1 uncertain kept" in count_line(unsure, unsure, 1, 1)
     assert "a document is sure from a score of 6.0" in count_line(unsure, unsure, 1, 1)
+    # none sure at the suggested cut: why a cut is suggested at all when nothing may meet the condition
+    assert "none kept is sure: the suggested cut keeps the documents scoring at least 0.35 x the best" in count_line(
+        unsure, unsure, 1, 1, 0.35)
+    assert "none kept is sure" not in count_line(unsure, unsure, 2, 1)  # the user's own cut
     # with the cut's score beside it: kept from one score, sure from another (the evidence text says the first)
     unsure["cuts"]["combined"]["threshold"] = 0.72
     assert "(a document is kept from a score of 0.7, sure from a score of 6.0 when its passages" in count_line(

@@ -100,6 +100,18 @@ CONTRACTS += [
 ]
 
 
+# a filer's name that only the file name holds, written without spaces and with its legal form
+# (cuad-138_stampscominc-...: "Stamps.com" is in the PDF's running footers only, which are left out)
+CONTRACTS.append(("ex10_harbourlinecominc-20001114_hosting-agreement.pdf", "Hosting Agreement", [
+    (None, ["This Hosting Agreement is made on May 5, 2000 by and between Tidewell Postal Centers Inc. (\"TPC\") "
+            "and the Company."]),
+    ("1. Hosting", ["The Company shall host the TPC storefront on its servers."]),
+    ("2. Term", ["This Agreement continues for five years from the Effective Date."]),
+    ("3. Termination", ["Either party may terminate this Agreement upon ninety days written notice to the other."]),
+    ("4. Governing Law", ["This Agreement is governed by the laws of the State of Delaware."]),
+]))
+
+
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
@@ -596,3 +608,57 @@ def test_a_tier_whose_range_holds_the_questions_number_answers():
     assert range_holds(p, "up to $2,000,000 | royalty: $100,000") is False
     assert range_holds(p, "the royalty is paid each january.") is None  # no range: the other rules decide
     assert range_holds(profile_question("What royalty is paid on net sales?"), right) is None  # no number asked
+
+
+def test_a_company_in_the_file_name_names_its_contract(dm):
+    view = dm.retriever().view
+    for q in ("Which state's law governs the Harbourline.com agreement?",
+              "Which state's law governs Harbourline.com's agreement?"):
+        r = route_by_names(q, view)
+        assert r is not None and _files(dm, r.doc_ids) == ["ex10_harbourlinecominc-20001114_hosting-agreement.pdf"], q
+    res = dm.ask("Which state's law governs the Harbourline.com agreement?", all_docs=True, save=False)
+    assert res.doc_source == "named" and any("Delaware" in c.quote for c in res.answer.citations)
+
+
+def test_a_follow_up_stays_with_the_document_named_before(dm):
+    from docmaster_core.qa.names import refers_back
+
+    assert refers_back("Can it be terminated early, and on what notice?")
+    assert refers_back("What does this agreement say about assignment?")
+    assert not refers_back("Which contracts can be terminated early?")
+    assert not refers_back("What is the governing law?")
+    first = dm.ask("What is the term of the agreement between Vantorian Foods and Kestrelby Wholesale?",
+                   all_docs=True)
+    assert first.doc_source == "named" and _files(dm, first.doc_ids) == ["dist-charlie.pdf"]
+    assert dm.last_routed() == first.doc_ids
+    res = dm.ask("Can it be terminated early, and on what notice?", all_docs=True, save=False,
+                 follow=dm.last_routed())
+    assert res.doc_source == "follow-up" and res.doc_ids == first.doc_ids
+    assert res.to_dict()["scope"] == "dist-charlie.pdf (named earlier in the conversation)"
+    assert res.answer.citations and {c.file for c in res.answer.citations} == {"dist-charlie.pdf"}
+    assert any("thirty days" in c.quote for c in res.answer.citations)
+    # without the earlier documents, or about the collection, the question keeps its whole scope
+    assert dm.ask("Can it be terminated early, and on what notice?", all_docs=True, save=False).doc_source == "all"
+    wide = dm.ask("Which contracts can be terminated without cause?", all_docs=True, save=False,
+                  follow=first.doc_ids)
+    assert wide.doc_source == "all"
+    # a question that names another document goes by its own names
+    other = dm.ask("Which state's law governs it, the agreement between Ostrander Robotics and Pelliton Trading?",
+                   all_docs=True, save=False, follow=first.doc_ids)
+    assert other.doc_source == "named" and _files(dm, other.doc_ids) == ["dist-bravo.pdf"]
+
+
+def test_cli_follow_up_continues_with_the_last_named_contract(dm, monkeypatch, capsys):
+    from docmaster_core import cli
+
+    monkeypatch.setenv("DOCMASTER_EMBEDDING__MODEL", dm.embedder.name)
+    assert cli.main(["ask", "What is the term of the Halloway Paper agreement?", "--workspace", str(dm.path),
+                     "--all", "--json"]) == 0
+    capsys.readouterr()
+    rc = cli.main(["ask", "How long does it run?", "--workspace", str(dm.path), "--all", "--follow-up", "--json",
+                   "--no-save"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    d = json.loads(out.out)
+    assert d["doc_source"] == "follow-up" and d["scope"].startswith("dist-delta.pdf")
+    assert any("48 months" in c["quote"] for c in d["answer"]["citations"])

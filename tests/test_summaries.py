@@ -123,6 +123,30 @@ def test_offline_summaries_bottom_up(embedder):
     assert "bi-encoder" in n[5].summary  # prose is not crowded out by table rows
 
 
+def test_a_summary_starts_where_a_sentence_does(embedder):
+    """A sentence longer than the splitter's window is cut into pieces; its second piece
+    ("distribute, publicly perform ...", cuad-001's licence grant) is no summary start, even
+    when it sits closest to the paragraph's centre (a newcomer saw such tails as summaries)."""
+    from docmaster_core.llm.extractive import continues
+
+    grant = ("Blackwater hereby grants to Fennick a worldwide, non-exclusive right to use, reproduce, distribute, "
+             "publicly perform, publicly display and digitally perform the Blackwater Content solely with respect to "
+             "and in conjunction with the Co-Branded Site, all with the prior written consent of Blackwater, for the "
+             "term of this Agreement, and Fennick hereby grants to Blackwater a worldwide, non-exclusive right to use, "
+             "reproduce, distribute, publicly perform, publicly display and digitally perform the Fennick Content on "
+             "or in conjunction with the Blackwater auctions and the Blackwater store.")
+    text = grant + " Each party keeps all rights in its own content. Neither party may sublicense these rights."
+    pieces = split_sentences(text)
+    assert any(continues(a, b) for a, b in zip(pieces, pieces[1:]))  # the grant was cut for length
+    assert not continues("Each party keeps all rights in its own content.", "i-Fennick may sublicense.")
+    got = OfflineLLM(embedder).summarize(text, max_words=40)
+    first = split_sentences(got)[0]
+    assert first[0].isupper() and any(first.startswith(p[:30]) for p in pieces if p[0].isupper()), got
+    for a, b in zip(pieces, pieces[1:]):
+        if continues(a, b):
+            assert not got.startswith(b[:30]), got
+
+
 def _fake_model(req) -> Reply:
     """Summaries that name what they summarised, so the test can check the bottom-up order."""
     text = user_text(req)

@@ -149,7 +149,7 @@ def citation_dicts(dm: Any, citations: list[Any], evidence: list[Any] | None = N
 
 
 def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[Any], Any] | None = None,
-        top_k: int | None = None) -> dict[str, Any]:
+        top_k: int | None = None, follow: list[str] | None = None) -> dict[str, Any]:
     """Answer ``question`` over ``docs`` (None = all documents) with cited passages,
     through the engine's one answering path (``DocMaster.ask_stream`` when streaming,
     else ``DocMaster.ask``), so the app answers exactly as ``docmaster ask`` does.
@@ -161,13 +161,16 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
         write_stream: ``st.write_stream`` (or None to not stream); pieces are
             Markdown-escaped before display, the returned text is the raw answer.
         top_k: Passages given to the model (default ``settings.retrieval.top_k``).
+        follow: The documents the previous answer was routed to by names (its
+            ``"routed"``), for a follow-up that refers back to them ("Can it be terminated?").
 
     Returns:
         ``{"text", "citations": citation_dicts(...), "closest": citation_dicts(...),
         "outcome": "answered" | "not_found", "backend", "error", "streamed": bool,
         "passages": int}``, plus ``"named_scope"`` (e.g. ``"cuad-077....pdf (named in the
-        question)"``) and ``"n_named"`` when the question named the documents it was
-        answered from (:mod:`docmaster_core.qa.names`).
+        question)"``), ``"n_named"`` and ``"routed"`` (their doc ids) when the question named
+        the documents it was answered from (:mod:`docmaster_core.qa.names`) or followed up
+        on the ones named before.
 
     Raises:
         RetrievalError: empty question or unknown documents.
@@ -177,15 +180,16 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
 
     doc_ids = list(docs) if docs else [d.doc_id for d in dm.documents()]
     if write_stream is not None:
-        stream = dm.ask_stream(question, docs=doc_ids, top_k=top_k, params=index_params())
+        stream = dm.ask_stream(question, docs=doc_ids, top_k=top_k, params=index_params(), follow=follow)
         write_stream(md_escape(piece) for piece in stream)
         res = stream.result
     else:
-        res = dm.ask(question, docs=doc_ids, top_k=top_k, params=index_params())
+        res = dm.ask(question, docs=doc_ids, top_k=top_k, params=index_params(), follow=follow)
     a = res.answer
-    named = res.doc_source == "named"
+    named = res.doc_source in ("named", "follow-up")
     return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence),
             "closest": citation_dicts(dm, a.closest, res.evidence), "outcome": a.outcome, "backend": a.backend,
             "error": a.error, "streamed": write_stream is not None, "passages": len(res.evidence),
-            **({"named_scope": res.to_dict()["scope"], "n_named": len(res.doc_ids)} if named else {}),
+            **({"named_scope": res.to_dict()["scope"], "n_named": len(res.doc_ids), "routed": list(res.doc_ids)}
+               if named else {}),
             **({"named_outside": list(res.named_outside)} if res.named_outside else {})}

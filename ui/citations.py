@@ -151,7 +151,8 @@ def render_answer(msg: dict[str, Any], turn: int, on_search_all: Callable[[str],
         st.caption(md_escape(_closest_line(c) if closest else _citation_line(c)))
     ids = [c["evidence_id"] for c in shown]
     pick = st.pills("Open a source" if cites else "Open a closest passage", ids, key=f"w_chat_source_{turn}",
-                    help="Shows the passage and its page")
+                    help="Shows the passage and its page below this answer. Pages are counted in the PDF from 1; "
+                         "the number printed on the sheet may differ (a cover page, roman-numbered front matter).")
     if pick:
         c = next(x for x in shown if x["evidence_id"] == pick)
         with st.container(border=True):
@@ -160,7 +161,7 @@ def render_answer(msg: dict[str, Any], turn: int, on_search_all: Callable[[str],
             if c.get("page"):
                 boxes = [c["bbox"]] if c.get("bbox") else []
                 render_page_image(c.get("source_path"), int(c["page"]), boxes, [c["evidence_id"]],
-                                  caption=f"{c.get('file', '')} · page {c['page']}")
+                                  caption=f"{c.get('file', '')} · page {c['page']} of the PDF")
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

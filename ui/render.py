@@ -192,12 +192,14 @@ def render_node_content(node: Any) -> None:
 
 
 def render_evidence(
-    ev: dict[str, Any], source_path: str | None = None, show_image: bool = False, key: str | None = None
+    ev: dict[str, Any], source_path: str | None = None, show_image: bool = False, key: str | None = None,
+    label: str | None = None,
 ) -> None:
     """One evidence passage (``Evidence.to_dict()``): id, strategy, score, page,
-    section path and text; with ``show_image`` also its page with the box."""
+    section path and text; with ``show_image`` also its page with the box. ``label``
+    replaces the evidence id at the head ("closest 1 (C5)")."""
     head = (
-        f"{ev.get('evidence_id', '')} · {ev.get('strategy', '')} · score {float(ev.get('score', 0.0)):.3f} · "
+        f"{label or ev.get('evidence_id', '')} · {ev.get('strategy', '')} · score {float(ev.get('score', 0.0)):.3f} · "
         f"p. {ev.get('page', '?')} · {ev.get('node_type', '')} #{ev.get('node_id', '')}"
     )
     st.caption(md_escape(head))

@@ -30,7 +30,7 @@ def decided_by_user(run: dict[str, Any]) -> int:
     return sum(((d.get("decisions") or {}).get(s) or {}).get("decided_by") == "user" for d in run.get("documents", []))
 
 
-def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggested: int) -> str:
+def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggested: int, rel_rho: float = 0.35) -> str:
     """One line saying what is kept, what is uncertain on each side of the cut and what is dropped.
 
     Args:
@@ -38,6 +38,8 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
         shown: The run dict after the cut was moved (``dm.move_cut``).
         kept_n: The cut (top N documents).
         suggested: The suggested cut.
+        rel_rho: The suggested cut's share of the best document's score (the decider's
+            ``rel_rho``), said when every kept document is uncertain.
     """
     docs = shown.get("documents", [])
     s = shown.get("strategy", "combined")
@@ -79,6 +81,11 @@ def count_line(run: dict[str, Any], shown: dict[str, Any], kept_n: int, suggeste
             # "sure from 6.0" alone read as a promise (a newcomer saw 6.62 "uncertain"): say the second condition
             parts[-1] += (f" (a document is {kept_from}sure from a score of {float(band['sure_yes']):.1f} when its "
                           "passages are also close in meaning to the condition and use its distinctive words)")
+        if offline and kept and unc_k == len(kept) and kept_n == suggested and not users:
+            # "why does it still suggest the top 5 when no contract meets my condition?" (a newcomer)
+            parts[-1] += (f"; none kept is sure: the suggested cut keeps the documents scoring at least "
+                          f"{rel_rho:g} x the best one, and a collection where no document meets the condition still "
+                          "has a best, so read their evidence or answer the review below before trusting the cut")
     else:
         parts.append(f"{len(dropped)} dropped")
     if users and not offline:
@@ -135,7 +142,7 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                "of the evidence (best first); when a stretch of documents holds no match it checks a random sample "
                "of the rest, and stops once that sample shows, with the chosen confidence, that you have found at "
                "least the target share of the matches. Your answers are kept in the workspace for this condition "
-               "and decide these documents in every later run (A and B). You may stop at any time: the documents "
+               "(its exact words, spaces aside: a reworded condition starts with no answers) and decide these documents in every later run (A and B). You may stop at any time: the documents "
                "you answered are decided by your answers, the others keep the evidence's decision, and the line "
                "below says how far the certification got.")
     c1, c2 = st.columns(2)
@@ -211,11 +218,11 @@ def render_review(dm: Any, run: dict[str, Any], by_id: dict[str, Any]) -> None:
                         key=lambda e: -float(e.get("score") or 0.0))[:4]
             left, right = st.columns([1, 1], gap="large")
             with left:
-                if ev:  # "C5, C3, C9, C1": a newcomer asked why C1 was not first
-                    st.caption("The passages closest to the condition, closest first (C1, C2 ... number them in the "
-                               "order the decision lists its evidence).")
-                for e in ev:
-                    render_evidence(e)
+                if ev:  # "C5, C3, C9, C1": two newcomers asked why C1 was not first
+                    st.caption("The passages closest to the condition, numbered closest first; the C-number beside "
+                               "each is its place in the decision's evidence list above.")
+                for i, e in enumerate(ev, 1):
+                    render_evidence(e, label=f"closest {i} ({e.get('evidence_id', '')})")
             with right:
                 boxed = [e for e in ev if e.get("page") and e.get("bbox")]
                 if boxed:

@@ -371,7 +371,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     dm = open_docmaster(args)
     apply_retrieval_overrides(args, dm)
     res = dm.ask(args.question, docs=args.docs, top_k=args.top_k, deep=args.deep, save=not args.no_save,
-                 all_docs=args.all)
+                 all_docs=args.all, follow=dm.last_routed() if args.follow_up else None)
     if args.json:
         print_json(res.to_dict())
         return 0 if not res.answer.error else 1
@@ -450,6 +450,9 @@ def _add_retrieval_parsers(sub, common) -> None:
                        help="answer from all documents of the workspace (default: the last filter run's matches)")
     sp.add_argument("--deep", action="store_true", help="query decomposition and iterative retrieval")
     sp.add_argument("--no-save", dest="no_save", action="store_true", help="do not save the run in the workspace")
+    sp.add_argument("--follow-up", dest="follow_up", action="store_true",
+                    help="a follow-up of the last question asked here: when it refers back (\"it\", \"this "
+                         "agreement\") and names no document, answer from the documents the last question named")
     sp.set_defaults(func=cmd_ask)
 
     sp = sub.add_parser("eval", help="evaluate filtering (P/R/F1) or retrieval (evidence-page recall@k)")

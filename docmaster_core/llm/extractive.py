@@ -12,7 +12,7 @@ import numpy as np
 
 from ..text.words import normalize_ws, truncate_words
 
-__all__ = ["condition_core", "extractive_summary", "join_sentences", "lexical_vectors", "norm_key"]
+__all__ = ["condition_core", "continues", "extractive_summary", "join_sentences", "lexical_vectors", "norm_key"]
 
 _FRAMING = [
     re.compile(
@@ -54,8 +54,10 @@ def extractive_summary(
     Centrality of sentence i is ``cos(e_i, c)`` with ``c`` the normalised mean of the
     sentence embeddings (optionally plus ``query_weight * query``, e.g. the section
     title). Sentences are taken greedily by centrality while they fit in
-    ``max_words``; near-duplicates (cos > ``redundancy``) and fragments of fewer than
-    4 words (unless all sentences are fragments) are skipped. When the result
+    ``max_words``; near-duplicates (cos > ``redundancy``), fragments of fewer than
+    4 words and pieces that continue the one before (:func:`continues`: the second
+    window of a sentence too long to keep whole, "distribute, publicly perform ...")
+    are skipped unless nothing else is left, so a summary starts where a sentence does. When the result
     has fewer than ``min_words`` words, the best remaining sentences are added, cut
     to the words left. When no sentence fits, the most central one is cut.
 
@@ -90,9 +92,13 @@ def extractive_summary(
     chosen: list[int] = []
     text_of: dict[int, str] = {}
     total = 0
-    short = words < 4  # fragments ("1.", "Why Retrieval?") only when nothing else fits
+    # fragments ("1.", "Why Retrieval?") and a long sentence's later windows only when nothing else fits
+    later = np.array([i > 0 and continues(sentences[i - 1], sentences[i]) for i in range(n)], dtype=bool)
+    short = (words < 4) | later
     if short.all():
-        short[:] = False
+        short[:] = words < 4
+        if short.all():
+            short[:] = False
     for i in order:
         i = int(i)
         if total + words[i] > max_words or words[i] == 0 or short[i]:
@@ -102,8 +108,8 @@ def extractive_summary(
         chosen.append(i)
         text_of[i] = sentences[i]
         total += int(words[i])
-    if not chosen:
-        return truncate_words(sentences[int(order[0])], max_words)
+    if not chosen:  # the most central piece that starts a sentence, cut to fit
+        return truncate_words(sentences[next((int(i) for i in order if not later[int(i)]), int(order[0]))], max_words)
     if total < min_words:
         for i in order:
             i = int(i)
@@ -117,6 +123,18 @@ def extractive_summary(
             chosen.append(i)
             total += take
     return join_sentences([text_of[i] for i in sorted(chosen)])
+
+
+def continues(previous: str, piece: str) -> bool:
+    """True when ``piece`` goes on with the sentence ``previous`` left open: ``previous`` ends
+    without a sentence's end (``.``, ``!``, ``?``, ``:``, ``;``, closing quotes and brackets
+    aside) and ``piece`` starts with a lower-case word, a digit or a comma or closing bracket (the
+    second window of a sentence that :func:`~docmaster_core.text.words.split_sentences` cut for
+    length: "distribute, publicly perform ...", "2.4 [RESTRICTIONS ON COMMUNICATIONS], or 12.4.")."""
+    prev = (previous or "").rstrip().rstrip("\"')]\u201d\u2019")
+    head = (piece or "").lstrip()
+    return bool(prev) and prev[-1] not in ".!?:;" and bool(head) and (head[0].islower() or head[0].isdigit()
+                                                                       or head[0] in ",;)]")
 
 
 _KEY_RE = re.compile(r"[^0-9a-z]+")

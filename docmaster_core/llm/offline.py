@@ -72,6 +72,9 @@ __all__ = [
 #: Version of the offline algorithms; part of every offline cache key.
 OFFLINE_VERSION = "offline-v2"
 
+#: Version of the extractive summary rule, part of each summary's cache key.
+SUMMARY_VERSION = 2
+
 #: Must-link iff cos(e_a, e_b) >= this (calibrated, see the module docstring).
 PAIR_THRESHOLD = 0.44
 #: Cosine distance (1 - cos) below which paragraphs are merged (average linkage):
@@ -260,7 +263,8 @@ class OfflineLLM:
         out = [t if count_words(t) <= max_words else None for t in norm]
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
-            payloads = [{"text": norm[i], "max_words": max_words} for i in todo]
+            # "v": the summary rule's version (2: a long sentence's later windows are no summary start)
+            payloads = [{"text": norm[i], "max_words": max_words, "v": SUMMARY_VERSION} for i in todo]
 
             def compute(idx: list[int]) -> list[str]:
                 sent_lists = [split_sentences(norm[todo[j]]) for j in idx]

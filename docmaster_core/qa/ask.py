@@ -51,7 +51,7 @@ from ..model import Answer, Citation, Evidence
 from ..protocols import LLM, Embedder, RunStore
 from .answering import not_found_answer, select_passages
 from .candidates import combined_candidates, dedupe_candidates
-from .names import named_apart, route_by_names
+from .names import Route, named_apart, refers_back, route_by_names
 from ..text.answer_units import NOT_FOUND_PREFIX, asks_about_several
 from ..retrieval.retriever import Retriever, check_top_k
 
@@ -68,8 +68,9 @@ class QAResult:
         answer: The :class:`Answer` (citations validated).
         evidence: The passages given to the model, ``E1..En``.
         doc_ids: Documents searched.
-        doc_source: ``"given"``, ``"last-filter-run"``, ``"all"``, or ``"named"`` (the
-            question named the documents searched, among those of the scope).
+        doc_source: ``"given"``, ``"last-filter-run"``, ``"all"``, ``"named"`` (the
+            question named the documents searched, among those of the scope) or
+            ``"follow-up"`` (it referred back to the documents the previous question named).
         source_run: The filter run whose kept documents were searched
             (``doc_source == "last-filter-run"``), else None.
         n_workspace: Documents in the workspace when the question was asked.
@@ -89,7 +90,8 @@ class QAResult:
             "not_candidates", ...}``; empty when every document was searched.
         named: The question's words that named the documents searched (``doc_source ==
             "named"``), else empty.
-        scope_files: File names of the documents searched when they were named.
+        scope_files: File names of the documents searched when they were named (or
+            followed up).
         named_outside: File names of documents the question names that are *not* among
             those searched (the scope was narrowed, and nothing in it is named): said beside
             the answer, never searched without the user's say.
@@ -201,15 +203,26 @@ def select_documents(ws, docs: Sequence[str] | None = None, all_docs: bool = Fal
     return out(all_ids, "all")
 
 
+def last_routed(ws) -> list[str]:
+    """The documents the newest saved question of the workspace was answered from because it
+    named them (or followed up on them): what a follow-up ("Can it be terminated?",
+    ``docmaster ask --follow-up``) continues with; empty when that question named none."""
+    runs = ws.recent_runs("ask", 1)
+    params = (runs[0].get("params") or {}) if runs else {}
+    return list(params.get("docs") or []) if params.get("doc_source") in ("named", "follow-up") else []
+
+
 def scope_line(source: str, n: int, n_all: int, run_id: int | None = None, files: Sequence[str] = ()) -> str:
     """Which documents a question was answered from, in words (the CLI's scope line).
 
     Examples: ``"all 9 documents"``, ``"the 3 of 9 documents kept by filter run 7"``,
-    ``"2 chosen documents (of 9)"``, ``"cuad-077_....pdf (named in the question)"``.
+    ``"2 chosen documents (of 9)"``, ``"cuad-077_....pdf (named in the question)"``,
+    ``"cuad-077_....pdf (named earlier in the conversation)"``.
     """
-    if source == "named":
+    if source in ("named", "follow-up"):
         shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-        return f"{shown or f'{n} documents'} (named in the question)"
+        why = "named in the question" if source == "named" else "named earlier in the conversation"
+        return f"{shown or f'{n} documents'} ({why})"
     def docs(k: int) -> str:
         return f"{k} document{'s' * (k != 1)}"
 
@@ -415,7 +428,8 @@ def validate_citations(answer: Answer, evidence: Sequence[Evidence], files: dict
 def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings, question: str, *,
         docs: Sequence[str] | None = None, top_k: int | None = None, deep: bool = False, rounds: int = 3,
         retriever: Retriever | None = None, load_index=None, index_key: object = None, save: bool = True,
-        on_piece: Callable[[str], None] | None = None, all_docs: bool = False, candidates=None) -> QAResult:
+        on_piece: Callable[[str], None] | None = None, all_docs: bool = False, candidates=None,
+        follow: Sequence[str] | None = None) -> QAResult:
     """Answer ``question`` over chosen documents with cited passages (SPEC F7).
 
     Args:
@@ -440,6 +454,11 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
             collection indexes for the question are searched (the passages given are
             the best by cosine, so they come from the documents with the closest nodes);
             None: every document is searched.
+        follow: The documents the previous question of the conversation was answered from
+            because it named them (``QAResult.doc_ids`` of a ``"named"`` or ``"follow-up"``
+            result). A question that names no document of its own and refers back to one
+            ("Can it be terminated early?", "this agreement"; :func:`~docmaster_core.qa.names.refers_back`)
+            is answered from those of them in the scope (``doc_source == "follow-up"``).
 
     Documents that cannot be searched (vector file missing or damaged) are skipped and
     named in ``QAResult.warnings``.
@@ -467,8 +486,13 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         if wide is not None and not set(wide.doc_ids) & set(doc_ids):
             named_outside = [d.file_name for d in retr.view.docs if d.doc_id in set(wide.doc_ids)]
     need = q
+    if route is None and follow and len(doc_ids) > 1 and refers_back(q):
+        # a follow-up ("Can it be terminated early?") continues with the documents the last question named
+        kept = [d for d in dict.fromkeys(follow) if d in set(doc_ids)]
+        if kept:
+            route, named_outside = Route(kept, [], q), []
     if route is not None:  # the names pick the documents, the rest of the question the passages
-        doc_ids, source, source_run = route.doc_ids, "named", None
+        doc_ids, source, source_run = route.doc_ids, "named" if route.names else "follow-up", None
         need = route.need if len(route.need.split()) >= 2 else q
     cand_info: dict[str, Any] = {}
     search_retr, search_ids = retr, doc_ids

@@ -39,7 +39,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["NameFields", "Route", "name_fields", "route_by_names", "name_tokens", "named_apart"]
+__all__ = ["NameFields", "Route", "name_fields", "route_by_names", "name_tokens", "named_apart", "refers_back"]
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.\-/]*")
 _SPLIT = re.compile(r"[^a-z0-9]+")
@@ -182,6 +182,11 @@ def doc_name_tokens(view, dv, front_chars: int = 1500) -> tuple[set[str], set[st
     return got
 
 
+#: A file name's company token: the name written without spaces, then its legal form
+#: ("stampscominc", "audibleinc", "azulsa", "elpollolocoholdingsinc"), the form at least 4 letters from the start.
+_FILE_COMPANY = re.compile(r"^([a-z0-9]{4,}?)(?:holdings?)?(?:inc|corp|co|ltd|llc|plc|sa|ag|lp|llp|nv|group)$")
+
+
 def name_fields(view, front_chars: int = 1500) -> NameFields:
     """The (cached) :class:`NameFields` of a corpus view: file name, title and opening text
     (per document from :func:`doc_name_tokens`)."""
@@ -194,6 +199,11 @@ def name_fields(view, front_chars: int = 1500) -> NameFields:
         text_ids: list[np.ndarray] = []
         for dv in view.docs:
             s, ft, sq, tid = doc_name_tokens(view, dv, front_chars)
+            # a company written without spaces in the file name, with its legal form ("stampscominc"):
+            # the name without the form ("Stamps.com" -> "stampscom") names the document too
+            short = {m.group(1) for t in ft if (m := _FILE_COMPANY.match(t))}
+            if short:
+                s, ft = s | short, ft | short
             file_df.update(ft)
             squashed.append(sq)
             toks.append(s)
@@ -222,6 +232,9 @@ class Route:
     scores: dict[str, float] = field(default_factory=dict)
 
 
+_POSSESSIVE = re.compile(r"['\u2019]s$", re.I)
+
+
 def _looks_like_name(word: str) -> bool:
     """Written like a name: capitalised or all capitals."""
     core = word.strip(".'-/&?")
@@ -243,7 +256,8 @@ def _candidates(question: str, nf: NameFields, rare_docs: int) -> list[tuple[str
         looks = i > 0 and _looks_like_name(core)
         # a word with a digit names a document only as (part of) a file name: "cuad-077", not "top-1"
         ref = any(c.isdigit() for c in core) and core.lower() in nf.file_df
-        for t in dict.fromkeys(name_tokens(core)):
+        # "Stamps.com's agreement": the possessive is no part of the name
+        for t in dict.fromkeys(name_tokens(core) + name_tokens(_POSSESSIVE.sub("", core))):
             if len(t) < 2 or t in STOP or t.isdigit() and len(t) < 3:
                 continue
             if any(c.isdigit() for c in t) and not ref:
@@ -282,8 +296,9 @@ def _refers_to_document(question: str, word: str, nf: NameFields, window: int = 
     mentions) when it is a file name, comes after "between", or stands within ``window`` words
     of a noun for a document (:data:`DOC_NOUNS`), unless that noun is the collection the question
     asks about ("Which *papers* use Wikipedia?": a plural after "which", "any", "these" ...)."""
-    if word.lower().strip(".'-/&?") in nf.file_df:
-        return True
+    core = _POSSESSIVE.sub("", word.lower().strip(".'-/&?"))
+    if core in nf.file_df or (re.search(r"[.\-/&]", core) and re.sub(r"[^a-z0-9]", "", core) in nf.file_df):
+        return True  # "cuad-077", or a company as the file name writes it ("Stamps.com": "stampscom")
     words = [w.strip(" ?,.;:'\"()").lower() for w in question.split()]
     core = word.strip(" ?,.;:'\"()").lower()
     at = [i for i, w in enumerate(words) if w == core]
@@ -450,6 +465,28 @@ def _route_by_title_head(question: str, view, nf: NameFields, allowed: set[str] 
                 need = question
             return Route([view.docs[di].doc_id], [word], need, {view.docs[di].doc_id: 1.0})
     return None
+
+
+#: A follow-up's reference to the document the conversation is about: a pronoun, or a singular
+#: document noun after "the", "this", "that" or "the same" ("Can *it* be terminated early?",
+#: "What does *this agreement* say about notice?").
+_BACK = re.compile(r"\b(?:it|its|it's|itself)\b|\b(?:the|this|that|the\s+same)\s+(?:"
+                   + "|".join(sorted(n for n in DOC_NOUNS if not n.endswith("s") or n == "bylaws")) + r")\b", re.I)
+
+#: A question about the collection, not the last document ("Which contracts ...", "any of the papers").
+_ABOUT_COLLECTION = re.compile(r"\b(?:which|what|how\s+many|any|all|every|each|other|these|those)\s+(?:of\s+the\s+)?(?:"
+                               + "|".join(sorted(n for n in DOC_NOUNS if n.endswith("s"))) + r")\b", re.I)
+
+
+def refers_back(question: str) -> bool:
+    """True when ``question`` refers to a document already being talked about instead of
+    naming one: "Can it be terminated early, and on what notice?", "What does this agreement
+    say about the term?", "Who signed the contract?" (not "Which contracts can be terminated?",
+    not "any of these papers"). A question that names documents is routed by its names first
+    (:func:`route_by_names`); this only decides whether a question that names none continues
+    the last one."""
+    q = question or ""
+    return bool(_BACK.search(q)) and not _ABOUT_COLLECTION.search(q)
 
 
 def named_apart(route: Route, view) -> bool:
