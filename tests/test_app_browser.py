@@ -248,7 +248,8 @@ def test_review_answers_by_keyboard_and_keeps_them_after_a_reload(corpus_server,
 
 def test_chat_question_naming_one_document_is_answered_from_it(corpus_server):
     """Chat over all three real PDFs: a question that names one of them ("the U-Net paper")
-    is answered from that paper, and the answer says so."""
+    is answered from that paper, and the answer says so; a follow-up that says "it" is
+    answered from the same paper."""
     import re
 
     url, _ = corpus_server
@@ -263,4 +264,10 @@ def test_chat_question_naming_one_document_is_answered_from_it(corpus_server):
         answer = page.locator("[data-testid='stChatMessage']").last.inner_text()
         assert "named in the question" in answer and "1505.04597_unet.pdf" in answer, answer
         assert "ntsb" not in answer.lower() and "beyond-summarization" not in answer, answer
+        # a follow-up that says "it" and names nothing stays with the paper named just before
+        box.fill("How does it augment its training data?")
+        timed(page, lambda: box.press("Enter"), timeout=300)
+        wait_idle(page)
+        answer = page.locator("[data-testid='stChatMessage']").last.inner_text()
+        assert "named earlier in the conversation" in answer and "1505.04597_unet.pdf" in answer, answer
         assert exception_count(page) == 0

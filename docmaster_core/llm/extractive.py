@@ -48,6 +48,7 @@ def extractive_summary(
     query_weight: float = 0.5,
     redundancy: float = 0.95,
     weights: np.ndarray | None = None,
+    continued: Sequence[bool] | None = None,
 ) -> str:
     """Central sentences of a text, in reading order, bounded by ``max_words`` words.
 
@@ -71,6 +72,9 @@ def extractive_summary(
         query: Optional float32 array (d,), unit norm.
         weights: Optional float array (n,) of sentence weights in the centroid (e.g.
             1 / sentences-per-child so that every child counts equally); default uniform.
+        continued: Optional bool (n,): piece i goes on with piece i - 1's sentence; default
+            :func:`continues` over consecutive pieces (give it when the pieces come from
+            several texts, whose first pieces continue nothing).
 
     Returns:
         The summary (sentences joined, each ending in punctuation); ``""`` for no
@@ -93,7 +97,8 @@ def extractive_summary(
     text_of: dict[int, str] = {}
     total = 0
     # fragments ("1.", "Why Retrieval?") and a long sentence's later windows only when nothing else fits
-    later = np.array([i > 0 and continues(sentences[i - 1], sentences[i]) for i in range(n)], dtype=bool)
+    later = (np.array([i > 0 and continues(sentences[i - 1], sentences[i]) for i in range(n)], dtype=bool)
+             if continued is None else np.asarray(continued, dtype=bool).reshape(n))
     short = (words < 4) | later
     if short.all():
         short[:] = words < 4
@@ -126,15 +131,13 @@ def extractive_summary(
 
 
 def continues(previous: str, piece: str) -> bool:
-    """True when ``piece`` goes on with the sentence ``previous`` left open: ``previous`` ends
-    without a sentence's end (``.``, ``!``, ``?``, ``:``, ``;``, closing quotes and brackets
-    aside) and ``piece`` starts with a lower-case word, a digit or a comma or closing bracket (the
-    second window of a sentence that :func:`~docmaster_core.text.words.split_sentences` cut for
-    length: "distribute, publicly perform ...", "2.4 [RESTRICTIONS ON COMMUNICATIONS], or 12.4.")."""
+    """True when ``piece``, the piece after ``previous`` in one text split by
+    :func:`~docmaster_core.text.words.split_sentences`, goes on with the sentence ``previous``
+    left open: that splitter ends a sentence only at ``.``, ``!`` or ``?`` (a closing quote or
+    bracket aside) or a blank line, so a piece ending otherwise was cut for length, and the next
+    one is its later window ("distribute, publicly perform ...", "Party's rights or interest ...")."""
     prev = (previous or "").rstrip().rstrip("\"')]\u201d\u2019")
-    head = (piece or "").lstrip()
-    return bool(prev) and prev[-1] not in ".!?:;" and bool(head) and (head[0].islower() or head[0].isdigit()
-                                                                       or head[0] in ",;)]")
+    return bool(prev) and bool((piece or "").strip()) and prev[-1] not in ".!?"
 
 
 _KEY_RE = re.compile(r"[^0-9a-z]+")

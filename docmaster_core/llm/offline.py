@@ -55,7 +55,7 @@ from ..text.words import (answer_sentences, count_words, ends_its_paragraph, is_
                           normalize_ws, split_sentences,
                           truncate_words)
 from .cache import LLMCache, make_key
-from .extractive import norm_key, condition_core, extractive_summary, join_sentences, lexical_vectors
+from .extractive import norm_key, condition_core, continues, extractive_summary, join_sentences, lexical_vectors
 
 __all__ = [
     "OfflineLLM",
@@ -310,26 +310,31 @@ class OfflineLLM:
                 out.append(None)
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
-            payloads = [{"title": titles[i], "children": children[i], "max_words": max_words} for i in todo]
+            payloads = [{"title": titles[i], "children": children[i], "max_words": max_words, "v": SUMMARY_VERSION}
+                        for i in todo]
 
             def compute(idx: list[int]) -> list[str]:
-                sent_lists, weight_lists = [], []
+                sent_lists, weight_lists, cont_lists = [], [], []
                 for j in idx:
-                    sl, wl = [], []
+                    sl, wl, cl = [], [], []
                     for c in children[todo[j]]:
                         cs = split_sentences(c)
                         sl.extend(cs)
                         wl.extend([1.0 / len(cs)] * len(cs))  # every child counts equally
+                        # a child's later windows of a long sentence; its first piece continues no other child
+                        cl.extend([k > 0 and continues(cs[k - 1], cs[k]) for k in range(len(cs))])
                     sent_lists.append(sl)
                     weight_lists.append(wl)
+                    cont_lists.append(cl)
                 heads = [titles[todo[j]] or " " for j in idx]
                 emb = self._summary_encode(heads + [s for sl in sent_lists for s in sl])
                 res, pos = [], len(heads)
-                for k, (sl, wl) in enumerate(zip(sent_lists, weight_lists)):
+                for k, (sl, wl, cl) in enumerate(zip(sent_lists, weight_lists, cont_lists)):
                     title_vec = emb[k] if titles[todo[idx[k]]] else None
                     res.append(
                         extractive_summary(
-                            sl, emb[pos : pos + len(sl)], max_words, query=title_vec, query_weight=0.3, weights=np.asarray(wl)
+                            sl, emb[pos : pos + len(sl)], max_words, query=title_vec, query_weight=0.3,
+                            weights=np.asarray(wl), continued=cl,
                         )
                     )
                     pos += len(sl)
@@ -403,14 +408,19 @@ class OfflineLLM:
         for i, lab in enumerate(labels):
             groups.setdefault(int(lab), []).append(i)
         members = sorted(groups.values(), key=lambda g: g[0])
-        payloads = [{"texts": [normalize_ws(texts[i]) for i in g], "min_words": 30, "max_words": 50} for g in members]
+        payloads = [{"texts": [normalize_ws(texts[i]) for i in g], "min_words": 30, "max_words": 50,
+                     "v": SUMMARY_VERSION} for g in members]
 
         def compute(idx: list[int]) -> list[str]:
-            sent_lists = [[s for t in payloads[j]["texts"] for s in split_sentences(t)] for j in idx]
+            split = [[split_sentences(t) for t in payloads[j]["texts"]] for j in idx]
+            sent_lists = [[s for cs in texts_ for s in cs] for texts_ in split]
+            # a text's later windows of a long sentence; a text's first piece continues no other text
+            cont_lists = [[k > 0 and continues(cs[k - 1], cs[k]) for cs in texts_ for k in range(len(cs))]
+                          for texts_ in split]
             emb_s = self._summary_encode([s for sl in sent_lists for s in sl])
             res, pos = [], 0
-            for sl in sent_lists:
-                res.append(extractive_summary(sl, emb_s[pos : pos + len(sl)], 50, min_words=30))
+            for sl, cl in zip(sent_lists, cont_lists):
+                res.append(extractive_summary(sl, emb_s[pos : pos + len(sl)], 50, min_words=30, continued=cl))
                 pos += len(sl)
             return res
 
