@@ -103,8 +103,21 @@ def test_names_are_readable_words_only():
     for c, words in names.items():
         assert words and not [w for w in words if bad.search(w)], (c, words)
     assert "message" in names[0] and "schedule" in names[1] and "documents" in names[2]
-    assert "llms" in names[3] and "feedback" in names[3]  # an acronym stays, though it has no vowel
+    assert "LLMs" in names[3] and "feedback" in names[3]  # an acronym stays, though it has no vowel, as written
     assert [t for t, _ in terms_of("Dr. Smith's GPT-4 and h100 x2 ﬁnd 2021a")] == ["smith", "gpt"]
+
+
+def test_an_abbreviation_is_named_as_the_passages_write_it():
+    """"rofr, arrangement, region" and "acdbe, collateral, partner" (a newcomer's contract topics)
+    read as typos: a term never written in lower case keeps its capitals when it has two or more;
+    a capitalised word (a sentence's first, a defined "Territory") is named in lower case."""
+    texts = ["The ROFR applies to any Stores in the Region under this arrangement.",
+             "Franchisee may exercise the ROFR for each new Store in the Region within the arrangement.",
+             "Territory means the area of the Stores; Territory rights are exclusive.",
+             "The Territory may grow when new Stores open; Territory maps are in Exhibit B."]
+    names = cluster_names(texts, [0, 0, 1, 1], n_terms=3)
+    assert "ROFR" in names[0] and "rofr" not in names[0], names
+    assert "territory" in names[1], names
 
 
 def test_a_one_passage_topic_of_names_is_named_by_its_section():

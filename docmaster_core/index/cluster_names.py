@@ -22,6 +22,9 @@ term found in the passages of one document only is not a name either (``min_grou
 a station's call sign ("WLIB"), a product or a defined term names a contract, not what the
 contracts of a cluster share.
 
+A term the passages never write in lower case is shown as they write it when that has two or
+more capitals ("ROFR", "LLMs"): an abbreviation a contract defines reads as one, not as a typo.
+
 A topic of one passage whose telling words are names ("edward, lockhart, schmitt": an
 author line; "london, college, gower": an affiliation) says nothing to a reader: with the
 passages' section titles given it is named by its section ("section “Acknowledgements”"),
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -67,7 +71,7 @@ _VOWEL = re.compile(r"[aeiouy]")
 _LATIN = re.compile(r"^[a-z]+$")
 
 
-def terms_of(text: str | None, stop: frozenset | None = None) -> list[tuple[str, bool]]:
+def terms_of(text: str | None, stop: frozenset | None = None, forms: dict | None = None) -> list[tuple[str, bool]]:
     """The readable words of ``text`` as ``(term, written_lower)``: the term in lower case
     and whether this occurrence was written all in lower case (a proper name never is).
 
@@ -75,6 +79,8 @@ def terms_of(text: str | None, stop: frozenset | None = None) -> list[tuple[str,
         text: A passage.
         stop: Terms to drop (default: scikit-learn's English stop words, :data:`GENERIC_WORDS`
             and :data:`URL_WORDS`).
+        forms: When given, ``{term: Counter of the ways it is written}`` is updated with each
+            occurrence not in lower case ("ROFR", "Xplore").
     """
     if stop is None:
         stop = _default_stop()
@@ -91,6 +97,8 @@ def terms_of(text: str | None, stop: frozenset | None = None) -> list[tuple[str,
         if _LATIN.match(low) and not _VOWEL.search(low) and sum(c.isupper() for c in word) < 2:
             continue  # "ffl", "pp": no English word; "LLMs", "RSV" (acronyms) stay
         out.append((low, word == low))
+        if forms is not None and word != low:
+            forms.setdefault(low, Counter())[word] += 1
     return out
 
 
@@ -159,9 +167,10 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     if not clusters:
         return {}
     lower: dict[str, int] = {}  # occurrences written in lower case: a name has none
+    forms: dict[str, Counter] = {}  # how a term is written when not in lower case ("ROFR", "LLMs")
 
     def analyse(text: str) -> list[str]:
-        got = terms_of(text)
+        got = terms_of(text, forms=forms)
         for t, low in got:
             lower[t] = lower.get(t, 0) + int(low)
         return [t for t, _ in got]
@@ -208,7 +217,18 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     for i, c in enumerate(clusters):
         best = np.argsort(-w[i], kind="stable")[:n_terms]
         out[c] = [str(terms[j]) for j in best if w[i, j] > 0]
-    return _by_section(out, labels, sections, lower)
+    out = _by_section(out, labels, sections, lower)
+    return {c: [_as_written(t, lower, forms) for t in words] for c, words in out.items()}
+
+
+def _as_written(term: str, lower: dict[str, int], forms: dict[str, Counter]) -> str:
+    """A term the passages never write in lower case, shown as they write it when that has two
+    or more capitals: an acronym or a defined abbreviation ("ROFR", "ACDBE", "LLMs") reads as
+    one, where "rofr" or "acdbe" read as a typo (a newcomer asked what they meant)."""
+    if lower.get(term, 0) or term not in forms:
+        return term
+    form = forms[term].most_common(1)[0][0]
+    return form if sum(ch.isupper() for ch in form) >= 2 else term
 
 
 def _by_section(names: dict[int, list[str]], labels: np.ndarray, sections: Sequence[str] | None,
