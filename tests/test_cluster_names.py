@@ -118,6 +118,10 @@ def test_an_abbreviation_is_named_as_the_passages_write_it():
     names = cluster_names(texts, [0, 0, 1, 1], n_terms=3)
     assert "ROFR" in names[0] and "rofr" not in names[0], names
     assert "territory" in names[1], names
+    # a longer word set in capitals (an address block's "MEXICO") is no acronym
+    shout = cluster_names(["ScanSource de MEXICO, incorporated in MEXICO City.",
+                           "Notices to ScanSource de MEXICO go to MEXICO City."], [0, 0], n_terms=3)
+    assert "mexico" in shout[0] and "ScanSource" in shout[0], shout
 
 
 def test_a_one_passage_topic_of_names_is_named_by_its_section():

@@ -406,6 +406,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched, because the "
               f"question names {'it' if len(res.doc_ids) == 1 else 'them'} ({', '.join(res.named[:4])}); to search "
               "every document, ask without the names", file=sys.stderr)
+    elif res.answer.outcome == "not_found" and res.doc_source == "follow-up":
+        print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched, because the "
+              "question refers back to the last one; to search every document, ask without --follow-up",
+              file=sys.stderr)
     elif res.answer.outcome == "not_found" and len(res.doc_ids) < res.n_workspace:
         n_other = res.n_workspace - len(res.doc_ids)
         print(f"note: only {clean_line(scope)} {'was' if len(res.doc_ids) == 1 else 'were'} searched; the other "

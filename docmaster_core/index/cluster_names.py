@@ -22,8 +22,9 @@ term found in the passages of one document only is not a name either (``min_grou
 a station's call sign ("WLIB"), a product or a defined term names a contract, not what the
 contracts of a cluster share.
 
-A term the passages never write in lower case is shown as they write it when that has two or
-more capitals ("ROFR", "LLMs"): an abbreviation a contract defines reads as one, not as a typo.
+A term the passages never write in lower case is shown as they write it when that is an acronym
+or has an inner capital ("ROFR", "LLMs", "WeChat"): an abbreviation a contract defines reads as
+one, not as a typo; a longer word set in capitals ("MEXICO") is named in lower case.
 
 A topic of one passage whose telling words are names ("edward, lockhart, schmitt": an
 author line; "london, college, gower": an affiliation) says nothing to a reader: with the
@@ -221,14 +222,24 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     return {c: [_as_written(t, lower, forms) for t in words] for c, words in out.items()}
 
 
+#: Longest word in capitals shown in capitals (an acronym: "ROFR", "ACDBE"); a longer one is a
+#: word set in capitals ("MEXICO" in an address block).
+ACRONYM_LETTERS = 5
+
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
 def _as_written(term: str, lower: dict[str, int], forms: dict[str, Counter]) -> str:
-    """A term the passages never write in lower case, shown as they write it when that has two
-    or more capitals: an acronym or a defined abbreviation ("ROFR", "ACDBE", "LLMs") reads as
-    one, where "rofr" or "acdbe" read as a typo (a newcomer asked what they meant)."""
+    """A term the passages never write in lower case, shown as they write it when that is an
+    acronym (2 to :data:`ACRONYM_LETTERS` capitals and at most one small letter: "ROFR",
+    "ACDBE", "LLMs") or has a capital after a small letter ("WeChat", "ScanSource"): "rofr" or
+    "acdbe" read as a typo (a newcomer asked what they meant)."""
     if lower.get(term, 0) or term not in forms:
         return term
     form = forms[term].most_common(1)[0][0]
-    return form if sum(ch.isupper() for ch in form) >= 2 else term
+    caps = sum(ch.isupper() for ch in form)  # "LLMs": a plural's small "s" aside
+    acronym = 2 <= caps <= ACRONYM_LETTERS and len(form) - caps <= 1
+    return form if acronym or _CAMEL.search(form) else term
 
 
 def _by_section(names: dict[int, list[str]], labels: np.ndarray, sections: Sequence[str] | None,
