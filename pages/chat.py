@@ -105,6 +105,10 @@ if len(sc["doc_ids"]) > 1:  # a newcomer saw "all 15 documents" here and "answer
     st.caption("A question that names some of them (a title, a party, a company, the file name) is answered from "
                "those; the answer says which. A follow-up that says \"it\" or \"this agreement\" and names no "
                "other stays with the documents named just before.")
+if dm.llm.is_offline:  # "can offline Chat give short direct answers?" (a newcomer)
+    st.caption("Offline answers quote the sentences of the documents that best match what is asked; they compose "
+               "no short answer of their own. With an OpenAI-compatible model set up (README, *LLM backends*) the "
+               "same passages go to the model, which writes the answer and cites them.")
 empty = empty_scope_note(sc)
 if empty:  # the input below is off: say why beside it, and offer every document
     st.info(empty, icon=":material/info:")

@@ -115,13 +115,18 @@ he_by_id = {h.id: h for h in hes}
 he_of_node = {n: h.id for h in hes for n in h.node_ids}
 
 s = idx.stats
+# counted as the Clusters page counts them (a newcomer saw 100 passages and 7 topics there, 144 and 8 here):
+# the reference list is in no topic
+in_topic = idx.labels >= 0
+n_out = int(idx.labels.size - in_topic.sum())
+out_note = f" {n_out} passages of the reference list are in no topic (as on the Clusters page)." if n_out else ""
 m = st.columns(6)
 m[0].metric(GROUPS_LABEL, len(hes), help=GROUPS_HELP)
 m[1].metric("sections", len({h.section_id for h in hes}))
-m[2].metric(PASSAGES_LABEL, int(s.get("text_nodes", len(he_of_node))), help=PASSAGES_HELP)
+m[2].metric(PASSAGES_LABEL, int(in_topic.sum()), help=PASSAGES_HELP + out_note)
 m[3].metric(HE_LINKS_LABEL, len(links), help=HE_LINKS_HELP)
 m[4].metric(SAME_LABEL, int(s.get("must", 0)), help=SAME_HELP)
-m[5].metric(TOPICS_LABEL, int(s.get("clusters", 0)), help=TOPICS_HELP)
+m[5].metric(TOPICS_LABEL, len(set(idx.labels[in_topic].tolist())), help=TOPICS_HELP + out_note)
 topic_names = document_topic_names(dm, idx, tree)
 
 

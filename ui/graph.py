@@ -61,7 +61,9 @@ NO_TOPIC_COLOUR = "#9ca3af"
 #: What the Hyper-edge graph page is good for, under its "What am I looking at?" line.
 GOOD_FOR_GRAPH = ("**Good for:** seeing which sections of one document talk about the same thing: pick a group, "
                   "then follow its red dashed lines to the groups of other sections on its topic (where a paper's "
-                  "method is evaluated, or every clause of a contract on payment).")
+                  "method is evaluated, or every clause of a contract on payment). One document at a time: the "
+                  "groups are built inside each document; topics across the whole collection are on the Semantic "
+                  "clusters page (*whole collection*).")
 #: Under the legend: why a box and the dots under it can differ.
 COLOURS_NOTE = ("A group's box wears the topic most of its passages have; with *Show passages* on, each dot wears its "
                 "own passage's topic, so the dots under one box can differ. Grey: no topic (passages left out of the "
