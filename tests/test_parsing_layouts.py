@@ -372,3 +372,65 @@ def test_tables_stage_alone_joins_wrapped_cells():
     out = join_wrapped_cells(rows, centres, 9.0)
     assert out == [["System", "Latency"], ["Baseline store with write-ahead log", "12.1 ms"],
                    ["Cached store with Read replicas", "4.3 ms"], ["Operating expenses:", ""], ["Fulfillment", "84"]]
+
+
+# ------------------------------------------------------------------ tables captioned below them
+
+
+def _captions_below_pdf(path: Path) -> dict[str, list[str]]:
+    """A page with three small tables in a column, each captioned *below* it ("Table N. ..."),
+    as ResNet's page 6: the caption of table 1 has table 2's rows right under it. Returns
+    ``{caption label: first cells of that table's rows}``."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = 72.0
+    page.insert_text((72, y), "We compare the models below on the validation set; lower error is better.", fontsize=10)
+    y += 30
+    tables = {"Table 1": ["alpha-net", "beta-net", "gamma-net", "delta-net"],
+              "Table 2": ["plain-18", "plain-34", "res-18", "res-34", "res-50"],
+              "Table 3": ["ensemble-a", "ensemble-b"]}
+    for i, (label, names) in enumerate(tables.items()):
+        page.insert_text((90, y), "model", fontsize=9)
+        page.insert_text((250, y), "top-1 err.", fontsize=9)
+        page.insert_text((340, y), "top-5 err.", fontsize=9)
+        y += 13
+        for k, name in enumerate(names):
+            page.insert_text((90, y), name, fontsize=9)
+            page.insert_text((250, y), f"{20 + i + k / 10:.2f}", fontsize=9)
+            page.insert_text((340, y), f"{5 + i + k / 10:.2f}", fontsize=9)
+            y += 13
+        y += 4
+        page.insert_text((72, y), f"{label}. Error rates (%) on the validation set, setting {i + 1}.", fontsize=9)
+        y += 26
+    page.insert_text((72, y + 10), "The deeper residual models are better in every setting we tried here.",
+                     fontsize=10)
+    doc.save(str(path))
+    return {label: names for label, names in tables.items()}
+
+
+def test_a_caption_below_its_table_keeps_its_own_rows(tmp_path):
+    """Three tables captioned below them: "Table 1" has table 2's rows right under it too, and
+    took them when they held more text (a newcomer's answer quoted Table 4's numbers as Table
+    3's). The page's convention, read from the caption whose table can only be above it (the
+    last one), decides: every caption takes the rows above it."""
+    want = _captions_below_pdf(tmp_path / "t.pdf")
+    parsed = _parse(tmp_path / "t.pdf")
+    tabs = {e.extra["caption"].split(".")[0]: e for e in parsed.elements if e.type == NodeType.TABLE}
+    assert set(tabs) == set(want)
+    for label, names in want.items():
+        firsts = [r[0] for r in tabs[label].extra["rows"]]
+        assert [f for f in firsts if f in {n for ns in want.values() for n in ns}] == names, (label, firsts)
+
+
+@pytest.mark.skipif(not (CORPUS / "1512.03385_resnet.pdf").is_file(), reason="../shared corpus (ResNet) not present")
+def test_resnet_tables_3_to_5_keep_their_own_rows():
+    parsed = _parse(CORPUS / "1512.03385_resnet.pdf")
+    tabs = {e.extra["caption"].split(".")[0]: e for e in parsed.elements if e.type == NodeType.TABLE
+            and e.extra.get("caption")}
+    cells = {k: " ".join(" ".join(r) for r in tabs[k].extra["rows"]) for k in ("Table 3", "Table 4", "Table 5")}
+    # ResNet-152's top-5 error is 5.71 in Table 3 (10-crop) and 4.49 in Table 4 (single model)
+    assert "ResNet-152 21.43 5.71" in cells["Table 3"] and "plain-34" in cells["Table 3"]
+    assert "ResNet-152 19.38 4.49" in cells["Table 4"] and "ResNet-152 21.43" not in cells["Table 4"]
+    assert "3.57" in cells["Table 5"] and "plain-34" not in cells["Table 5"]

@@ -12,7 +12,7 @@ from ..base import clean_text
 from .common import Line, PageInfo, ParseContext, box_union
 from .figures import figure_region, uncaptioned_images
 from .region_env import RegionEnv
-from .tables import layout_tables, table_region
+from .tables import caption_side, layout_tables, table_region, table_sides
 
 
 def page_regions(ctx: ParseContext, doc, pno: int, p: PageInfo, imgs: list) -> tuple[int, float]:
@@ -24,12 +24,17 @@ def page_regions(ctx: ParseContext, doc, pno: int, p: PageInfo, imgs: list) -> t
     for l in p.lines:
         if l.role == "caption":
             caps[l.group].append(l)
+    boxes = {gid: box_union((l.x0, l.y0, l.x1, l.y1) for l in cl) for gid, cl in caps.items()}
+    ranges = {gid: env.caption_range(caps, gid, boxes[gid]) for gid in caps}
+    # where this page sets a table's caption (above or below it), from the captions with a table on one side only
+    side = caption_side([table_sides(env, cl, boxes[gid], ranges[gid]) for gid, cl in caps.items()
+                         if cl[0].heading_source == "table"])
     for gid, cl in sorted(caps.items()):
-        cb = box_union((l.x0, l.y0, l.x1, l.y1) for l in cl)
-        rx0, rx1 = env.caption_range(caps, gid, cb)
+        cb = boxes[gid]
+        rx0, rx1 = ranges[gid]
         caption = clean_text(" ".join(l.text for l in cl))
         if cl[0].heading_source == "table":
-            table_region(env, gid, cl, cb, (rx0, rx1), caption)
+            table_region(env, gid, cl, cb, (rx0, rx1), caption, prefer=side)
         else:
             figure_region(env, gid, cl, cb, (rx0, rx1), caption)
     layout_tables(env)

@@ -316,34 +316,45 @@ def _region_rows(env: RegionEnv, region_lines: list[Line], ruled: bool = True) -
     return rb, rows, method
 
 
-def table_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[float, float], caption: str) -> None:
-    """The TABLE item of the caption group ``gid`` (caption lines ``cl``, box ``cb``):
-    the non-prose block above or below the caption (the side with more text), or a
-    raster image there; appended to ``env.p.items``."""
+def table_sides(env: RegionEnv, cl: list[Line], cb: Box, rng: tuple[float, float]) -> tuple[bool, bool]:
+    """``(below, above)``: whether a block of non-prose lines starts within four body lines
+    below / above the table caption ``cl`` (box ``cb``), i.e. where its table may be."""
     body = env.body
     rx0, rx1 = rng
     down = env.neighbours(cl, cb, rx0, rx1, 1)
     up = env.neighbours(cl, cb, rx0, rx1, -1)
     first_down = next((l for l in down if l.role not in ("header", "pagenum")), None)
     first_up = next((l for l in up if l.role not in ("header", "pagenum")), None)
+    below = first_down is not None and not env.is_prose(first_down) and first_down.role not in ("heading?", "region") \
+        and first_down.y0 - cb[3] < 4 * body
+    above = first_up is not None and not env.is_prose(first_up) and first_up.role not in ("heading?", "region") \
+        and cb[1] - first_up.y1 < 4 * body
+    return below, above
+
+
+def table_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[float, float], caption: str,
+                 prefer: int = 0) -> None:
+    """The TABLE item of the caption group ``gid`` (caption lines ``cl``, box ``cb``):
+    the non-prose block above or below the caption, or a raster image there; appended to
+    ``env.p.items``. With a block on both sides, ``prefer`` picks the side (1: below, -1:
+    above: the page's convention, :func:`caption_side`); 0: the side with more text."""
+    rx0, rx1 = rng
     region_lines: list[Line] = []
-    options = []
-    if first_down is not None and not env.is_prose(first_down) and first_down.role != "heading?" \
-            and first_down.y0 - cb[3] < 4 * body:
-        options.append(env.grow(cl, cb, rx0, rx1, 1)[0])
-    if first_up is not None and not env.is_prose(first_up) and first_up.role != "heading?" \
-            and cb[1] - first_up.y1 < 4 * body:
-        options.append(env.grow(cl, cb, rx0, rx1, -1)[0])
-    if options:
+    below, above = table_sides(env, cl, cb, rng)
+    options = {d: env.grow(cl, cb, rx0, rx1, d)[0] for d, ok in ((1, below), (-1, above)) if ok}
+    options = {d: ls for d, ls in options.items() if ls}
+    if prefer and prefer in options:
+        region_lines = options[prefer]
+    elif options:
         # the side with more table text (ties: below, the usual convention)
-        region_lines = max(options, key=lambda ls: sum(l.nchars for l in ls))
+        region_lines = max(options.values(), key=lambda ls: sum(l.nchars for l in ls))
     # a raster table image next to the caption
     img_box = None
     for k, b in enumerate(env.big_imgs):
         if k in env.consumed_imgs:
             continue
         if overlap_x(b[0], b[2], rx0, rx1) > 0.5 * (b[2] - b[0]) and (
-            0 <= b[1] - cb[3] < 3 * body or 0 <= cb[1] - b[3] < 3 * body
+            0 <= b[1] - cb[3] < 3 * env.body or 0 <= cb[1] - b[3] < 3 * env.body
         ):
             img_box = b
             env.consumed_imgs.add(k)
@@ -363,6 +374,18 @@ def table_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[f
         "extra": {"caption": caption, "rows": rows, "markdown": md, "method": method or ("image" if img_box else "caption-only"),
                   "region_bbox": list(rb) if rb else (list(img_box) if img_box else None)},
     })
+
+
+def caption_side(sides: list[tuple[bool, bool]]) -> int:
+    """The page's table-caption convention from the captions whose table can only be on one
+    side (:func:`table_sides` of each table caption): 1 when more of them have their table
+    below, -1 when more have it above (ResNet's "Table 5" under the last table of its column),
+    0 when none or as many. A caption with a block on both sides (a table above, the next table
+    below) then takes the side the page's others take: ResNet's "Table 3" took "Table 4"'s rows
+    below it, having more text, and "Table 4" those of "Table 5" (a newcomer's wrong answer)."""
+    below = sum(b and not a for b, a in sides)
+    above = sum(a and not b for b, a in sides)
+    return (below > above) - (above > below)
 
 
 def _page_rows(lines: list[Line]) -> list[list[Line]]:
