@@ -315,6 +315,9 @@ def test_a_question_about_several_documents_lists_those_whose_sentence_holds_its
     assert "contain" in profile_question("How many passages does the corpus contain?").terms  # no clause framed
     assert is_toc_entry("TABLE OF CONTENTS: PAGE CLAUSE 1. DEFINITIONS 4 2.")
     assert not is_toc_entry("The contents of the notice shall be confidential.")
+    # a paper's contents line with spaced leaders cut before its page number (DeepSeek-R1, a newcomer's answer)
+    assert is_toc_entry("5 2.2.1 Reinforcement Learning Algorithm . . . . . . . . . . . . . . . . . .")
+    assert not is_toc_entry("He paused . . . and went on.")
     ev = [Evidence("E1", "a", 1, "semantic", 0.7, "During the term of this Agreement Licensee shall not be connected "
                    "with any business competing with the Licensed Products.", page=8,
                    section_path=["ARTICLE 10 AGREEMENT NOT TO COMPETE"]),

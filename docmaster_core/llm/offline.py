@@ -587,8 +587,9 @@ class OfflineLLM:
             # clause" and the documents' own noun ("which of these contracts") are no terms; v53 one citation per
             # page of a passage; v54 "which model is used" prefers a sentence naming a versioned model ("GPT-4"); v55
             # irregular verb forms count as their lemma ("paid" / "pay"), "if", "until", "after" ... are no terms; v56
-            # a word English never uses as a noun ("owe", "barred") that the documents lack is the asker's own
-            "answer_version": 57,
+            # a word English never uses as a noun ("owe", "barred") that the documents lack is the asker's own; v58
+            # a contents line with spaced leaders cut before its page number is no answer
+            "answer_version": 58,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..text.words import answer_sentences, normalize_ws, split_sentences
+from ..text.words import answer_sentences, dot_leader_share, normalize_ws, split_sentences
 from ..model import Answer, Citation, Evidence, NodeType
 from ..text import answer_units as S
 from .candidates import combined_candidates, dedupe_candidates
@@ -98,6 +98,11 @@ def _score_passage(profile, bg, units, ntype, full_text) -> tuple[float, float]:
     return best, pcov
 
 
+#: A candidate passage with at least this share of its characters in dot leaders is a table of
+#: contents (:func:`~docmaster_core.text.words.dot_leader_share`) and is no passage to answer from.
+TOC_LEADER_SHARE = 0.3
+
+
 def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
                     cands: Sequence[tuple[float, int, int, str]], top_k: int,
                     per_document: bool = False) -> list[Evidence]:
@@ -111,6 +116,8 @@ def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
     for cos, di, nid, who in cands:
         tree = view.docs[di].tree
         text = table_text(tree, nid, profile, bg) or _with_neighbours(tree, nid, evidence_text(tree, nid))
+        if dot_leader_share(text) >= TOC_LEADER_SHARE:
+            continue  # a table of contents names the section asked about, and says nothing of it
         if tree.nodes[nid].type in (NodeType.IMAGE, NodeType.TABLE):
             text = _CAPTION_LABEL.sub(r"\1 \2:", text, count=1)
         units, ntype = _node_units(tree, nid, text)

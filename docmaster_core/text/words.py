@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["normalize_ws", "count_words", "truncate_words", "split_sentences", "is_whole_sentence", "answer_sentences",
-           "is_prose", "is_cut_prose", "is_toc_entry", "is_empty_label", "ends_its_paragraph", "shingles", "SHINGLE", "letters_key"]
+           "is_prose", "is_cut_prose", "is_toc_entry", "dot_leader_share", "is_empty_label", "ends_its_paragraph", "shingles", "SHINGLE", "letters_key"]
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[a-z0-9]+")
@@ -168,13 +168,29 @@ def is_cut_prose(text: str | None) -> bool:
     return is_prose(text) and not is_whole_sentence(text)
 
 
-_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}|^\s*(?i:table of contents|contents)\b")
+_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}\b|\.{4,}|(?:\.\s){5,}|^\s*(?i:table of contents|contents)\b")
 
 
 def is_toc_entry(text: str | None) -> bool:
-    """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7") or the
+    """True for a table-of-contents line: dot leaders ("16. Governing Law ........ 7"; spaced and
+    cut before the page number, "2.2.1 Reinforcement Learning Algorithm . . . . . ."), or the
     table's own heading ("TABLE OF CONTENTS: PAGE CLAUSE 1. DEFINITIONS 4 2.")."""
     return bool(_TOC_ENTRY.search(text or ""))
+
+
+_LEADER = re.compile(r"(?:\.\s?){4,}")
+
+
+def dot_leader_share(text: str | None) -> float:
+    """Share of the characters of ``text`` (spaces aside) in dot leaders (runs of four or
+    more dots, spaced or not): about 0.5 and more for a table of contents ("2.1 Overview . .
+    . . . 5 2.2 DeepSeek-R1-Zero . . . . 5"), near 0 for prose with a fill-in blank."""
+    t = text or ""
+    total = len(t) - t.count(" ")
+    if total <= 0:
+        return 0.0
+    dots = sum(len(m.group(0)) - m.group(0).count(" ") for m in _LEADER.finditer(t))
+    return dots / total
 
 
 _EMPTY_LABEL = re.compile(r"^[^.!?:;]{1,40}:\s*$")
