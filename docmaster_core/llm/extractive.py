@@ -58,9 +58,10 @@ def extractive_summary(
     ``max_words``; near-duplicates (cos > ``redundancy``), fragments of fewer than
     4 words and pieces that continue the one before (:func:`continues`: the second
     window of a sentence too long to keep whole, "distribute, publicly perform ...")
-    are skipped unless nothing else is left, so a summary starts where a sentence does. When the result
-    has fewer than ``min_words`` words, the best remaining sentences are added, cut
-    to the words left. When no sentence fits, the most central one is cut.
+    are skipped unless nothing else is left, so a summary starts where a sentence
+    does. When the result has fewer than ``min_words`` words, the best remaining
+    sentences are added, cut to the words left. When no sentence fits, the most
+    central one that starts a sentence is cut.
 
     Source: centroid-based extractive summarisation (Radev et al. 2004, "MEAD").
 
