@@ -122,7 +122,8 @@ def extractive_summary(
             room = max_words - total
             if room <= 0 or total >= min_words:
                 break
-            if i in text_of or words[i] == 0:
+            # a later window only right after the piece it continues (else the summary starts inside a sentence)
+            if i in text_of or words[i] == 0 or (later[i] and i - 1 not in text_of):
                 continue
             take = int(min(words[i], room))
             text_of[i] = truncate_words(sentences[i], take)

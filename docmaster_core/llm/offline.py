@@ -73,7 +73,7 @@ __all__ = [
 OFFLINE_VERSION = "offline-v2"
 
 #: Version of the extractive summary rule, part of each summary's cache key.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 #: Must-link iff cos(e_a, e_b) >= this (calibrated, see the module docstring).
 PAIR_THRESHOLD = 0.44
@@ -263,7 +263,8 @@ class OfflineLLM:
         out = [t if count_words(t) <= max_words else None for t in norm]
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
-            # "v": the summary rule's version (2: a long sentence's later windows are no summary start)
+            # "v": the summary rule's version (2: a long sentence's later windows are no summary start; 3: nor
+            # are they added to fill a short summary, unless right after the piece they continue)
             payloads = [{"text": norm[i], "max_words": max_words, "v": SUMMARY_VERSION} for i in todo]
 
             def compute(idx: list[int]) -> list[str]:
