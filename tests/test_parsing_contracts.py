@@ -561,3 +561,4 @@ def test_a_title_word_broken_at_a_line_end_hyphen_is_joined_when_the_document_us
     assert join_lines(["RESULTS ON TREC-", "COVID"], lambda: words) == "RESULTS ON TREC-COVID"
     assert join_lines(["pre-", "and post-training"], lambda: words) == "pre- and post-training"
     assert join_lines(["VIA AB-", "STRACTION"]) == "VIA AB-STRACTION"  # no vocabulary: the hyphen stays
+    assert join_lines(["the plain ResNet-", "34 and CIFAR-", "10 results"]) == "the plain ResNet-34 and CIFAR-10 results"

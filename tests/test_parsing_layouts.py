@@ -434,3 +434,7 @@ def test_resnet_tables_3_to_5_keep_their_own_rows():
     assert "ResNet-152 21.43 5.71" in cells["Table 3"] and "plain-34" in cells["Table 3"]
     assert "ResNet-152 19.38 4.49" in cells["Table 4"] and "ResNet-152 21.43" not in cells["Table 4"]
     assert "3.57" in cells["Table 5"] and "plain-34" not in cells["Table 5"]
+    # a caption's word broken at a line end is joined as the body text's are ("Mid-" / "dle" was "Mid- dle")
+    captions = " ".join(e.extra.get("caption") or "" for e in parsed.elements if e.type in (NodeType.IMAGE,
+                                                                                            NodeType.TABLE))
+    assert "Middle: a plain network" in captions and "Mid- dle" not in captions and "ResNet- 34" not in captions

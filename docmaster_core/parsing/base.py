@@ -147,6 +147,7 @@ def unreadable_note(per_page: dict[int, int], min_chars: int = 10) -> str:
 
 _BROKEN_END = re.compile(r"([A-Za-z]+)-$")
 _BROKEN_START = re.compile(r"^([A-Za-z]+)")
+_NUMBER_START = re.compile(r"^\d+(?:\b|[A-Za-z])")
 
 
 def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None = None) -> str:
@@ -155,8 +156,9 @@ def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None =
     document uses elsewhere, asked for only when a line ends so) holds the whole word
     ("abstraction"), else kept hyphenated without the space ("TREC-" / "COVID" gives
     "TREC-COVID", a compound; a suspended "pre- and post-" stays as it is, the next line
-    starting with no letter run joined to it). Without ``vocabulary`` every broken word
-    keeps its hyphen.
+    starting with no letter run joined to it); a name broken before its number ("ResNet-" /
+    "34") is joined keeping the hyphen. Without ``vocabulary`` every broken word keeps its
+    hyphen.
 
     Returns:
         The joined text (whitespace not collapsed; see :func:`clean_text`).
@@ -167,7 +169,9 @@ def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None =
         if not t:
             continue
         m, n = _BROKEN_END.search(out), _BROKEN_START.match(t)
-        if out and m and n and t.split()[0].lower() not in ("and", "or", "to"):
+        if out and m and _NUMBER_START.match(t):  # "ResNet-" / "34 ...": a name and its number, one word
+            out += t
+        elif out and m and n and t.split()[0].lower() not in ("and", "or", "to"):
             whole = (m.group(1) + n.group(1)).lower()
             joined = vocabulary is not None and whole in vocabulary()
             out = (out[:-1] if joined else out) + t

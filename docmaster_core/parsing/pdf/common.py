@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ...config import ParsingSettings
 
@@ -157,6 +157,9 @@ class ParseContext:
             code points, see :mod:`.spans`).
         unreadable: ``{page (1-based): characters lost inside words}``
             (:func:`~docmaster_core.parsing.base.count_unreadable`).
+        vocabulary: The document's lower-case words, computed on first call (set once
+            every page is read; :func:`~docmaster_core.parsing.base.join_lines` joins a word
+            broken at a line-end hyphen when the document uses it whole), or None.
     """
 
     settings: ParsingSettings
@@ -169,6 +172,7 @@ class ParseContext:
     warnings: list[str] = field(default_factory=list)
     ligatures: dict[int, str] = field(default_factory=dict)
     unreadable: dict[int, int] = field(default_factory=dict)
+    vocabulary: Callable[[], set[str]] | None = None
 
     def table_time_left(self) -> bool:
         """True while the ``find_tables`` budget is not spent."""

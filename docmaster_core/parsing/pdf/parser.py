@@ -30,7 +30,7 @@ from ..base import clean_text, count_unreadable, unreadable_note
 from .common import TABLE_HINT_RE, ParseContext, PageInfo
 from .clauses import detect_clause_headings, mark_signature_blocks
 from .headings import detect_headings
-from .layout import body_style, document_title, mark_headers_footers, page_layout
+from .layout import body_style, document_title, document_vocabulary, mark_headers_footers, page_layout
 from .marks import mark_captions, mark_equations, mark_strong_headings
 from .opening import first_line, open_pdf
 from .order import reading_order
@@ -163,6 +163,7 @@ class PyMuPDFParser:
                 if l.size <= 0:
                     l.size = ctx.body_size
         doc_title = document_title(doc, pages, ctx.body_size)
+        ctx.vocabulary = document_vocabulary(pages)  # captions join a word broken at a line end ("Mid-" / "dle")
         t_tables = 0.0
         for pno, p in enumerate(pages):
             mark_captions(p, ctx.body_size)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..base import clean_text
+from ..base import clean_text, join_lines
 from .common import Line, PageInfo, ParseContext, box_union
 from .figures import figure_region, uncaptioned_images
 from .region_env import RegionEnv
@@ -32,7 +32,7 @@ def page_regions(ctx: ParseContext, doc, pno: int, p: PageInfo, imgs: list) -> t
     for gid, cl in sorted(caps.items()):
         cb = boxes[gid]
         rx0, rx1 = ranges[gid]
-        caption = clean_text(" ".join(l.text for l in cl))
+        caption = clean_text(join_lines([l.text for l in cl], ctx.vocabulary))
         if cl[0].heading_source == "table":
             table_region(env, gid, cl, cb, (rx0, rx1), caption, prefer=side)
         else:
