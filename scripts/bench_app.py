@@ -61,6 +61,10 @@ from support.browser_driver import (  # noqa: E402
     timed,
     wait_idle,
 )
+from ui.cluster_chart import SLIDERS  # noqa: E402
+
+#: The alpha slider as the Clusters page labels it (plain words since issue 36).
+ALPHA = SLIDERS["alpha"][0]
 
 DEFAULT_CONDITIONS = [
     "Does the paper propose a retrieval-augmented generation method?",
@@ -200,10 +204,10 @@ def main(argv: list[str] | None = None) -> int:
                 res["umap_wait"] = round(_wait_umap(page, args.umap_timeout), 1)
             steps, values = [], []
             for _ in range(args.steps):
-                steps.append(timed(page, lambda: move_slider(page, "alpha", 1), 300))
-                values.append(slider_value(page, "alpha"))
+                steps.append(timed(page, lambda: move_slider(page, ALPHA, 1), 300))
+                values.append(slider_value(page, ALPHA))
                 check("clusters slider")
-            back = timed(page, lambda: move_slider(page, "alpha", 1, "ArrowLeft"), 300)
+            back = timed(page, lambda: move_slider(page, ALPHA, 1, "ArrowLeft"), 300)
             check("clusters slider back")
             res["clusters_slider"] = {
                 "values": values, "cold_first": round(steps[0], 3) if steps else None,
