@@ -561,9 +561,9 @@ def ranked_column_config(columns: list[str]) -> dict:
     (:data:`RANKED_COLUMN_WIDTHS`), so they fit the half-width frame."""
     helps = {"score": ("evidence score: how far a document's passages stand above the collection's typical "
                        "closeness to the condition, in meaning and in its distinctive words (robust z units: "
-                       "distance from the median in units of the spread). It ranks the documents for this condition only: a "
-                       "score of one condition is not comparable with a score of another, and a high score on a "
-                       "condition nothing meets is still the best of the rest."),
+                       "distance from the median in units of the spread). It ranks the documents for this "
+                       "condition only: a score of one condition is not comparable with a score of another, and a "
+                       "high score on a condition nothing meets is still the best of the rest."),
              "strategies": STRATEGIES_HELP,
              "by score": "inside the cut of the evidence-score ranking (the slider)", "certainty": CERTAINTY_WORDS}
     out: dict = {"rationale": st.column_config.TextColumn("rationale", width="large")}

@@ -111,7 +111,8 @@ def status_line(status: str) -> str:
         return ("UMAP layout not ready yet: it is being computed in the background (queued when the document was "
                 "ingested or the workspace opened; the first one compiles, from 30 s to about a minute and a half on "
                 "a 2-core machine). This is the PCA view. While you look at it the chart stays as it is: when UMAP "
-                "is ready a button here switches to it, and a view opened after that (another number of topics, a later visit) starts on UMAP.")
+                "is ready a button here switches to it, and a view opened after that (another number of topics, a "
+                "later visit) starts on UMAP.")
     if status.startswith("failed"):
         return f"UMAP layout could not be computed ({status[8:]}); this is the PCA view."
     if status == "too few points":
