@@ -438,3 +438,20 @@ def test_resnet_tables_3_to_5_keep_their_own_rows():
     captions = " ".join(e.extra.get("caption") or "" for e in parsed.elements if e.type in (NodeType.IMAGE,
                                                                                             NodeType.TABLE))
     assert "Middle: a plain network" in captions and "Mid- dle" not in captions and "ResNet- 34" not in captions
+
+
+@pytest.mark.skipif(not list(CORPUS.glob("2202.00535*.pdf")), reason="../shared corpus (2202.00535) not present")
+def test_a_caption_whose_side_holds_one_line_takes_no_other_tables_rows():
+    """2202.00535 p. 4 captions its tables below them; "Table 1" sits under paraphrase examples set as
+    prose lines, of which one line looked like a table: it took that line (or, before the page's
+    convention, Table 2's parameter counts below it). One line is no table: the caption stays without
+    rows, the layout model reads its table, and Table 2 keeps its own rows."""
+    from docmaster_core.parsing import parse_document
+
+    parsed = parse_document(next(CORPUS.glob("2202.00535*.pdf")))  # the default parser
+    tabs = {e.extra["caption"].split(":")[0]: e for e in parsed.elements if e.type == NodeType.TABLE
+            and e.page == 4 and e.extra.get("caption")}
+    cells = {k: " ".join(" ".join(r) for r in t.extra["rows"]) for k, t in tabs.items()}
+    assert "Fine Tuning" in cells["Table 2"] and "Fine Tuning" not in cells["Table 1"]
+    if parsed.metadata.get("layout_pages") is not None and any(p["page"] == 4 for p in parsed.metadata["layout_pages"]):
+        assert "NC-RAPT" in cells["Table 1"]  # the model's rows (when the layout model is installed)

@@ -343,8 +343,13 @@ def table_region(env: RegionEnv, gid: int, cl: list[Line], cb: Box, rng: tuple[f
     below, above = table_sides(env, cl, cb, rng)
     options = {d: env.grow(cl, cb, rx0, rx1, d)[0] for d, ok in ((1, below), (-1, above)) if ok}
     options = {d: ls for d, ls in options.items() if ls}
-    if prefer and prefer in options:
-        region_lines = options[prefer]
+    if prefer and (prefer in options or len(options) > 1):
+        # the page's side; one line there is no table (2202.00535's "Table 1" sits under examples set as
+        # prose): the caption then takes nothing, the block on its other side being the next caption's, and the
+        # layout model is asked for its table (a caption-only table gates the page)
+        region_lines = options.get(prefer, [])
+        if len(region_lines) < 2:
+            region_lines = []
     elif options:
         # the side with more table text (ties: below, the usual convention)
         region_lines = max(options.values(), key=lambda ls: sum(l.nchars for l in ls))
