@@ -404,6 +404,34 @@ def test_real_contracts_with_underlined_titles_and_hanging_clause_numbers():
     assert not any(t in ("Independent Contractor", "Publicity") for _, t in titles), titles
 
 
+def test_sub_clause_titles_in_sentence_case_and_hanging_numbers_near_the_page_top():
+    """cuad-010 writes its sub-clauses "4.2 Non application of confidentiality obligations" (one
+    line, no stop), "4.3" with "Permitted disclosure of Confidential Information" on the next line,
+    and "4.4 Disclosing Party's proprietary rights"; a sentence-case line that goes on below
+    ("7.1 Party A represents and warrants that") stays text. cuad-148 hangs "17." to
+    "20." left of their titles; "17." stands where other pages print "12." near the top, and
+    "18." follows an address line that runs to the margin."""
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-010")))
+    for t in ("4.2 Non application of confidentiality obligations", "4.3 Permitted disclosure of Confidential "
+              "Information", "4.4 Disclosing Party’s proprietary rights"):
+        assert (2, t) in titles, (t, titles)
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-148")))
+    for t in ("16. LANGUAGE", "17. NOTICE", "18. ENTIRE AGREEMENT AND AMENDMENTS", "19. EFFECT OF HEADINGS",
+              "20. BINDING EFFECT"):
+        assert (1, t) in titles, (t, titles)
+
+
+def test_a_sentence_case_line_that_goes_on_below_is_no_sub_clause_title():
+    """cuad-116 breaks "7.1 Party A represents and warrants that" before its list: no title."""
+    from docmaster_core.parsing.pdf.clauses import sentence_case_title
+
+    texts = [t for _, t in _titles(PyMuPDFParser().parse(_cuad("cuad-116")))]
+    assert not any(t.endswith(("warrants that", "In the event that")) for t in texts), texts
+    assert sentence_case_title("Disclosing Party’s proprietary rights", 6)
+    assert sentence_case_title("Non-application of the obligations", 6)
+    assert not sentence_case_title("- a list item", 6) and not sentence_case_title("The Licensee shall pay", 6)
+
+
 def test_a_clause_whose_number_is_in_the_body_weight_fills_the_gap_between_styled_headings():
     """cuad-015 sets most clause headings in bold ("4. COMPENSATION."), but "2. ",
     "3. " and "5. " in the body weight before a bold run-in title: the style test skips them

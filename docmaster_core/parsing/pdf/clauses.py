@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..base import SENTENCE_END_RE, clean_text, normalize_heading
+from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_heading
 from .common import Line, PageInfo
 from .layout import FILING_LABEL_RE
 
@@ -145,16 +145,20 @@ def title_like(text: str, max_words: int = 12) -> bool:
     return upper >= 0.8 * len(significant) and not (len(words) == 1 and len(t) <= 2)
 
 
+# a line ending in one of these goes on below ("7.1 Party A represents and warrants that"): no title
+_OPEN_END = _SMALL_WORDS | {"that", "which", "who", "if", "when", "where", "whether", "event", "any", "all", "each"}
+
 _VERB_RE = re.compile(r"\b(?:is|are|was|were|be|been|shall|will|may|must|can|has|have|had|does|do|agrees?|means)\b", re.I)
 
 
 def sentence_case_title(text: str, max_words: int = 4) -> bool:
-    """A short title in sentence case ("Licensing rights"): 2 to ``max_words`` words, a
-    capital start, no verb, no digits."""
+    """A short title in sentence case ("Licensing rights", "Disclosing Party's proprietary
+    rights"): 2 to ``max_words`` words of letters (a possessive or a hyphen inside a word
+    allowed), a capital start, no verb, no digits."""
     t = text.strip()
     words = t.split()
     return 2 <= len(words) <= max_words and t[:1].isupper() and not _VERB_RE.search(t) and not re.search(r"\d", t) \
-        and all(w.isalpha() or w.rstrip(",").isalpha() for w in words)
+        and all(re.sub(r"(?<=\w)(?:['’]s?|-)(?=\w|$)", "", w.rstrip(",")).isalpha() for w in words)
 
 
 @dataclass(slots=True)
@@ -248,7 +252,11 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     if m and nxt is not None and nxt.role == "":
         num = m.group("num") or (f"({m.group('paren')})" if m.group("paren") else f"{m.group('lower')}.")
         nt = nxt.text.strip()
-        if title_like(nt) and not _NUMBERED_RE.match(nt):
+        # a sub-clause number ("4.3") takes a title in sentence case too ("Permitted disclosure of
+        # Confidential Information"), as on the same line (:func:`_candidate`'s ``multi_level``)
+        sub = bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){1,3}", num)) and sentence_case_title(nt, 6) \
+            and nt.split()[-1].lower() not in _OPEN_END
+        if (title_like(nt) or sub) and not _NUMBERED_RE.match(nt):
             return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip("."), title_line=nxt)
         rm = re.match(_RUNIN, nt)
         if rm and abs(nxt.yc - l.yc) < 0.5 * (l.size or 10.0) and title_like(rm.group("title"), 8) \
@@ -268,11 +276,15 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         return None  # "3 See Regulation ...": a plain number needs its dot ("3.") to number a clause
     # a title in sentence case ("Royalties payable by TL") after a number with its dot: "10.1", "5."
     sentence_ok = "." in num
+    # ... and alone on its line without a stop after a sub-clause number ("4.2 Non application of
+    # confidentiality obligations"): the number of a clause, not of a list item
+    multi_level = bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){1,3}\.?", num))
     rm = re.match(_RUNIN, rest)
     if rm and (title_like(rm.group("title"), 8) or (sentence_ok and sentence_case_title(rm.group("title")))) \
             and not rm.group("title").startswith("("):
         return _Cand(l, "runin", "", num, clean_text(f"{num} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
-    if (title_like(rest, 12) or (sentence_ok and rest.endswith(".") and sentence_case_title(rest.rstrip(".")))) \
+    if (title_like(rest, 12) or (sentence_ok and rest.endswith(".") and sentence_case_title(rest.rstrip(".")))
+            or (multi_level and sentence_case_title(rest, 6) and rest.split()[-1].lower() not in _OPEN_END)) \
             and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
         return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip("."))
     return None
@@ -358,19 +370,33 @@ def _drop_false_headings(seq: list[Line]) -> None:
         below = [q for q in seq[i + 1:i + 3] if q.role == ""]
         if in_signature or FILING_LABEL_RE.match(ht) or any(is_signature_line(q.text) for q in below[:2]):
             l.role = ""
-    # table-of-contents pages: 3 or more own-line headings whose texts come again later
-    later: dict[str, list[int]] = {}
+    # table-of-contents pages: 3 or more own-line headings whose texts come again later (with the same
+    # number, or one within the other, when both are numbered: a paper's "4.1.2 Commonsense Reasoning"
+    # and its "5.2 Commonsense reasoning" are two sections; an amendment's "Section 4.5 [CO-BRANDED CAREER
+    # CENTER]" names the body's "4. CO-BRANDED CAREER CENTER")
+    later: dict[str, list[tuple[int, str]]] = {}
     for l in heads:
         if l.role in ("heading", "heading-runin"):
-            later.setdefault(normalize_heading(l.heading_text), []).append(l.page)
-    repeated = [l for l in heads if l.role == "heading"
-                and any(pg > l.page for pg in later.get(normalize_heading(l.heading_text), []))]
+            later.setdefault(normalize_heading(l.heading_text), []).append((l.page, _numbering(l.heading_text)))
+
+    def again(l: Line) -> bool:
+        num = _numbering(l.heading_text)
+        return any(pg > l.page and (not num or not n or n == num or n.startswith(num + ".") or num.startswith(n + "."))
+                   for pg, n in later.get(normalize_heading(l.heading_text), []))
+
+    repeated = [l for l in heads if l.role == "heading" and again(l)]
     per_page: dict[int, int] = {}
     for l in repeated:
         per_page[l.page] = per_page.get(l.page, 0) + 1
     for l in repeated:
         if per_page[l.page] >= 3:
             l.role = ""
+
+
+def _numbering(text: str) -> str:
+    """A heading's number without keyword and stop ("Section 4.1." -> "4.1"), or ""."""
+    hn = heading_numbering(re.sub(r"^(?:article|section|clause|part)\s+", "", text or "", flags=re.I))
+    return hn[0].rstrip(".").lower() if hn else ""
 
 
 _LIST_RUN = 6
@@ -520,8 +546,9 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         elif prv.page != l.page or prv.col != l.col:
             starts = bool(SENTENCE_END_RE.search(prv.text.strip()))  # not a sentence running over the break
         else:
+            # (a bare label hanging left of the line above, "18." before an address block's last line, starts one)
             starts = l.y0 - prv.y1 > 0.45 * size or bool(SENTENCE_END_RE.search(prv.text.strip())) \
-                or l.x0 > prv.x0 + 1.5 * size
+                or l.x0 > prv.x0 + 1.5 * size or (l.x1 < prv.x0 and bool(_LABEL_RE.match(t)))
         if not starts:
             continue
         same_row_next = nxt is not None and nxt.page == l.page and abs(nxt.yc - l.yc) < 0.5 * size and nxt.x0 > l.x1

@@ -227,6 +227,17 @@ def _running_key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", "", text.strip().lower()))
 
 
+def _labels_its_row(l: Line, p: PageInfo, rep: set, band: str) -> bool:
+    """Whether a line without letters ("17.") shares its row with a line of words that is no running
+    text ("NOTICE"): a clause number printed near the top of a page, whose digits-blind text recurs
+    there on other pages, not a running header."""
+    if any(ch.isalpha() for ch in l.text):
+        return False
+    return any(q is not l and not q.role and min(q.y1, l.y1) - max(q.y0, l.y0) > 0.5 * min(q.y1 - q.y0, l.y1 - l.y0)
+               and sum(ch.isalpha() for ch in q.text) >= 3 and (band, _running_key(q.text.strip())) not in rep
+               for q in p.lines)
+
+
 def mark_headers_footers(pages: list[PageInfo]) -> None:
     """Mark running text so it stays out of the content (roles ``header`` and ``pagenum``).
 
@@ -279,7 +290,7 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
                 continue
             t = l.text.strip()
             band = "t" if l.y1 < 0.12 * p.height else ("b" if l.y0 > 0.88 * p.height else "")
-            if band and (band, _running_key(t)) in rep:
+            if band and (band, _running_key(t)) in rep and not _labels_its_row(l, p, rep, band):
                 l.role = "header"
             elif (_running_key(t) in rep_any and round(l.size * 2) / 2 == sizes[_running_key(t)].most_common(1)[0][0]) \
                     or _RULE_RE.match(t):
