@@ -206,7 +206,8 @@ def evaluate(cuad: Path, ref: dict[str, list[dict]], parser: str, show: bool) ->
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cuad", default=str(ROOT.parent / "shared" / "corpus" / "cuad" / "pdf"))
-    ap.add_argument("--reference", default=str(REFERENCE))
+    ap.add_argument("--reference", default=None, help=f"hashed reference TSV (default {REFERENCE.relative_to(ROOT)}; "
+                    "with --make-reference the file to write, required)")
     ap.add_argument("--parser", default="fast")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print misses and extra titles per contract")
@@ -214,8 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--junk", action="store_true", help="count running text and signature lines in titles and summaries")
     a = ap.parse_args(argv)
     if a.make_reference:
+        if not a.reference:  # never overwrite the development reference by default
+            print("--make-reference needs --reference OUT.tsv (the file to write)", file=sys.stderr)
+            return 2
         make_reference(Path(a.make_reference), Path(a.reference))
         return 0
+    a.reference = a.reference or str(REFERENCE)
     if not Path(a.cuad).is_dir():
         print(f"no contracts at {a.cuad}", file=sys.stderr)
         return 2
