@@ -373,3 +373,30 @@ def test_which_model_is_used_prefers_the_sentence_that_names_one():
     for other in ("Our system, RAPTOR, clusters chunks of text and generates summaries (Figure 1).",
                   "The summaries were written in 2019 [36]."):
         assert type_match(q, other) == 0.5, other
+
+
+def test_a_hardware_question_is_answered_by_the_sentences_that_name_the_hardware(llm):
+    """"What kind of machine were the experiments run on?": the answer is a setup sentence far
+    from the question in meaning ("a linux based PC with Intel Pentium III processor ... 600 MHz
+    and 2GB of RAM", held-out papers5); it is quoted alone, not after the sentences about the
+    method, and a document that names no hardware does not answer."""
+    from collections import Counter
+
+    from docmaster_core.text.answer_units import Background, profile_question, terms_of, verdict
+
+    q = "What kind of machine were the collaborative filtering experiments run on?"
+    assert profile_question(q).answer_type == "hardware"
+    assert profile_question("On what hardware were the models trained?").answer_type == "hardware"
+    assert profile_question("Which GPU did they run the baseline on?").answer_type == "hardware"
+    assert profile_question("What is the notice period?").answer_type != "hardware"
+    method = ("Collaborative filtering experiments compare user-based and item-based algorithms. The item-based "
+              "collaborative filtering experiments look at the items a user has rated.")
+    setup = ("Experimental platform. We ran all our experiments on a linux based PC with Intel Pentium III processor "
+             "having a speed of 600 MHz and 2GB of RAM.")
+    a = llm.answer(q, [ev(1, method), ev(2, setup)])
+    assert "Pentium III processor" in a.text and "user-based" not in a.text, a.text
+    units = [method, setup]
+    bg = Background(len(units), Counter(t for u in units for t in set(terms_of(u))))
+    assert verdict(profile_question(q), bg, units).found
+    none = verdict(profile_question(q), bg, units[:1])
+    assert not none.found and "hardware" in none.reason

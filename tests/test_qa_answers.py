@@ -68,6 +68,15 @@ def test_a_how_many_question_is_answered_by_a_number_beside_the_counted_noun():
     assert profile_question("How large is the retrieval database Retro uses?").counted == ["databas"]
     assert profile_question("How many GPUs were used?").counted == ["gpus"]
     assert profile_question("What is the notice period?").counted == []
+    # a verb the pattern does not list ("make up"): the first plural after "how many"; not "how many of"
+    assert profile_question("How many datasets make up the BEIR benchmark?").counted == ["dataset"]
+    assert profile_question("How many of the contracts renew automatically?").counted == []
+    # a headerless table column's "column 3:" label is no number beside "Dataset"
+    from docmaster_core.text.answer_units import type_match
+
+    p2 = profile_question("How many datasets make up the BEIR benchmark?")
+    assert type_match(p2, "Task (↓) | column 2: Domain (↓) | column 3: Dataset (↓) Title", "TABLE") == 0.0
+    assert type_match(p2, "We include 18 evaluation datasets.", "TEXT") == 1.0
     units = ["The benchmark datasets are included for 11 retrieval tasks.",
              "The benchmark includes 18 diverse datasets."]
     order = rank_answer_units("How many datasets are included in the benchmark?", units, ["TEXT", "TEXT"],
@@ -225,6 +234,14 @@ def test_a_name_the_question_asks_about_that_no_document_uses_is_not_found():
     assert verdict(profile_question("Which agreement is governed by California law?"), bg, passages).found
     # an abbreviation the document may spell out, and the question's first word, are no such names
     assert verdict(profile_question("Which agreement is governed by the law of the State (ST)?"), bg, passages).found
+    # a name in capitals joined to a number ("CIFAR-10") is an identifier no document spells out
+    papers = ["MoCo features evaluated by linear classification reach 60.6% accuracy on ImageNet.",
+              "MoCo features are evaluated on 10 downstream tasks, with accuracy as the measure.",
+              "We evaluate the features on ImageNet and on COCO detection."]
+    bg = Background(len(papers), Counter(t for p in papers for t in set(terms_of(p))))
+    cifar = verdict(profile_question("What accuracy does MoCo reach when evaluated on CIFAR-10?"), bg, papers)
+    assert not cifar.found and "CIFAR" in cifar.reason
+    assert verdict(profile_question("What accuracy does MoCo reach when evaluated on ImageNet?"), bg, papers).found
 
 
 def test_place_identifier_and_counted_unit_questions_need_what_they_ask_for():
@@ -356,3 +373,4 @@ def test_question_frame_words_the_document_never_uses_do_not_decide_not_found():
     assert not verdict(profile_question("What insurance must the developer carry?"), bg, passages).found
     # a document that does use the qualifier still has it weighed: it is no stop word
     assert "total" in profile_question("What were the total net sales in 2022?").terms
+

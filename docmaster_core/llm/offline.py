@@ -589,8 +589,10 @@ class OfflineLLM:
             # page of a passage; v54 "which model is used" prefers a sentence naming a versioned model ("GPT-4"); v55
             # irregular verb forms count as their lemma ("paid" / "pay"), "if", "until", "after" ... are no terms; v56
             # a word English never uses as a noun ("owe", "barred") that the documents lack is the asker's own; v58
-            # a contents line with spaced leaders cut before its page number is no answer
-            "answer_version": 58,
+            # a contents line with spaced leaders cut before its page number is no answer; v59 "how many datasets make
+            # up ..." counts datasets, a headerless table's "column 3:" label is no number; v60 a hardware question
+            # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning (v61)
+            "answer_version": 61,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -638,6 +640,10 @@ class OfflineLLM:
         whole = [i for i in ranked if (not is_cut_prose(units[i]) or ends_its_paragraph(
             units[i], evidence[int(owner[i])].text)) and not is_toc_entry(units[i]) and not is_empty_label(units[i])]
         order = whole or ranked
+        from ..text.answer_units import names_hardware, profile_question
+
+        if profile_question(question).answer_type == "hardware":  # the sentences that name the hardware, if any
+            order = [i for i in order if names_hardware(units[i])] or order
         if order and one_document:  # one thing asked: quoted from the best sentence's document
             doc = evidence[int(owner[order[0]])].doc_id
             order = [i for i in order if evidence[int(owner[i])].doc_id == doc]

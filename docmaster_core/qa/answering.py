@@ -211,6 +211,28 @@ def _counted_candidates(view, profile: S.QuestionProfile, qv: np.ndarray, doc_in
             for j in np.argsort(-sims, kind="stable")[:limit]]
 
 
+def _hardware_candidates(view, profile: S.QuestionProfile, qv: np.ndarray, doc_index: Sequence[int], limit: int
+                         ) -> list[tuple[float, int, int, str]]:
+    """For a hardware question ("on what hardware were the models trained?", answer type
+    ``"hardware"``), the ``limit`` content nodes of the documents ``doc_index`` closest to the
+    question that name computing hardware (:func:`~docmaster_core.text.answer_units.names_hardware`),
+    best first: "We conducted our experiments on a Linux machine with 350 Ascend 910B-3 NPUs"
+    sits in a setup paragraph far from the question in embedding space, as "a number beside the
+    counted noun" does (:func:`_counted_candidates`)."""
+    if profile.answer_type != "hardware":
+        return []
+    hits = []
+    for di in doc_index:
+        dv = view.docs[di]
+        hits.extend(dv.start + n.id for n in dv.tree.nodes
+                    if n.id and n.type.is_content and S.names_hardware(n.content or ""))
+    if not hits:
+        return []
+    sims = view.emb[hits] @ qv
+    return [(float(sims[j]), int(view.doc_of[hits[j]]), int(view.node_of[hits[j]]), "counted")
+            for j in np.argsort(-sims, kind="stable")[:limit]]
+
+
 def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.ndarray,
                      per_section: int = 2) -> list[tuple[float, int, int, str]]:
     """Replace a section heading (TITLE node, given with its generated summary) by the
@@ -320,7 +342,8 @@ def select_passages(retr, question: str, doc_ids: Sequence[str], top_k: int, *, 
     cands, qv = combined_candidates(retr, question, doc_ids, pool_factor * top_k, view)
     cands = cands + _keyword_candidates(view, question, qv, doc_index, top_k, {(c[1], c[2]) for c in cands})
     # pooled first (few, and far from the question), from the documents the retrieval found
-    counted = _counted_candidates(view, profile, qv, sorted({c[1] for c in cands}), 2)
+    found_in = sorted({c[1] for c in cands})
+    counted = _counted_candidates(view, profile, qv, found_in, 2) + _hardware_candidates(view, profile, qv, found_in, 2)
     pooled = {(k[1], k[2]) for k in counted}
     cands = counted + [c for c in cands if (c[1], c[2]) not in pooled]
     if candidates is not None:  # deep mode: the sub-queries' passages first, then the question's own pool

@@ -37,7 +37,7 @@ from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units", "names_place", "askers_words", "question_names", "range_holds"]
+           "rank_answer_units", "names_place", "names_hardware", "askers_words", "question_names", "range_holds"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -91,6 +91,20 @@ _CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure
 _PLACE_Q = re.compile(r"\b(?:which|what|whose)\s+(?:[a-z]+\s+)?(state|country|jurisdiction|city|courts?|place|location|"
                       r"venue|county|province|nation|territory|forum)(?:'s|s'|\u2019s|s)?\b|"
                       r"\b(?:which|what)\s+(laws?)\s+(?:govern|appl|control)", re.I)
+# "on what hardware were the models trained", "which GPU did they run ... on", "what kind of machine": the answer
+# names computing hardware (a sentence far from the question in meaning: "on one machine with 8 NVIDIA P100 GPUs")
+_HARDWARE_Q = re.compile(r"\b(?:what|which)\s+(?:kind of\s+|type of\s+|sort of\s+)?(?:hardware|machines?|computers?|"
+                         r"gpus?|cpus?|tpus?|npus?|accelerators?|processors?)\b", re.I)
+_HARDWARE_A = re.compile(r"\b(?:[gtn]pus?|cpus?|\d+(?:\.\d+)?\s?(?:[mg]hz|gb|tb)|ram|nvidia|intel|amd|xeon|pentium|"
+                         r"titan|tesla|[vpakh]100|k80|ascend|workstations?|processors?|\d+[- ]cores?)\b", re.I)
+
+
+def names_hardware(text: str) -> bool:
+    """Whether a text names computing hardware ("8 NVIDIA P100 GPUs", "a 600 MHz machine
+    with 2GB of RAM", "350 Ascend 910B-3 NPUs"): the answer to a hardware question."""
+    return bool(_HARDWARE_A.search(text))
+
+
 # a place named in a unit: "laws of the State of Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"
 _GENERIC_CAP = ("Agreement", "Party", "Parties", "This", "Such", "Any", "Each", "The", "Governing", "Applicable",
                 "Choice", "Company", "Section", "Article", "Schedule", "Exhibit")
@@ -228,7 +242,8 @@ class QuestionProfile:
         text: The question, whitespace-normalised.
         terms: Distinct stemmed content terms.
         answer_type: ``"number"``, ``"formula"``, ``"caption"``, ``"place"`` (which
-            state / country / jurisdiction / court, which law governs) or ``"description"``.
+            state / country / jurisdiction / court, which law governs), ``"hardware"`` (on
+            what hardware / which GPU / what kind of machine) or ``"description"``.
         units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
         numbers: Numbers written in the question (not an answer when found again).
         words: ``{term: the question's word}`` (for messages).
@@ -275,6 +290,8 @@ def profile_question(question: str) -> QuestionProfile:
         atype = "formula"
     elif _NUMBER_Q.search(q):
         atype = "number"
+    elif _HARDWARE_Q.search(q):
+        atype = "hardware"
     elif _PLACE_Q.search(q):
         atype = "place"
     elif _NAME_Q.search(q):
@@ -303,14 +320,18 @@ def profile_question(question: str) -> QuestionProfile:
             words.setdefault(t, tok)
     counted: list[str] = []
     m = _COUNTED_Q.search(q)
-    if m:
+    loose = None if m else _COUNTED_LOOSE_Q.search(q)
+    if m or loose:
         # a capitalised word is a name ("the retrieval database Retro uses"), not the noun
-        noun = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]*", m.group("noun") or m.group("noun2"))
+        noun = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]*", m.group("noun") or m.group("noun2") if m
+                                      else loose.group("noun"))
                 if w.lower() not in _STOP and not (w[:1].isupper() and w[1:].islower())]
         # the counted noun ends at its first plural ("how many students took part": "students", not "part";
         # "MCTS" is no plural)
         plural = next((k for k, w in enumerate(noun) if w.islower() and len(w) > 3 and w.endswith("s")
                        and not w.endswith("ss")), None)
+        if loose and plural is None:  # "how many ... make up": only a plural is surely the counted noun
+            noun = []
         noun = [w.lower() for w in (noun[:plural + 1] if plural is not None else noun)]
         counted = [_stem(noun[-1])] if noun else []
     return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted)
@@ -335,6 +356,9 @@ _COUNTED_Q = re.compile(
     r"would|should|must|shall|may|in|of|per|for|on|at|to|with)\b|\?|$)"
     r"|\bhow (?:large|big) (?:is|was|are|were) (?:the |its |their |a )?(?P<noun2>(?:[\w\-]+ ){0,2}[\w\-]+?)"
     r"(?= (?:used|uses|use|has|have|contains?|holds?|that|which|in|of|for|on|at|to|with)\b|\?|$)", re.I)
+# "how many datasets make up the benchmark": a verb the pattern above does not list; the noun is then the first
+# plural of the (at most three) words after "how many"
+_COUNTED_LOOSE_Q = re.compile(r"\bhow many (?!of\b)(?P<noun>(?:[\w\-]+ ){0,2}[\w\-]+)", re.I)
 
 
 def beside_number(low: str, counted: Sequence[str]) -> bool:
@@ -492,7 +516,8 @@ class UnitScores:
     support: np.ndarray
 
 
-_LABEL_NUM = re.compile(r"\b(?:table|figure|fig\.?|section|sec\.?|eqn?\.?|equation|appendix|step|stage)\s*"
+# (and the "column 3:" label a table row gives a column without a header, qa.answering.table_text)
+_LABEL_NUM = re.compile(r"\b(?:table|figure|fig\.?|section|sec\.?|eqn?\.?|equation|appendix|step|stage|column)\s*"
                         r"\(?[0-9ivx]+(?:\.\d+)*\)?|\[\d+(?:\s*[,\u2013-]\s*\d+)*\]|^\s*\d+(?:\.\d+)*\s+(?=[a-z])")
 
 
@@ -571,6 +596,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         return 1.0 if re.match(r"^\s*(?:figure|fig\.|table)\s*\d+", low) else 0.2
     if profile.answer_type == "place":
         return 1.0 if names_place(unit) else 0.3
+    if profile.answer_type == "hardware":
+        return 1.0 if names_hardware(unit) else 0.2
     if profile.answer_type == "name":
         return 1.0 if _VERSIONED_NAME.search(unit) else 0.5
     return 0.5
@@ -699,14 +726,14 @@ NAME_NODE_SHARE = 0.01
 def _named_in_question(profile: QuestionProfile, term: str) -> bool:
     """True when the question writes ``term`` as a name: capitalised ("Michigan"), not in
     capitals (an abbreviation the document may spell out: "LRU") unless with a digit (an
-    identifier no document spells out: "GSM8K", "FT18150"), and not the question's first word
-    ("Which", "Under")."""
+    identifier no document spells out: "GSM8K", "FT18150", or joined to a number: "CIFAR-10"), and
+    not the question's first word ("Which", "Under")."""
     word = profile.words.get(term, "")
     first = re.match(r"\W*([A-Za-z0-9]+)", profile.text)
     if first and first.group(1) == word:
         return False
     if word.isupper():
-        return any(ch.isdigit() for ch in word)
+        return any(ch.isdigit() for ch in word) or bool(re.search(rf"\b{re.escape(word)}-\d", profile.text))
     return word[:1].isupper()
 
 
@@ -736,7 +763,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     "Michigan") is one of them, or such a name (used by at most ``NAME_NODE_SHARE`` of the
     collection's nodes) is in none of the passages, or (b) no passage covers
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a place ("which state's law
-    governs ...") and no passage names one (:func:`names_place`), or (d) the question asks for a
+    governs ...") and no passage names one (:func:`names_place`), or computing hardware ("on what
+    hardware ...") and no passage names any (:func:`names_hardware`), or (d) the question asks for a
     unit ("in dollars", "in milliseconds", "how many GPU hours") that none of the passages gives.
 
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
@@ -801,6 +829,9 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         # "how many parameters does the largest model have": no passage writes a number beside "parameters"
         why = f'no passage gives a number of "{profile.words.get(profile.counted[0], profile.counted[0])}"'
         return Verdict(False, why, doc_cov, best, missing, unit_found)
+    if profile.answer_type == "hardware" and not any(names_hardware(p) for p in passage_texts):
+        why = "no passage names computing hardware (a GPU, a CPU, a machine's memory or clock)"
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
     if profile.answer_type == "place" and not any(names_place(p) for p in passage_texts):
         # "which state's law governs ...": the passages must name a state, a country or a court's place
         why = "no passage names a place (a state, a country or a court's seat)"
@@ -829,8 +860,9 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
         cosine: float (n,) sentence-question cosines.
         owner: int (n,) passage index of each unit (None: every unit its own passage).
         min_cos: When given, only units with cosine >= ``min_cos`` or covering at least
-            half of the question's term weight are returned (a table row only when it
-            shares a term with the question itself).
+            half of the question's term weight (or, for a hardware question, naming
+            hardware) are returned (a table row only when it shares a term with the
+            question itself).
 
     Returns:
         int64 (m,) unit indices, best first (m = n without ``min_cos``).
@@ -862,6 +894,8 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
     order = np.argsort(-support, kind="stable").astype(np.int64)
     if min_cos is not None:
         ok = (sc.cosine >= min_cos) | (sc.coverage >= 0.5)
+        if profile.answer_type == "hardware":  # "a linux based PC with Intel Pentium III processor": far in meaning
+            ok |= tm >= 1.0
         if is_row.any():  # a row must itself name something the question asks about
             own_cov = score_units(profile, units, node_types, Background(max(n, 1), df)).coverage
             ok &= ~is_row | (own_cov > 0)
