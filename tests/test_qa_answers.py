@@ -71,6 +71,10 @@ def test_a_how_many_question_is_answered_by_a_number_beside_the_counted_noun():
     # a verb the pattern does not list ("make up"): the first plural after "how many"; not "how many of"
     assert profile_question("How many datasets make up the BEIR benchmark?").counted == ["dataset"]
     assert profile_question("How many of the contracts renew automatically?").counted == []
+    # the question proper after a scene-setting phrase: "Under the ... agreement, how much ..." asks for a number
+    lead = "In Cargill's development agreement with Bioamber, how much does Bioamber pay up front?"
+    assert profile_question(lead).answer_type == "number"
+    assert profile_question("In this paper, what is the main idea?").answer_type == "description"
     # a headerless table column's "column 3:" label is no number beside "Dataset"
     from docmaster_core.text.answer_units import type_match
 

@@ -591,8 +591,9 @@ class OfflineLLM:
             # a word English never uses as a noun ("owe", "barred") that the documents lack is the asker's own; v58
             # a contents line with spaced leaders cut before its page number is no answer; v59 "how many datasets make
             # up ..." counts datasets, a headerless table's "column 3:" label is no number; v60 a hardware question
-            # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning (v61)
-            "answer_version": 61,
+            # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning (v61); v62 the
+            # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ...")
+            "answer_version": 62,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -72,6 +72,11 @@ _NUMBER_Q = re.compile(
     r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
     r"learning rate|batch size|interval|range|timeout|budget|parameters?|term|period)\b)", re.I)
+# a phrase that sets the scene before the question proper ("Under the 1999 amendment, how long ...", "In
+# Cargill's development agreement with Bioamber, how much ..."): the answer type is read after it
+_LEADING_PHRASE = re.compile(r"^\s*(?:under|in|for|according to|per|pursuant to|regarding|with respect to|as to|"
+                             r"within|by|on|from)\b[^?]{0,250}?,\s+(?=(?:how|what|which|when|who|where|until)\b)",
+                             re.I)
 # the verbs of a "how long" question that only say "for what length of time"
 _DURATION_VERBS = re.compile(r"\b(?:last|lasts|run|runs|continue|continues|remain|remains|stay|stays|endure|endures)\b",
                              re.I)
@@ -282,19 +287,21 @@ def profile_question(question: str) -> QuestionProfile:
     # non-compete clause": the verb and the noun frame the kind of clause asked about
     topic = _CLAUSE_FRAME.sub(r" \1 ", _SCOPE_NOUN.sub(r"\1 ", topic))
     terms = list(dict.fromkeys(terms_of(topic)))
+    # the question's frame after a leading phrase: "Under the Dexcel-Kitov agreement, *how much notice* ..."
+    core = _LEADING_PHRASE.sub("", q, count=1)
     if _CAPTION_Q.search(q) and (re.match(r"^\s*(?:which|what) (?:figure|table|fig)", q, re.I) or re.search(
             r"\b(?:show|shows|depict|depicts|illustrate|illustrates|present|presents|report|reports|"
             r"summari[sz]e|summari[sz]es)\??$", q, re.I)):
         atype = "caption"
     elif _FORMULA_Q.search(q):
         atype = "formula"
-    elif _NUMBER_Q.search(q):
+    elif _NUMBER_Q.search(core):
         atype = "number"
     elif _HARDWARE_Q.search(q):
         atype = "hardware"
     elif _PLACE_Q.search(q):
         atype = "place"
-    elif _NAME_Q.search(q):
+    elif _NAME_Q.search(core):
         atype = "name"
     else:
         atype = "description"
@@ -313,7 +320,7 @@ def profile_question(question: str) -> QuestionProfile:
             units.append(u)
     if units and atype == "description":
         atype = "number"
-    soft = ["duration"] if atype == "number" and _DURATION_Q.search(q) else []
+    soft = ["duration"] if atype == "number" and _DURATION_Q.search(core) else []
     words: dict[str, str] = {}
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
