@@ -590,8 +590,8 @@ class OfflineLLM:
             # irregular verb forms count as their lemma ("paid" / "pay"), "if", "until", "after" ... are no terms; v56
             # a word English never uses as a noun ("owe", "barred") that the documents lack is the asker's own; v58
             # a contents line with spaced leaders cut before its page number is no answer; v59 "how many datasets make
-            # up ..." counts datasets, a headerless table's "column 3:" label is no number; v60 a hardware question
-            # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning (v61); v62 the
+            # up ..." counts datasets, a headerless table's "column 3:" label is no number; v60-61 a hardware question
+            # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning; v62 the
             # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ...")
             "answer_version": 62,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],

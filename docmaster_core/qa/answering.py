@@ -124,7 +124,7 @@ def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
         heading = " ".join(tree.nodes[nid].section_path[-1:])
         best, pcov = _score_passage(profile, bg, units, ntype, f"{heading} {text}")
         s = 0.5 * float(cos) + 0.5 * best + 0.1 * pcov + (0.3 if "reference" in who else 0.0) + (
-            COUNTED_BONUS if who == "counted" else 0.0)
+            COUNTED_BONUS if who in ("counted", "hardware") else 0.0)
         scored.append((s, cos, di, nid, who, text))
     scored.sort(key=lambda t: -t[0])
     if per_document:
@@ -174,7 +174,8 @@ def _keyword_candidates(view, question: str, qv: np.ndarray, doc_index: Sequence
 
 
 #: Score added to a passage that writes a number beside the noun a "how many X" question counts
-#: (:func:`_counted_candidates`): its embedding is far from the question, so cosine alone drops it.
+#: (:func:`_counted_candidates`), or names the hardware a hardware question asks for
+#: (:func:`_hardware_candidates`): its embedding is far from the question, so cosine alone drops it.
 COUNTED_BONUS = 0.15
 
 
@@ -229,7 +230,7 @@ def _hardware_candidates(view, profile: S.QuestionProfile, qv: np.ndarray, doc_i
     if not hits:
         return []
     sims = view.emb[hits] @ qv
-    return [(float(sims[j]), int(view.doc_of[hits[j]]), int(view.node_of[hits[j]]), "counted")
+    return [(float(sims[j]), int(view.doc_of[hits[j]]), int(view.node_of[hits[j]]), "hardware")
             for j in np.argsort(-sims, kind="stable")[:limit]]
 
 
