@@ -201,5 +201,11 @@ def test_a_rationale_quotes_the_sentence_that_holds_the_conditions_words():
             "two-year terms unless written notice is given by either party.")
     best = Evidence("C1", "d", 3, "combined", 0.6, text, page=3, section_path=["6. Term"])
     why = readable_rationale(False, 1.6, 2.1, 5, 15, [best], best, ["renewed", "notice"], "kept from a score of 2.1")
+    # an uncertain decision's support is said against the cut, never "strong" beside "Uncertain: check ..."
+    # (a newcomer read "strong support" and "Uncertain" in one note and did not know which to believe)
+    sure = readable_rationale(True, 6.0, 2.1, 1, 15, [best], best, ["renewed"], "kept from a score of 2.1")
+    unsure = readable_rationale(True, 6.0, 2.1, 1, 15, [best], best, ["renewed"], "kept from a score of 2.1",
+                                uncertain=True)
+    assert "strong support" in sure and "strong support" not in unsure and "above the cut, but uncertain" in unsure
     assert why.endswith('"The Services Term of this Agreement shall be automatically renewed for successive two-year '
                         'terms unless written notice is given by either party."')

@@ -233,7 +233,7 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             ids = [best.evidence_id]
         rationale = readable_rationale(bool(dec[i]), float(z[i]), thr, int(ranks[i]), len(z),
                                        [evs[int(j)] for j in order[: calib.top_m]], best, hits, rule, weak,
-                                       on_topic=bool(topical[i]))
+                                       on_topic=bool(topical[i]), uncertain=bool(unsure[i]))
         missing_name = lacks_name is not None and bool(lacks_name[i])
         named = ", ".join(f'"{t}"' for t in names)
         if none_meets and missing_name and lacks_name is not None and bool(np.all(np.asarray(lacks_name)[present])):
@@ -293,7 +293,7 @@ def _rule_sentence(mode: str, calib: OfflineCalibration, thr: float, best: float
 
 def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, top: Sequence[Evidence],
                        best: Evidence, hits: Sequence[str], rule: str,
-                       weak: tuple[float, float] | None = None, on_topic: bool = True) -> str:
+                       weak: tuple[float, float] | None = None, on_topic: bool = True, uncertain: bool = False) -> str:
     """A filter decision explained for a person, in two or three sentences.
 
     Says whether the document is kept and how strong its support is, which passages
@@ -314,6 +314,9 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
         on_topic: False when the document is not on topic in absolute terms
             (:func:`~docmaster_core.filtering.decider.on_topic`): its support is then
             called "little" whatever its rank.
+        uncertain: The decision is uncertain (the sentence after says why): its support is
+            then said against the cut ("above the cut, uncertain"), never "strong", which
+            read as a contradiction beside "Uncertain: check this document".
 
     Returns:
         The rationale text (plain text, no markup).
@@ -327,8 +330,10 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
     pages = sorted({int(e.page) for e in top if e.page})
     where = ", ".join(f"\"{x}\"" for x in sections[:3]) + (" and others" if len(sections) > 3 else "")
     verdict = "Kept" if kept else "Not kept"
-    strength = _strength(score, thr) if on_topic else "little"
-    out = (f"{verdict}, rank {rank} of {n}: {strength} support. Its {len(top)} closest passage"
+    strength = (_strength(score, thr) if on_topic else "little") + " support"
+    if uncertain:
+        strength = f"support {'above' if score >= thr else 'below'} the cut, but uncertain"
+    out = (f"{verdict}, rank {rank} of {n}: {strength}. Its {len(top)} closest passage"
            f"{'s are' if len(top) != 1 else ' is'} in {where or 'the document'}"
            + (f" (p. {', '.join(map(str, pages[:5]))})" if pages else "")
            + (f" and mention {', '.join(hits[:6])}" if hits else "; none of the condition's words appear in them")
