@@ -47,8 +47,10 @@ LINKS_LABEL = "group links"
 LINKS_HELP = ("Pairs of groups in different sections whose passages share a topic (the paper's must-links between "
               "hyper-edges; the red dashed lines of the graph).")
 GRAPH_LEGEND = ("**Legend** · grey box: a section · coloured box *G n*: group *n* of passages, coloured by its topic · "
-                "● dot: one passage · red dashed line: two groups of different sections on the same topic. "
-                "Click a group to read it.")
+                "● dot: one passage · grey line: a section to its subsections and groups · solid coloured line: a "
+                "group to its passages · red dashed line: two groups of different sections on the same topic (in "
+                "the whole-document view they run among the many solid lines; zoom in or show one section to "
+                "follow them). Click a group to read it.")
 LINK_TITLE = "same topic, different sections (must-link between hyper-edges)"
 
 
