@@ -683,7 +683,7 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     labels = [m.label for m in at.metric]
     assert labels and not [x for x in labels if _JARGON.search(x)], labels
     # "marked together", "marks broken": what they are for the user (a colleague asked)
-    assert {"checked: same topic", "checked: different topics", "checked pairs the topics split or join"} <= set(labels)
+    assert {"checked: same topic", "checked: different topics", "checks the topics break"} <= set(labels)
     # the sliders say what they do, the setting to move first first; the paper's symbols only in the help
     assert [s.label for s in at.slider] == [SLIDERS[k][0] for k in ("K", "k", "w", "alpha")]
     assert at.slider[0].label == "Number of topics"

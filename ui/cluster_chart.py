@@ -12,7 +12,7 @@ docs/results/app.md). Up to :data:`SVG_MAX_POINTS` points the chart is drawn as 
 point is an element whose ``aria-label`` names its fields (what the browser tests read).
 
 The page's words live here too: every label says first what it does for the user
-("Number of topics", "checked: same topic", "checked pairs the topics split or join"), the paper's symbols
+("Number of topics", "checked: same topic", "checks the topics break"), the paper's symbols
 (K, k, w, alpha, SEC Eq. 1, PC-KMeans Eq. 2, must-link / cannot-link) only in the help
 tooltips (a colleague asked what "marked together", "marks broken", "SEC, Eq. 1" and "w"
 mean in practice, and which slider to move for better topics). The Hyper-edge graph page
@@ -51,7 +51,7 @@ SLIDERS = {
     "w": ("How strictly topics follow the checks",
           "0: the checks are ignored, topics follow the passages' meaning only; higher: a pair checked \"same "
           "topic\" is split (or one checked \"different topics\" joined) only when their meaning says so strongly. "
-          "Raise it when the count 'checked pairs the topics split or join' is high. (The paper's w: the penalty of a violated "
+          "Raise it when the count 'checks the topics break' is high. (The paper's w: the penalty of a violated "
           "must-link or cannot-link in PC-KMeans, Eq. 2.)"),
     "alpha": ("Which pairs to check: near in the document (0) or alike in meaning (1)",
               "1 picks the pairs that say the most similar things, wherever they are; 0 the pairs that sit closest "
@@ -69,7 +69,7 @@ DIFFERENT_LABEL = "checked: different topics"
 DIFFERENT_HELP = ("Passage pairs checked and found to be on different topics: the topics keep each such pair apart "
                   "unless 'How strictly topics follow the checks' lets their meaning outweigh the check. (Cannot-link "
                   "anchor pairs.)")
-NOT_FOLLOWED_LABEL = "checked pairs the topics split or join"
+NOT_FOLLOWED_LABEL = "checks the topics break"
 NOT_FOLLOWED_HELP = ("Checked pairs the final topics disagree with: a pair checked 'same topic' split into two topics, "
                      "or one checked 'different topics' put in one. Raise 'How strictly topics follow the checks' to "
                      "follow more of them. (Violated must-link and cannot-link constraints, Eq. 2.)")
