@@ -432,6 +432,29 @@ def test_a_sentence_case_line_that_goes_on_below_is_no_sub_clause_title():
     assert not sentence_case_title("- a list item", 6) and not sentence_case_title("The Licensee shall pay", 6)
 
 
+def test_sentence_case_clause_titles_lone_titled_sub_clauses_and_exhibits_on_their_own_pages():
+    """cuad-074 writes "5." beside a bold "Customer's obligations" and "12. Delivery and
+    Inspection, Title and shipping" (sentence case after a clause number), and titles one
+    sub-clause among untitled siblings ("6.3 Long Lead Items", "13.3.4 Maintain Credit Line.
+    ...", "18.4 No Other Liability. ..."): each sits inside its numbered clause. cuad-158 ends
+    with five pages that hold only "Exhibit A" ... "Exhibit E" (after the signature block);
+    cuad-037 prints "EXHIBIT A" a blank line above its title "PAYMENTS AND EXCLUSIVITY".
+    A sentence that starts on a sub-clause number stays text (cuad-094's "9.4 Neoforma hereby
+    grants VerticalNet a non-exclusive,", cuad-157's "8.3 Upon termination of the Agreement")."""
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-074")))
+    for level, t in ((1, "5. Customer’s obligations"), (1, "12. Delivery and Inspection, Title and shipping"),
+                     (2, "6.3 Long Lead Items"), (3, "13.3.4 Maintain Credit Line"), (2, "18.4 No Other Liability")):
+        assert (level, t) in titles, (t, titles)
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-158")))
+    for letter in "ABCDE":
+        assert (1, f"Exhibit {letter}") in titles, titles
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-037")))
+    assert (1, "EXHIBIT A PAYMENTS AND EXCLUSIVITY") in titles and (1, "EXHIBIT B TRADEMARKS") in titles, titles
+    for prefix, start in (("cuad-094", "9.4 Neoforma"), ("cuad-157", "8.3 Upon termination")):
+        texts = [t for _, t in _titles(PyMuPDFParser().parse(_cuad(prefix)))]
+        assert not [t for t in texts if t.startswith(start)], texts
+
+
 def test_a_clause_whose_number_is_in_the_body_weight_fills_the_gap_between_styled_headings():
     """cuad-015 sets most clause headings in bold ("4. COMPENSATION."), but "2. ",
     "3. " and "5. " in the body weight before a bold run-in title: the style test skips them

@@ -226,7 +226,9 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     if m and not FILING_LABEL_RE.match(t):
         rest = m.group("rest").strip()
         head = f"{m.group('kw')} {m.group('num')}"
-        if not rest and nxt is not None and nxt.role == "" and title_like(nxt.text) and not _NUMBERED_RE.match(nxt.text.strip()):
+        # (its title on the next line, also when the style pass took that line for a heading of its own)
+        if not rest and nxt is not None and nxt.role in ("", "heading") and title_like(nxt.text) \
+                and not _NUMBERED_RE.match(nxt.text.strip()) and not _ANNEX_KW_RE.match(nxt.text.strip()):
             return _Cand(l, "keyword", "annex", m.group("num"), clean_text(f"{head} {nxt.text.strip()}"), title_line=nxt)
         if not rest or (title_like(rest, 12) and (ends_early or nxt is None)):
             return _Cand(l, "keyword", "annex", m.group("num"), clean_text(f"{head} {rest}").strip().rstrip("."))
@@ -254,10 +256,11 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         nt = nxt.text.strip()
         # a sub-clause number ("4.3") takes a title in sentence case too ("Permitted disclosure of
         # Confidential Information"), as on the same line (:func:`_candidate`'s ``multi_level``)
-        sub = bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){1,3}", num)) and sentence_case_title(nt, 6) \
-            and nt.split()[-1].lower() not in _OPEN_END
+        # ... and so does a clause number with its dot ("5." then "Customer's obligations")
+        sub = bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){1,3}|\d{1,3}\.", num)) \
+            and sentence_case_title(nt.rstrip(":"), 6) and nt.rstrip(":").split()[-1].lower() not in _OPEN_END
         if (title_like(nt) or sub) and not _NUMBERED_RE.match(nt):
-            return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip("."), title_line=nxt)
+            return _Cand(l, "label", "", num, clean_text(f"{t} {nt}").rstrip(".:"), title_line=nxt)
         rm = re.match(_RUNIN, nt)
         if rm and abs(nxt.yc - l.yc) < 0.5 * (l.size or 10.0) and title_like(rm.group("title"), 8) \
                 and not rm.group("title").startswith("(") and not rm.group("body").startswith("(") \
@@ -276,17 +279,19 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         return None  # "3 See Regulation ...": a plain number needs its dot ("3.") to number a clause
     # a title in sentence case ("Royalties payable by TL") after a number with its dot: "10.1", "5."
     sentence_ok = "." in num
-    # ... and alone on its line without a stop after a sub-clause number ("4.2 Non application of
-    # confidentiality obligations"): the number of a clause, not of a list item
-    multi_level = bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){1,3}\.?", num))
+    # ... and alone on its line without a stop ("4.2 Non application of confidentiality obligations",
+    # "4. Transportation route, time and relevant rules", "3. Freight and payment method:"), unless the
+    # line goes on below; a run of them with no text between is a list (:func:`_drop_lists_of_titles`)
+    own_line = rest.rstrip(".:")
     rm = re.match(_RUNIN, rest)
     if rm and (title_like(rm.group("title"), 8) or (sentence_ok and sentence_case_title(rm.group("title")))) \
             and not rm.group("title").startswith("("):
         return _Cand(l, "runin", "", num, clean_text(f"{num} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))
-    if (title_like(rest, 12) or (sentence_ok and rest.endswith(".") and sentence_case_title(rest.rstrip(".")))
-            or (multi_level and sentence_case_title(rest, 6) and rest.split()[-1].lower() not in _OPEN_END)) \
+    if (title_like(rest, 12) or (sentence_ok and rest.endswith((".", ":")) and sentence_case_title(own_line))
+            or (sentence_ok and own_line and sentence_case_title(own_line, 6) and not own_line.endswith(",")
+                and own_line.split()[-1].lower() not in _OPEN_END)) \
             and (ends_early or nxt is None) and not num.startswith("(") and not num.endswith(")"):
-        return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip("."))
+        return _Cand(l, "line", "", num, clean_text(f"{num} {rest}").rstrip(".:"))
     return None
 
 
@@ -487,6 +492,34 @@ def _nested_series(accepted: list[_Cand], existing: list[Line], order_of: dict[i
     return out
 
 
+def _under_their_clause(groups: dict[tuple, list[_Cand]], accepted: list[_Cand], existing: list[Line],
+                        order_of: dict[int, int]) -> list[_Cand]:
+    """Titled sub-clauses the sequence test left out because their siblings carry no
+    title ("6.3 Long Lead Items" after untitled 6.1 and 6.2, "13.3.4 Maintain Credit
+    Line. ..."): each is kept when the nearest top-level numbered heading before it
+    carries its first number ("6." before "6.3"), so it sits inside the clause it
+    numbers."""
+    tops: list[tuple[int, str]] = [(order_of[id(c.line)], c.num.rstrip(".")) for c in accepted
+                                   if c.series[1] == "arabic" and c.series[2] == 1]
+    for l in existing:
+        m = re.match(r"^(?:(?:article|section)\s+)?(\d{1,3})(?:\.|\s|$)(?!\d)", l.heading_text or "", re.I)
+        if m:
+            tops.append((order_of[id(l)], m.group(1)))
+    tops.sort()
+    out: list[_Cand] = []
+    for key, cs in groups.items():
+        if key[0] or key[1] != "arabic" or key[2] < 2:
+            continue
+        for c in cs:
+            if c in accepted:
+                continue
+            before = [n for o, n in tops if o < order_of[id(c.line)]]
+            title = c.text[len(c.num):] if c.text.startswith(c.num) else c.text
+            if before and before[-1] == c.num.split(".")[0] and title_like(title, 8):
+                out.append(c)  # (a title in capitals: alone, a sentence-case line may be a sentence's start)
+    return out
+
+
 def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
     """Mark headings from numbering in body-style lines (see the module docstring).
 
@@ -544,7 +577,10 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         elif prv.x1 < prv_right - 0.15 * max(1.0, prv_right - prv.x0) and prv.nchars >= 2:
             starts = True  # the line above ends well before the margin: a deliberate break
         elif prv.page != l.page or prv.col != l.col:
-            starts = bool(SENTENCE_END_RE.search(prv.text.strip()))  # not a sentence running over the break
+            # not a sentence running over the break; an exhibit's label opening its page starts one
+            # ("Exhibit B" after the signature lines or a page that holds only "Exhibit A")
+            starts = bool(SENTENCE_END_RE.search(prv.text.strip())) or (
+                prv.page != l.page and bool(_ANNEX_KW_RE.match(t)) and not FILING_LABEL_RE.match(t))
         else:
             # (a bare label hanging left of the line above, "18." before an address block's last line, starts one)
             starts = l.y0 - prv.y1 > 0.45 * size or bool(SENTENCE_END_RE.search(prv.text.strip())) \
@@ -552,7 +588,10 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         if not starts:
             continue
         same_row_next = nxt is not None and nxt.page == l.page and abs(nxt.yc - l.yc) < 0.5 * size and nxt.x0 > l.x1
-        below_next = nxt is not None and nxt.page == l.page and nxt.col == l.col and 0 <= nxt.y0 - l.y1 < 1.6 * size
+        # (a bare "EXHIBIT A" / "ARTICLE IV" often stands a blank line above its title)
+        bare = any((m := rx.match(clean_text(t))) and not m.group("rest").strip() for rx in (_ANNEX_KW_RE, _KEYWORD_RE))
+        below_next = nxt is not None and nxt.page == l.page and nxt.col == l.col \
+            and 0 <= nxt.y0 - l.y1 < (3.0 if bare else 1.6) * size
         right = rights.get((l.page, l.col), page_right.get(l.page, l.x1))
         if not same_row_next and _LABEL_RE.match(t):
             # a hanging label ("11.") whose text line was given another column
@@ -627,7 +666,8 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             idx = [order_of[id(c.line)] for c in cs]
             seen: set[str] = set()
             for j, c in enumerate(cs):
-                close = [k for k in range(max(0, j - 2), min(len(cs), j + 3)) if abs(idx[k] - idx[j]) <= 2 * abs(k - j) + 1]
+                close = [k for k in range(max(0, j - 2), min(len(cs), j + 3))
+                         if abs(idx[k] - idx[j]) <= 2 * abs(k - j) + 1 and cs[k].line.page == c.line.page]
                 name = " ".join(c.text.split()[:2]).lower()
                 if len(close) < 3 and name not in seen:
                     accepted.append(c)
@@ -645,7 +685,7 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                     continue
                 need = 3
                 runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
-                if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=2):
+                if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=min(2, len(pages))):
                     continue  # a numbered list, not the document's sections
             elif shape in ("letter", "paren-roman", "paren-arabic"):
                 if styled_numbered >= 5 or sum(c.kind == "runin" for c in kept) < 0.5 * len(kept) \
@@ -663,6 +703,7 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
             # that does not start at 1-3 because its first members were found by another stage)
             accepted.extend(_fills_styled_gap([c for c in cs if c not in accepted], existing, order_of,
                                               styled_only=styled_numbered >= 5))
+    accepted.extend(_under_their_clause(groups, accepted, existing, order_of))
     if not accepted:
         return 0
     nested = _nested_series(accepted, existing, order_of)
