@@ -47,7 +47,7 @@ from ui.projection import (
     status_line,
     umap_banner,
 )
-from ui.layout import page_header
+from ui.layout import hide_previous_view, page_header
 from ui.text import md_escape, shorten
 from ui.widgets import choose_document, documents_or_stop, load_tree_cached, open_docmaster_or_stop
 
@@ -79,6 +79,9 @@ def _store_params() -> None:
     )
 
 
+# the previous scope's or document's numbers are hidden, not faded, while the new view is computed
+stale_guard = hide_previous_view(("collection",) if st.session_state.get(W_MODE) == "collection"
+                   else ("document", st.session_state.get(W_DOC)), "dm_clusters_view")
 page_header("Semantic clusters")
 st.caption(GOOD_FOR_CLUSTERS)
 dm = open_docmaster_or_stop()
@@ -349,3 +352,4 @@ if rows:
     )
 else:
     st.info(f"No pairs checked ('{SLIDERS['k'][0]}' is 0, or there are fewer than two passages).")
+stale_guard.empty()  # this view is drawn: a slider move keeps it on screen, faded, while it is redrawn

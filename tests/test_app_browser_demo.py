@@ -328,6 +328,44 @@ def test_quick_changes_in_collection_scope_never_blame_another_process(umap_serv
         assert len(_chart(page)["traces"]) <= int(before) + 3
 
 
+_STALE_METRICS_JS = """
+() => ({shown: [...document.querySelectorAll("[data-stale='true'] [data-testid='stMetric']")]
+          .filter(e => e.offsetParent !== null).length,
+        stale: document.querySelectorAll("[data-stale='true'] [data-testid='stMetric']").length,
+        hiding: !!document.querySelector(
+          "[data-testid='stElementContainer']:not([data-stale='true']) .dm-hide-previous-view")})
+"""
+
+
+def test_a_scope_switch_never_shows_the_previous_scopes_numbers(umap_server):
+    """Issue 36: switching from one document to the whole collection, the one-document metrics
+    stood (faded) under the collection's heading for seconds while its topics were found; now
+    the page's first element hides them until the new ones are drawn (only the instant before
+    the rerun's first element reaches the browser is left). A slider move on the same view
+    keeps the faded drawing (no blank page)."""
+    url, _ = umap_server
+    with chromium() as page:
+        open_page(page, f"{url}/clusters")
+        wait_idle(page)
+        assert page.locator("[data-testid='stMetric']").count() >= 1
+        page.get_by_text("whole collection").click()
+        samples = []
+        end = time.time() + 4.0
+        while time.time() < end:
+            samples.append(page.evaluate(_STALE_METRICS_JS))
+            time.sleep(0.02)
+        wait_idle(page)
+        assert any(s["hiding"] and s["stale"] for s in samples), "the previous view was never hidden"
+        assert not [s for s in samples if s["hiding"] and s["shown"]], "previous metrics shown during the switch"
+        assert page.locator("[data-testid='stMetric']").count() >= 1
+        # the same view redrawn: nothing hidden (the faded drawing stays while it is recomputed)
+        move_slider(page, "Number of topics", 1)
+        samples = [page.evaluate(_STALE_METRICS_JS) for _ in range(20)]
+        wait_idle(page)
+        assert not any(s["hiding"] for s in samples)
+        assert page.locator("[data-testid='stVegaLiteChart']").count() == 1 and exception_count(page) == 0
+
+
 @pytest.fixture(scope="module")
 def empty_server(tmp_path_factory):
     """The app (UMAP off) on an empty workspace: the README's first five minutes."""

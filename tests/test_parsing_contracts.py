@@ -455,6 +455,19 @@ def test_sentence_case_clause_titles_lone_titled_sub_clauses_and_exhibits_on_the
         assert not [t for t in texts if t.startswith(start)], texts
 
 
+def test_capitals_lettered_sub_clauses_a_first_clause_before_styled_ones_and_long_titles_in_capitals():
+    """cuad-054 heads its lettered sub-clauses in capitals ("(a) FOX ASSIGNMENT OF AGREEMENT:
+    Pursuant to ...") under bold numbered clauses; cuad-158's "1. Term. Unless ..." is in the
+    body weight before the styled "2. Sale of Products."; cuad-012's title runs to 14 words
+    in capitals with one "and" ("AMENDMENT NO. 1 TO ... LLC and PREMIER ... AGREEMENT"), and
+    cuad-156, which starts inside clause 11, has no title rather than "11.7. INTELLECTUAL ..."."""
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-054")))
+    assert (2, "(a) FOX ASSIGNMENT OF AGREEMENT") in titles and (2, "(b) LICENSEE CHANGE OF NAME") in titles, titles
+    assert (1, "1. Term") in _titles(PyMuPDFParser().parse(_cuad("cuad-158")))
+    assert PyMuPDFParser().parse(_cuad("cuad-012")).title.startswith("AMENDMENT NO. 1 TO STREMICK")
+    assert not PyMuPDFParser().parse(_cuad("cuad-156")).title.startswith("11.7")
+
+
 def test_a_clause_whose_number_is_in_the_body_weight_fills_the_gap_between_styled_headings():
     """cuad-015 sets most clause headings in bold ("4. COMPENSATION."), but "2. ",
     "3. " and "5. " in the body weight before a bold run-in title: the style test skips them
@@ -613,3 +626,32 @@ def test_a_title_word_broken_at_a_line_end_hyphen_is_joined_when_the_document_us
     assert join_lines(["pre-", "and post-training"], lambda: words) == "pre- and post-training"
     assert join_lines(["VIA AB-", "STRACTION"]) == "VIA AB-STRACTION"  # no vocabulary: the hyphen stays
     assert join_lines(["the plain ResNet-", "34 and CIFAR-", "10 results"]) == "the plain ResNet-34 and CIFAR-10 results"
+
+
+def test_a_one_page_documents_footer_far_below_its_text_stays_out_of_the_content(tmp_path):
+    """A one-page amendment (cuad-012, cuad-056) has no second page to repeat its filing
+    footer ("Source: GLU MOBILE INC, S-1/A, 3/19/2007"): the last line, alone in the bottom
+    band far below the text, is running text; a page whose prose runs to the bottom keeps
+    its last line."""
+    short = _one_page(tmp_path / "short.pdf", [("AMENDMENT NO. 3", 12, "centre")], body_lines=12)
+    doc = pymupdf.open(short)
+    doc[0].insert_text((72, 760), "Source: EXAMPLE HOLDINGS INC, S-1/A, 3/19/2007", fontname="cour", fontsize=9)
+    doc.saveIncr()
+    texts = " ".join(e.text for e in PyMuPDFParser().parse(short).elements)
+    assert "Source: EXAMPLE" not in texts and "AMENDMENT NO. 3" in (PyMuPDFParser().parse(short).title or "")
+    full = pymupdf.open()
+    page = full.new_page(width=612, height=792)
+    y = 72.0
+    while y < 700:  # prose down to the bottom band, then its closing line there
+        for line in textwrap.wrap(BODY * 8, 86):
+            if y >= 700:
+                break
+            page.insert_text((72, y), line, fontname="cour", fontsize=9)
+            y += 11.5
+    page.insert_text((72, 712), "IN WITNESS WHEREOF the parties sign this amendment on the Effective Date.",
+                     fontname="cour", fontsize=9)
+    full.save(tmp_path / "full.pdf")
+    assert "IN WITNESS WHEREOF" in " ".join(e.text for e in PyMuPDFParser().parse(tmp_path / "full.pdf").elements)
+    hits = sorted(CUAD.glob("cuad-056_*.pdf")) if CUAD.is_dir() else []
+    for p in hits:  # the real one, where ../shared is here
+        assert "Source:" not in " ".join(e.text for e in PyMuPDFParser().parse(p).elements)

@@ -222,3 +222,13 @@ def test_real_pdf_tree_offline(embedder):
     for n in tree.nodes:
         assert n.summary.strip()
         assert len(n.summary.split()) <= (50 if n.type.is_content else 60)
+
+
+def test_an_address_abbreviation_ends_no_sentence():
+    """cuad-147's preamble names "1 St. Francis Street, Mobile, AL": its ROOT summary started
+    at "Francis Street" because "St." was taken for a sentence's end."""
+    text = ('This Agreement is made by Bunker One, with offices at 1 St. Francis Street, Mobile, AL 36602, and '
+            'Vertex Energy, 1331 Gemini Ave. Suite 250, Houston. The parties agree as follows. See Fig. 2 below.')
+    assert split_sentences(text) == [
+        "This Agreement is made by Bunker One, with offices at 1 St. Francis Street, Mobile, AL 36602, and "
+        "Vertex Energy, 1331 Gemini Ave. Suite 250, Houston.", "The parties agree as follows.", "See Fig. 2 below."]

@@ -18,7 +18,7 @@ from . import state
 from .plain import WHAT_CLUSTERS, WHAT_GRAPH
 from .sidebar import render_backend_badge, render_sidebar
 
-__all__ = ["page_header", "WHAT", "WHAT_LEAD"]
+__all__ = ["page_header", "WHAT", "WHAT_LEAD", "hide_previous_view"]
 
 #: Starts every page's line of :data:`WHAT`.
 WHAT_LEAD = "**What am I looking at?** "
@@ -65,3 +65,35 @@ def page_header(title: str) -> None:
     if title in WHAT:
         st.caption(WHAT_LEAD + WHAT[title])
     render_backend_badge()
+
+
+#: Hides the elements a rerun has not drawn yet (Streamlit marks them ``data-stale``) instead of fading
+#: them, while an element of the current run carries the marker class (:func:`hide_previous_view`). A style
+#: given to ``st.html`` stays on the page for the session, so the rule is tied to the marker, which goes.
+HIDE_STALE = ("<style>body:has([data-testid='stElementContainer']:not([data-stale='true']) .dm-hide-previous-view) "
+              "[data-stale='true']{display:none !important;}</style>")
+HIDE_MARKER = "<span class='dm-hide-previous-view'></span>"
+
+
+def hide_previous_view(view: object, key: str):
+    """While another view is computed (a new scope, another document), hide what the page
+    showed of the previous one, so its numbers and chart do not stand under the new view's
+    heading (a newcomer read the one-document metrics as the collection's for a few seconds,
+    issue 36); when the same view is redrawn (a slider moved) the previous drawing stays,
+    faded, as usual. Call it first on the page, before anything slow, with the view read
+    from the widgets' session state (it holds the new choice when the rerun starts).
+
+    Args:
+        view: What identifies the view (hashable, e.g. ``("document", doc_id)``).
+        key: Session-state key remembering the view drawn last.
+
+    Returns:
+        The placeholder holding the marker: call its ``empty()`` once the view is drawn.
+    """
+    st.html(HIDE_STALE)
+    last = st.session_state.get(key)
+    slot = st.empty()
+    if last is not None and last != view:
+        slot.html(HIDE_MARKER)
+    st.session_state[key] = view
+    return slot

@@ -13,7 +13,8 @@ _ALNUM = re.compile(r"[a-z0-9]+")
 SHINGLE = 4
 # Abbreviations after which a period does not end a sentence.
 _ABBREV = re.compile(
-    r"(?:\b(?:e\.g|i\.e|et al|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|Tab|No|Dr|Mr|Mrs|Ms|Prof|approx|resp|incl|al)\.|\b[A-Z]\.)$"
+    r"(?:\b(?:e\.g|i\.e|et al|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|Tab|No|Nos|Dr|Mr|Mrs|Ms|Prof|approx|resp|incl|al|"
+    r"St|Ste|Ave|Blvd|Rd|Jr|Sr|Art|Vol|pp)\.|\b[A-Z]\.)$"
 )
 _SPLIT = re.compile(r"([.!?][\"')\]]?)\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
 
@@ -55,7 +56,7 @@ def split_sentences(text: str | None, max_words: int = 60) -> list[str]:
 
     Splits after ``.``, ``!`` or ``?`` followed by a capital letter, digit or
     opening bracket, and at blank lines; does not split after common abbreviations
-    ("e.g.", "et al.", "Fig.", single initials). Pieces longer than ``max_words`` words
+    ("e.g.", "et al.", "Fig.", single initials, an address's "St." / "Ave." / "Blvd."). Pieces longer than ``max_words`` words
     (tables, run-on extraction) are cut into windows of ``max_words`` words.
 
     Returns:

@@ -455,7 +455,8 @@ def _fills_styled_gap(cands: list[_Cand], existing: list[Line], order_of: dict[i
             o = order_of[id(c.line)]
             before = [v for k, v in styled if k < o]
             after = [v for k, v in styled if k > o]
-            if before and after and before[-1] == c.value - 1 and after[0] > c.value:
+            if after and ((before and before[-1] == c.value - 1 and after[0] > c.value)
+                          or (not before and c.value == 1 and after[0] == 2)):  # "1. Term. ..." before "2."
                 out.append(c)
                 styled = sorted(styled + [(o, c.value)])
                 grew = True
@@ -492,6 +493,11 @@ def _nested_series(accepted: list[_Cand], existing: list[Line], order_of: dict[i
     return out
 
 
+def _title_of(c: _Cand) -> str:
+    """A candidate's title without its numbering ("(a) FOX ASSIGNMENT" -> "FOX ASSIGNMENT")."""
+    return (c.text[len(c.num):] if c.text.startswith(c.num) else c.text).strip()
+
+
 def _under_their_clause(groups: dict[tuple, list[_Cand]], accepted: list[_Cand], existing: list[Line],
                         order_of: dict[int, int]) -> list[_Cand]:
     """Titled sub-clauses the sequence test left out because their siblings carry no
@@ -514,8 +520,7 @@ def _under_their_clause(groups: dict[tuple, list[_Cand]], accepted: list[_Cand],
             if c in accepted:
                 continue
             before = [n for o, n in tops if o < order_of[id(c.line)]]
-            title = c.text[len(c.num):] if c.text.startswith(c.num) else c.text
-            if before and before[-1] == c.num.split(".")[0] and title_like(title, 8):
+            if before and before[-1] == c.num.split(".")[0] and title_like(_title_of(c), 8):
                 out.append(c)  # (a title in capitals: alone, a sentence-case line may be a sentence's start)
     return out
 
@@ -688,7 +693,10 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                 if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=min(2, len(pages))):
                     continue  # a numbered list, not the document's sections
             elif shape in ("letter", "paren-roman", "paren-arabic"):
-                if styled_numbered >= 5 or sum(c.kind == "runin" for c in kept) < 0.5 * len(kept) \
+                # titles in capitals ("(a) FOX ASSIGNMENT OF AGREEMENT: Pursuant to ...") head sub-clauses
+                # also where the clauses are styled; a paper's lettered lists are not set so
+                capitals = all(_title_of(c).isupper() for c in kept)
+                if (styled_numbered >= 5 and not capitals) or sum(c.kind == "runin" for c in kept) < 0.5 * len(kept) \
                         or not _spread(kept, order_of, 2, 1):
                     # items of a list (most carry no text of their own), or a list in a document
                     # whose sections are styled (a paper)

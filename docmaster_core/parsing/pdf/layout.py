@@ -251,6 +251,8 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
       lines of dashes or underscores, page numbers written ``-18-``, ``Page 3 of 9`` or
       ``Page 3/9``, and a bare number or roman numeral that is the first or last line left
       on a page.
+    * In a one-page document, its last line when it stands alone in the bottom 12 % far
+      below the text (more than a tenth of the page and five line heights): the footer.
     * Short lines (at most 6 words, 3 letters or more) on the row of a page number whose
       text recurs on at least ``max(3, 30 %)`` of the pages: the rest of a footer printed
       wherever the page's content ended ("AZUL–ATR  Page 3/9  Amendment N° 1" half-way down
@@ -307,6 +309,14 @@ def mark_headers_footers(pages: list[PageInfo]) -> None:
         for l in (left[:1] + left[-1:]) if len(left) >= 3 else []:
             if PAGENUM_RE.match(l.text.strip()) and l.nchars <= 8:
                 l.role = "pagenum"
+        if n == 1 and len(left) >= 3:
+            # a one-page document has no second page to repeat its footer: its last line, alone in the
+            # bottom band far below the text ("Source: GLU MOBILE INC, S-1/A, 3/19/2007"), is the footer
+            last, above = left[-1], left[-2]
+            height = max(1.0, last.y1 - last.y0)
+            if not last.role and last.y0 > 0.88 * p.height and last.y0 - above.y1 > 0.1 * p.height \
+                    and last.y0 - above.y1 > 5 * height and len(last.text.split()) <= 25:
+                last.role = "header"
 
 def body_style(pages: list[PageInfo]) -> tuple[float, str]:
     sizes: Counter = Counter()
@@ -387,9 +397,13 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
             if notice:
                 l.role = "legend"
             continue
-        if len(words) >= 14 and not t.isupper():
+        letters = [ch for ch in t if ch.isalpha()]
+        caps = bool(letters) and sum(ch.isupper() for ch in letters) >= 0.9 * len(letters)
+        if len(words) >= 14 and not caps:
+            # the first paragraph of prose: no title below it (a long title in capitals, "AMENDMENT NO. 1
+            # TO ... LLC and PREMIER NUTRITION CORPORATION MANUFACTURING AGREEMENT", is none)
             opening = opening or " ".join(q.text for q in lines[i:i + 3])
-            break  # the first paragraph of prose: no title below it
+            break
         if not t or FILING_LABEL_RE.match(t) or PAGENUM_RE.match(t) or sum(ch.isalpha() for ch in t) < 4 \
                 or _LEGEND_RE.search(t):
             continue
@@ -397,8 +411,8 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
             continue  # a date line
         if re.fullmatch(r"\(.*\)", t):
             continue  # "(WQHT HD2)": a parenthetical under the title, not the title
-        letters = [ch for ch in t if ch.isalpha()]
-        caps = sum(ch.isupper() for ch in letters) >= 0.9 * len(letters)
+        if re.match(r"^\d{1,3}(?:\.\d{1,3})*[.)]\s", t):
+            continue  # "11.7. INTELLECTUAL PROPERTY RIGHTS ... The": a clause, in a file that starts inside one
         centred = abs((l.x0 + l.x1) / 2 - (left + right) / 2) < 0.1 * max(1.0, right - left) and l.x0 > left + 20
         titled = all(w[:1].isupper() or w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "by")
                      or len(w) <= 2  # "Amendment n° 01"
