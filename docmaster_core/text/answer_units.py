@@ -146,6 +146,17 @@ _UNIT_Q = re.compile(
     r"\b(?:in|of|per|much|many(?: [\w\-]+){0,2}) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
     r"milliseconds?|ms|seconds?|minutes?|hours?|days?|weeks?|years?|bytes?|kilobytes?|megabytes?|"
     r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price)\b", re.I)
+# a question for a sum of money or a rate ("How much does Square Two Golf pay Kathy Whitworth", "What royalty
+# does Glu pay Fox"): the answer gives an amount of money or a percentage (``UNITS["price"]``); "how much
+# notice / time" asks for a duration
+_MONEY_Q = re.compile(
+    r"^(?:how much\b(?:(?!\b(?:notice|time|days?|weeks?|months?|years?|interest in)\b)[^?])*?\b(?:pay|pays|paid|charge|"
+    r"charges|charged|cost|costs|earn|earns|earned|receive|receives|owe|owes|owed)\b|what (?:is |was |are |were )?"
+    r"(?:the )?(?:(?!(?:purpose|reason|basis|effect|method|process|way|structure|schedule|type|kind|nature|"
+    r"definition|meaning|calculation|formula|timing|purpose)\b)[\w\-'’]+ ){0,5}?(?:fee|fees|royalty|royalties|commission|commissions|compensation|salary|rent|"
+    r"price|prices|purchase price|deposit)(?:\s+(?:rate|rates|percentage|amount|payment))?"
+    r"(?=\s+(?:does|do|did|is|are|was|were|must|shall|will|would|can|under|for|per|paid|payable|owed|due|that|in|to|"
+    r"on|of)\b|(?-i:\s+[A-Z])|\s*[?,]|\s*$))", re.I)
 _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kwh", "ms": "millisecond",
                "kilobyte": "byte", "megabyte": "byte", "gigabyte": "byte", "percentage": "percent",
                "monetary": "dollar"}
@@ -249,7 +260,9 @@ class QuestionProfile:
         answer_type: ``"number"``, ``"formula"``, ``"caption"``, ``"place"`` (which
             state / country / jurisdiction / court, which law governs), ``"hardware"`` (on
             what hardware / which GPU / what kind of machine) or ``"description"``.
-        units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``.
+        units: Canonical asked units (keys of :data:`UNITS`), e.g. ``["dollar"]``; a question
+            for a sum of money or a rate ("how much does A pay B", "what royalty ...") asks
+            for ``["price"]`` (an amount of money or a percentage, ``_MONEY_Q``).
         numbers: Numbers written in the question (not an answer when found again).
         words: ``{term: the question's word}`` (for messages).
         soft_units: Units implied but not named ("how long" -> ``duration``): they raise
@@ -318,6 +331,8 @@ def profile_question(question: str) -> QuestionProfile:
             u = "kwh"
         if u in UNITS and u not in units:
             units.append(u)
+    if not units and _MONEY_Q.search(core):
+        units = ["price"]  # "how much does A pay B", "what royalty ...": an amount of money or a percentage
     if units and atype == "description":
         atype = "number"
     soft = ["duration"] if atype == "number" and _DURATION_Q.search(core) else []
@@ -772,7 +787,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a place ("which state's law
     governs ...") and no passage names one (:func:`names_place`), or computing hardware ("on what
     hardware ...") and no passage names any (:func:`names_hardware`), or (d) the question asks for a
-    unit ("in dollars", "in milliseconds", "how many GPU hours") that none of the passages gives.
+    unit ("in dollars", "in milliseconds", "how many GPU hours", "how much does A pay B": an amount
+    of money or a percentage) that none of the passages gives.
 
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
     (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee; the verb of "until
