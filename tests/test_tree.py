@@ -100,6 +100,31 @@ def test_the_operative_part_of_a_contract_leaves_its_recitals():
     assert tree.nodes[7].section_path == [] and tree.nodes[2].page_end == 1
 
 
+def test_an_untitled_clause_number_closes_its_titled_sibling():
+    """cuad-074 titles one sub-clause among untitled ones ("6.3 Long Lead Items" between "6.2 ..."
+    and "6.4 ..."): "6.4 ..." belongs to "6. Material Procurement", not to "6.3"; "13.4 ..." closes
+    a deeper "13.3.4 Maintain Credit Line"; a paragraph of a later clause ("7.1 ...") under an
+    open "6." does not close it (its heading "7." was not found), nor does a number in running text."""
+    tree = build_tree(_doc([
+        (T, "6. Material Procurement", 1, 1),
+        (X, "6.2 Contractor shall order the materials in economic quantities for each item.", 1),
+        (T, "6.3 Long Lead Items", 1, 2),
+        (X, "In order to manage demand fluctuations Contractor shall keep long lead items in stock.", 1),
+        (X, "6.4 Contractor is responsible for monitoring the quality of its suppliers.", 1),
+        (X, "7.1 Customer shall issue a monthly forecast of its needs to the Contractor.", 2),
+        (T, "13. Price", 2, 1),
+        (T, "13.3.4 Maintain Credit Line", 2, 3),
+        (X, "Customer agrees to provide all the financial information the Contractor asks for.", 2),
+        (X, "13.4 Prices are quoted in US Dollars and paid within thirty days of the invoice.", 2),
+        (X, "2.5 million units is the most the Contractor makes in a year.", 2),
+    ]), "c")
+    tree.validate()
+    assert [(n.depth, n.content[:12]) for n in tree.nodes[1:]] == [
+        (1, "6. Material "), (2, "6.2 Contract"), (2, "6.3 Long Lea"), (3, "In order to "), (2, "6.4 Contract"),
+        (2, "7.1 Customer"), (1, "13. Price"), (2, "13.3.4 Maint"), (3, "Customer agr"), (2, "13.4 Prices "),
+        (2, "2.5 million ")]
+
+
 def test_continuation_joined_across_column_and_page():
     tree = build_tree(_doc([
         (T, "1 Intro", 1, 1),

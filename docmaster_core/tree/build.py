@@ -45,6 +45,9 @@ __all__ = ["build_tree", "split_sentences", "split_long_text", "page_of_text"]
 _RECITALS_RE = re.compile(r"^\s*(?:whereas|recitals?|background|preliminary statements?)\b\W*$", re.I)
 _OPERATIVE_RE = re.compile(r"^\s*now,?\s+(?:therefore|it\s+is\s+(?:hereby\s+)?agreed)\b"
                            r"|^\s*(?:therefore,?\s+)?in\s+consideration\s+of\b", re.I)
+# a clause number opening a paragraph ("6.4 Customer shall ...") and a heading's own number ("6.3 Long Lead Items")
+_CLAUSE_NUM_RE = re.compile(r"^\s*(\d{1,3}(?:\.\d{1,3})+)\.?\s+(?=[A-Z(“\"])")
+_HEADING_NUM_RE = re.compile(r"^\s*(?:(?:article|section)\s+)?(\d{1,3}(?:\.\d{1,3})*)\.?(?:\s|$)", re.I)
 _END_RE = re.compile(r"[.!?:;][\"'”’)\]]*\s*$")
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9\"'“‘(\[])")
 # abbreviations after which a period does not end a sentence
@@ -251,6 +254,22 @@ def first_heading(items: list[_Item], max_page: int = 2) -> str:
     return ""
 
 
+def _close_sibling_clauses(stack: list[tuple[int, int]], nodes: list[Node], number: list[str]) -> None:
+    """A paragraph that opens with its own clause number ("6.4 ...", untitled) closes the open
+    numbered headings it is not inside: "6.3 Long Lead Items" (a sibling) or "13.3.4 Maintain
+    Credit Line" before "13.4 ..." (a deeper one elsewhere), so it sits in its clause ("6.
+    Material Procurement"), not in the titled sub-clause before it. Headings of a level above the
+    paragraph's number ("6." before "7.1") and unnumbered ones stay open."""
+    while stack:
+        m = _HEADING_NUM_RE.match(nodes[stack[-1][1]].content or "")
+        if not m:
+            return
+        head = m.group(1).split(".")
+        if len(head) < len(number) or number[:len(head)] == head:
+            return  # its own clause, or a level above it
+        stack.pop()
+
+
 def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | None = None) -> DocumentTree:
     """Build the document tree of one parsed document (SPEC F2).
 
@@ -269,7 +288,9 @@ def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | 
         the heading level of TITLE nodes. :meth:`DocumentTree.validate` passes. A
         paragraph that opens a contract's operative part ("NOW, THEREFORE ...") closes an
         open recitals heading ("WHEREAS:", "Recitals"): it and the clauses after it are
-        the recitals' siblings, not their children.
+        the recitals' siblings, not their children; one that opens with its own clause
+        number ("6.4 ...") closes a titled sibling ("6.3 Long Lead Items") open before it
+        (:func:`_close_sibling_clauses`).
     """
     st = settings or ParsingSettings()
     items = [_Item.of(e) for e in sorted(parsed.elements, key=lambda e: e.order)
@@ -295,6 +316,8 @@ def build_tree(parsed: ParsedDocument, doc_id: str, settings: ParsingSettings | 
             at = [k for k, (_, hid) in enumerate(stack) if _RECITALS_RE.match(nodes[hid].content or "")]
             if at:
                 del stack[at[-1]:]
+        elif it.type == NodeType.TEXT and (m := _CLAUSE_NUM_RE.match(it.text)):
+            _close_sibling_clauses(stack, nodes, m.group(1).split("."))
         parent_id = stack[-1][1] if stack else 0
         parent = nodes[parent_id]
         nid = len(nodes)
