@@ -655,3 +655,17 @@ def test_a_one_page_documents_footer_far_below_its_text_stays_out_of_the_content
     hits = sorted(CUAD.glob("cuad-056_*.pdf")) if CUAD.is_dir() else []
     for p in hits:  # the real one, where ../shared is here
         assert "Source:" not in " ".join(e.text for e in PyMuPDFParser().parse(p).elements)
+
+
+def test_a_filings_exhibit_number_is_neither_a_figure_nor_a_section():
+    """A newcomer saw "▨ #1 Exhibit 10.1" typed IMAGE at the top of most contracts: the filing's
+    exhibit number ("Exhibit 10.1" alone) was read as a chart's caption; "Exhibit 8" opening
+    cuad-118's first page is its filing label, not an exhibit heading. A financial report's
+    "Exhibit 3: Revenue by segment" stays a caption."""
+    from docmaster_core.parsing.base import is_caption
+
+    assert is_caption("Exhibit 10.1") is None and is_caption("Exhibit 3: Revenue by segment") == "figure"
+    parsed = PyMuPDFParser().parse(_cuad("cuad-147"))
+    assert not [e for e in parsed.elements if e.type == NodeType.IMAGE], "a text line typed IMAGE"
+    parsed = PyMuPDFParser().parse(_cuad("cuad-118"))
+    assert (1, "Exhibit 8") not in _titles(parsed) and parsed.title == "SUPPLIER/SUBCONTRACTOR CONTRACT"

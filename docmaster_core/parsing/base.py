@@ -277,7 +277,8 @@ def is_caption(text: str, strict: bool = True) -> str | None:
     Algorithms/listings/charts count as figures. With ``strict`` (default) the label
     must be followed by punctuation (``:``, ``.``, ``|``, a dash) or end the text, so
     running text such as "Table 2 shows ..." is not a caption; callers that have a
-    style cue (bold label, smaller font) can pass ``strict=False``.
+    style cue (bold label, smaller font) can pass ``strict=False``. "Exhibit 10.1" with
+    nothing after it is a filing's exhibit number, not a caption.
     """
     t = text.strip()
     m = CAPTION_RE.match(t + " ")
@@ -286,4 +287,6 @@ def is_caption(text: str, strict: bool = True) -> str | None:
     if strict and m.group("sep").isspace() and len(t) > m.end() - 1:
         return None
     kind = m.group("kind").lower()
+    if kind == "exhibit" and not t[m.end() - 1:].strip(" .:|—–-"):
+        return None  # "Exhibit 10.1" alone: a filing's exhibit number (SEC), not a chart's caption
     return "table" if kind.startswith("tab") else "figure"

@@ -369,8 +369,11 @@ def _drop_false_headings(seq: list[Line]) -> None:
         ht = l.heading_text or t
         if _ANNEX_RE.match(ht):
             in_signature = False
-            if FILING_LABEL_RE.match(ht) and re.match(r"^ex(hibit)?[\s.\-]*\d+\.\d", ht, re.IGNORECASE):
-                l.role = ""  # "EXHIBIT 10.32": the filing's label, not an exhibit of the contract
+            if FILING_LABEL_RE.match(ht) and (re.match(r"^ex(hibit)?[\s.\-]*\d+\.\d", ht, re.IGNORECASE)
+                                              or (l.page == 0 and not any(q.page == 0 for q in seq[:i]))):
+                # "EXHIBIT 10.32", or "Exhibit 8" opening the first page: the filing's label, not an
+                # exhibit of the contract
+                l.role = ""
             continue
         below = [q for q in seq[i + 1:i + 3] if q.role == ""]
         if in_signature or FILING_LABEL_RE.match(ht) or any(is_signature_line(q.text) for q in below[:2]):
