@@ -12,7 +12,7 @@ from . import state
 from .resources import current_docmaster
 from .text import md_escape, shorten
 
-__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "load_tree_cached", "load_embeddings_cached",
+__all__ = ["open_docmaster_or_stop", "documents_or_stop", "choose_document", "document_label", "load_tree_cached", "load_embeddings_cached",
            "node_label", "selected_rows", "open_in_tree"]
 
 _TYPE_ICON = {"ROOT": "▣", "TITLE": "§", "TEXT": "¶", "TABLE": "▦", "IMAGE": "▨", "EQUATION": "∑"}
@@ -47,6 +47,18 @@ def documents_or_stop(dm: Any) -> list:
     return docs
 
 
+def document_label(rec: Any) -> str:
+    """A document as the pickers list it: its own title (a newcomer looked contracts up by their
+    title, which showed only once a document was chosen), then its file name, pages and nodes:
+    ``"JOINT SUPPLY AND MARKETING AGREEMENT · cuad-147_vertex…pdf (15 p., 133 nodes)"``; the file
+    name alone when the title is missing or is the file name."""
+    name = f"{shorten(rec.file_name, 60)}  ({rec.n_pages} p., {rec.n_nodes} nodes)"
+    title = " ".join((rec.title or "").split())
+    if not title or title.lower() in rec.file_name.lower():
+        return name
+    return f"{shorten(title, 60)} · {name}"
+
+
 def choose_document(dm: Any, widget_key: str, label: str = "Document"):
     """A document selectbox bound to the session's current document.
 
@@ -69,7 +81,8 @@ def choose_document(dm: Any, widget_key: str, label: str = "Document"):
         label,
         ids,
         key=widget_key,
-        format_func=lambda i: f"{shorten(by_id[i].file_name, 70)}  ({by_id[i].n_pages} p., {by_id[i].n_nodes} nodes)",
+        format_func=lambda i: document_label(by_id[i]),
+        help="Type a few letters of the file name or of the document's title to find it.",
     )
     state.put(state.DOC_ID, sel)
     return by_id[sel]
