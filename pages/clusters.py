@@ -80,8 +80,8 @@ def _store_params() -> None:
 
 
 # the previous scope's or document's numbers are hidden, not faded, while the new view is computed
-stale_guard = hide_previous_view(("collection",) if st.session_state.get(W_MODE) == "collection"
-                   else ("document", st.session_state.get(W_DOC)), "dm_clusters_view")
+_view = ("collection",) if st.session_state.get(W_MODE) == "collection" else ("document", st.session_state.get(W_DOC))
+stale_guard = hide_previous_view(_view, "dm_clusters_view")
 page_header("Semantic clusters")
 st.caption(GOOD_FOR_CLUSTERS)
 dm = open_docmaster_or_stop()

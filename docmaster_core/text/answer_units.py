@@ -153,8 +153,9 @@ _MONEY_Q = re.compile(
     r"^(?:how much\b(?:(?!\b(?:notice|time|days?|weeks?|months?|years?|interest in)\b)[^?])*?\b(?:pay|pays|paid|charge|"
     r"charges|charged|cost|costs|earn|earns|earned|receive|receives|owe|owes|owed)\b|what (?:is |was |are |were )?"
     r"(?:the )?(?:(?!(?:purpose|reason|basis|effect|method|process|way|structure|schedule|type|kind|nature|"
-    r"definition|meaning|calculation|formula|timing|purpose)\b)[\w\-'’]+ ){0,5}?(?:fee|fees|royalty|royalties|commission|commissions|compensation|salary|rent|"
-    r"price|prices|purchase price|deposit)(?:\s+(?:rate|rates|percentage|amount|payment))?"
+    r"definition|meaning|calculation|formula|timing)\b)[\w\-'’]+ ){0,5}?(?:fee|fees|royalty|royalties|commission|"
+    r"commissions|compensation|salary|rent|price|prices|purchase price|deposit)"
+    r"(?:\s+(?:rate|rates|percentage|amount|payment))?"
     r"(?=\s+(?:does|do|did|is|are|was|were|must|shall|will|would|can|under|for|per|paid|payable|owed|due|that|in|to|"
     r"on|of)\b|(?-i:\s+[A-Z])|\s*[?,]|\s*$))", re.I)
 _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kwh", "ms": "millisecond",

@@ -255,8 +255,8 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
         num = m.group("num") or (f"({m.group('paren')})" if m.group("paren") else f"{m.group('lower')}.")
         nt = nxt.text.strip()
         # a sub-clause number ("4.3") takes a title in sentence case too ("Permitted disclosure of
-        # Confidential Information"), as on the same line (:func:`_candidate`'s ``multi_level``)
-        # ... and so does a clause number with its dot ("5." then "Customer's obligations")
+        # Confidential Information"), as on the same line (below), and so does a clause number with
+        # its dot ("5." then "Customer's obligations")
         sub = bool(re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){1,3}|\d{1,3}\.", num)) \
             and sentence_case_title(nt.rstrip(":"), 6) and nt.rstrip(":").split()[-1].lower() not in _OPEN_END
         if (title_like(nt) or sub) and not _NUMBERED_RE.match(nt):
@@ -507,7 +507,7 @@ def _under_their_clause(groups: dict[tuple, list[_Cand]], accepted: list[_Cand],
     title ("6.3 Long Lead Items" after untitled 6.1 and 6.2, "13.3.4 Maintain Credit
     Line. ..."): each is kept when the nearest top-level numbered heading before it
     carries its first number ("6." before "6.3"), so it sits inside the clause it
-    numbers."""
+    numbers, and its title is in title case (:func:`title_like`)."""
     tops: list[tuple[int, str]] = [(order_of[id(c.line)], c.num.rstrip(".")) for c in accepted
                                    if c.series[1] == "arabic" and c.series[2] == 1]
     for l in existing:
@@ -524,7 +524,7 @@ def _under_their_clause(groups: dict[tuple, list[_Cand]], accepted: list[_Cand],
                 continue
             before = [n for o, n in tops if o < order_of[id(c.line)]]
             if before and before[-1] == c.num.split(".")[0] and title_like(_title_of(c), 8):
-                out.append(c)  # (a title in capitals: alone, a sentence-case line may be a sentence's start)
+                out.append(c)  # (in title case: alone, a sentence-case line may be a sentence's start)
     return out
 
 
