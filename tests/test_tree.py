@@ -104,7 +104,8 @@ def test_an_untitled_clause_number_closes_its_titled_sibling():
     """cuad-074 titles one sub-clause among untitled ones ("6.3 Long Lead Items" between "6.2 ..."
     and "6.4 ..."): "6.4 ..." belongs to "6. Material Procurement", not to "6.3"; "13.4 ..." closes
     a deeper "13.3.4 Maintain Credit Line"; a paragraph of a later clause ("7.1 ...") under an
-    open "6." does not close it (its heading "7." was not found), nor does a number in running text."""
+    open "6." does not close it (its heading "7." was not found), nor does a number in running text
+    ("2.5 million", "2.5 GHz" under "3.2 Method")."""
     tree = build_tree(_doc([
         (T, "6. Material Procurement", 1, 1),
         (X, "6.2 Contractor shall order the materials in economic quantities for each item.", 1),
@@ -117,12 +118,14 @@ def test_an_untitled_clause_number_closes_its_titled_sibling():
         (X, "Customer agrees to provide all the financial information the Contractor asks for.", 2),
         (X, "13.4 Prices are quoted in US Dollars and paid within thirty days of the invoice.", 2),
         (X, "2.5 million units is the most the Contractor makes in a year.", 2),
+        (T, "3.2 Method", 3, 2),
+        (X, "2.5 GHz processors ran every experiment of this section in the same rack.", 3),
     ]), "c")
     tree.validate()
     assert [(n.depth, n.content[:12]) for n in tree.nodes[1:]] == [
         (1, "6. Material "), (2, "6.2 Contract"), (2, "6.3 Long Lea"), (3, "In order to "), (2, "6.4 Contract"),
         (2, "7.1 Customer"), (1, "13. Price"), (2, "13.3.4 Maint"), (3, "Customer agr"), (2, "13.4 Prices "),
-        (2, "2.5 million ")]
+        (2, "2.5 million "), (2, "3.2 Method"), (3, "2.5 GHz proc")]
 
 
 def test_continuation_joined_across_column_and_page():

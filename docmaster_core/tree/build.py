@@ -256,17 +256,19 @@ def first_heading(items: list[_Item], max_page: int = 2) -> str:
 
 def _close_sibling_clauses(stack: list[tuple[int, int]], nodes: list[Node], number: list[str]) -> None:
     """A paragraph that opens with its own clause number ("6.4 ...", untitled) closes the open
-    numbered headings it is not inside: "6.3 Long Lead Items" (a sibling) or "13.3.4 Maintain
-    Credit Line" before "13.4 ..." (a deeper one elsewhere), so it sits in its clause ("6.
-    Material Procurement"), not in the titled sub-clause before it. Headings of a level above the
-    paragraph's number ("6." before "7.1") and unnumbered ones stay open."""
+    numbered headings it follows in the same clause: "6.3 Long Lead Items" (an earlier sibling)
+    or "13.3.4 Maintain Credit Line" before "13.4 ..." (inside an earlier sibling), so it sits in
+    its clause ("6. Material Procurement"), not in the titled sub-clause before it. Headings of
+    a level above the paragraph's number ("6." before "7.1"), of another clause ("15.1 ..."
+    before "3.1 ...", "3.2 Method" before "2.5 GHz ...") and unnumbered ones stay open."""
+    k = len(number)
     while stack:
         m = _HEADING_NUM_RE.match(nodes[stack[-1][1]].content or "")
         if not m:
             return
         head = m.group(1).split(".")
-        if len(head) < len(number) or number[:len(head)] == head:
-            return  # its own clause, or a level above it
+        if len(head) < k or head[:k - 1] != number[:k - 1] or int(number[-1]) <= int(head[k - 1]):
+            return
         stack.pop()
 
 
