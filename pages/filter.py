@@ -189,6 +189,7 @@ if any(r.get("run_id") is not None for r in runs.values()):  # "A became run #16
                "included; Chat answers from the newest filter run (the highest number).")
 res_cols = st.columns(len(runs), gap="large")
 shown_runs: dict = {}
+floors: dict[str, str] = {}  # each configuration's ranks below the similarity floor (for the reading note)
 for col, (name, run) in zip(res_cols, runs.items()):
     with col:
         n_docs = len(run.get("documents", []))
@@ -249,14 +250,17 @@ for col, (name, run) in zip(res_cols, runs.items()):
             st.session_state["dm_filter_picked"] = marker  # a click picks the document for the evidence view once
             st.session_state[W_DOC] = rows[picked[0]]["doc_id"]
             st.session_state[W_WHICH] = name
-        floor = floor_ranks_words(rows)
-        st.caption("Kept documents first, each group by evidence score; documents whose passages are too weakly "
-                   "similar to the condition (\"below the similarity floor\"" + (f": here {floor}" if floor else "")
-                   + ") rank after all others whatever their score. Tick a row's box to see its evidence below; green rows are kept (inside the cut, or "
-                   "matches by your answers). \"" + STRATEGIES_LABEL + "\" counts, for comparison, how many ways of "
-                   "finding evidence would keep the document on their own; \"kept\" follows the one way chosen in "
-                   "\"Decide by\" (or your answer), so a document can be dropped with 3 of 4 and kept with 1 of 4. "
-                   "Certainty: " + CERTAINTY_WORDS)
+        floors[name] = floor_ranks_words(rows)
+# how to read the tables: once under both (a newcomer read the same 150 words under A and again under B)
+if floors:
+    floor = "; ".join(f"{n}: {f}" for n, f in floors.items() if f) if len(floors) > 1 else next(iter(floors.values()))
+    st.caption("How to read the tables: kept documents first, each group by evidence score; documents whose passages "
+               "are too weakly similar to the condition (\"below the similarity floor\"" + (f": here {floor}" if floor
+               else "") + ") rank after all others whatever their score. Tick a row's box to see its evidence below; "
+               "green rows are kept (inside the cut, or matches by your answers). \"" + STRATEGIES_LABEL + "\" counts, "
+               "for comparison, how many ways of finding evidence would keep the document on their own; \"kept\" "
+               "follows the one way chosen in \"Decide by\" (or your answer), so a document can be dropped with 3 of 4 "
+               "and kept with 1 of 4. Certainty: " + CERTAINTY_WORDS)
 
 # ---------------------------------------------------------------- differences
 if len(shown_runs) == 2:

@@ -224,6 +224,8 @@ def test_filter_two_configurations_and_export(app_uploaded, app_env):
     assert at.session_state["dm_highlight"]
     # what "sure" and "uncertain" mean is said under the tables (a newcomer asked)
     assert any("Certainty: \"sure\": the score is far from the cut" in c.value for c in at.caption)
+    # ... once, under both tables (a newcomer read the same 150 words under A and again under B)
+    assert sum("How to read the tables" in c.value for c in at.caption) == 1
     # each run says which configuration made it, and the Chat page says it answers from A's run
     from docmaster_core.pipeline import DocMaster
     from docmaster_core.store.workspace import Workspace
