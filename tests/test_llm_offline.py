@@ -429,3 +429,29 @@ def test_a_question_for_a_sum_of_money_needs_an_amount_or_a_rate_in_the_passages
     assert verdict(profile_question(q), bg, [fee, preamble]).found
     none = verdict(profile_question(q), bg, [preamble, grant])
     assert not none.found and "price" in none.reason
+
+
+def test_a_state_named_in_full_is_found_by_its_postal_code():
+    """A newcomer asked about "the aircraft accident near White Plains, Alabama"; the NTSB report
+    writes "White Plains, AL" and the answer was declined ("they never mention 'Alabama'"). A state
+    or province the passages write by its postal code is named there (ISO 3166-2 codes, pycountry);
+    a code that is an English word ("IN") counts only after a comma, and a state the passages do not
+    write at all is still missing."""
+    from collections import Counter
+
+    from docmaster_core.text.answer_units import (Background, profile_question, region_names_coded, terms_of,
+                                                  verdict)
+
+    q = "What was the probable cause of the aircraft accident near White Plains, Alabama?"
+    cause = ("The National Transportation Safety Board determines the probable cause of this accident to be a "
+             "propeller failure during cruise flight.")
+    where = "Location: White Plains, AL. Aircraft: Beech 1900. Probable cause: propeller failure."
+    units = [cause, where]
+    bg = Background(len(units), Counter(t for u in units for t in set(terms_of(u))))
+    assert verdict(profile_question(q), bg, units).found
+    elsewhere = "Location: White Plains, NY. Aircraft: Beech 1900. Probable cause: propeller failure."
+    bg2 = Background(2, Counter(t for u in (cause, elsewhere) for t in set(terms_of(u))))
+    assert not verdict(profile_question(q), bg2, [cause, elsewhere]).found
+    assert region_names_coded("Which Indiana court?", ["Indianapolis, IN 46204"]) == ["Indiana"]
+    assert region_names_coded("Which Indiana court?", ["The parties agree IN WITNESS WHEREOF"]) == []
+    assert region_names_coded("Is it in New South Wales?", ["Level 3, Sydney NSW 2000"]) == ["New South Wales"]

@@ -746,6 +746,40 @@ def askers_words(profile: QuestionProfile, bg: Background, passage_texts: Sequen
 NAME_NODE_SHARE = 0.01
 
 
+@functools.lru_cache(maxsize=1)
+def _region_codes() -> tuple[tuple[str, str], ...]:
+    """``(name, postal code)`` of the states, provinces and territories of the countries whose
+    documents write them by code (United States, Canada, Australia), from ISO 3166-2
+    (``pycountry``): ``("Alabama", "AL")``, ``("British Columbia", "BC")``, ``("New South
+    Wales", "NSW")``; ``()`` when pycountry is missing."""
+    try:
+        import pycountry
+    except ImportError:  # pragma: no cover - a pinned dependency (requirements.txt)
+        return ()
+    out = []
+    for country in ("US", "CA", "AU"):
+        for sub in pycountry.subdivisions.get(country_code=country) or ():
+            out.append((sub.name, sub.code.split("-", 1)[1]))
+    return tuple(out)
+
+
+def region_names_coded(question: str, passage_texts: Sequence[str]) -> list[str]:
+    """The state and province names of ``question`` ("Alabama", "New South Wales") that one of
+    the passages writes by its postal code only, as a word in capitals ("White Plains, AL",
+    "Sydney NSW 2000"); ``[]`` when none. Codes that are English words in capitals ("IN",
+    "OR", "ME") count only after a comma ("Indianapolis, IN")."""
+    text = " ".join(passage_texts)
+    out = []
+    for name, code in _region_codes():
+        if not re.search(rf"\b{re.escape(name)}\b", question, re.I):
+            continue
+        pattern = rf",\s*{code}\b" if code in ("IN", "OR", "ME", "OK", "HI", "OH", "AS", "ON", "AT") \
+            else rf"\b{code}\b"
+        if re.search(pattern, text):
+            out.append(name)
+    return out
+
+
 def _named_in_question(profile: QuestionProfile, term: str) -> bool:
     """True when the question writes ``term`` as a name: capitalised ("Michigan"), not in
     capitals (an abbreviation the document may spell out: "LRU") unless with a digit (an
@@ -816,12 +850,15 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     total = float(w.sum()) or 1.0
     # a passage that names a place answers the class noun of a place question ("which jurisdiction")
     placed = [bool(profile.class_terms) and names_place(p) for p in passage_texts]
-    used = {t for t in terms if bg.has(t)} | (set(profile.class_terms) if any(placed) else set())
+    # "near White Plains, *Alabama*" over a report that writes "White Plains, AL": a state or province that the
+    # passages write by its postal code is named there
+    coded = set(terms_of(" ".join(region_names_coded(profile.text, passage_texts)))) & set(terms)
+    used = {t for t in terms if bg.has(t)} | (set(profile.class_terms) if any(placed) else set()) | coded
     missing = [t for t in terms if t not in used]
     doc_cov = float(sum(wt for t, wt in zip(terms, w) if t in used)) / total
     best = 0.0
     for p, pl in zip(passage_texts, placed):
-        present = set(terms_of(p)) | (set(profile.class_terms) if pl else set())
+        present = set(terms_of(p)) | (set(profile.class_terms) if pl else set()) | coded
         best = max(best, float(sum(wt for t, wt in zip(terms, w) if t in present)) / total)
     unit_found = True
     if profile.units:
@@ -836,7 +873,7 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     # ... or that the documents use only elsewhere: "Microsoft's total revenue" over a collection whose
     # only "Microsoft" is a competitor named in Amazon's 10-K, and whose best passages are Amazon's figures
-    in_passages = set().union(*(terms_of(p) for p in passage_texts)) if passage_texts else set()
+    in_passages = (set().union(*(terms_of(p) for p in passage_texts)) if passage_texts else set()) | coded
     coll = bg.idf_from or bg
     elsewhere = [t for t in terms if t in used and t not in in_passages and _named_in_question(profile, t)
                  and coll.df.get(t, 0) <= NAME_NODE_SHARE * coll.n_nodes]  # a name, not "Company" of a party
