@@ -96,19 +96,27 @@ except DocMasterError as e:
     st.stop()
 
 stopped, journals = interrupted_ingest(dm)
+# the notice goes once a new ingest starts (a newcomer saw "An earlier ingest stopped ..." above the progress of
+# the ingest that was redoing it)
+stopped_notice = st.empty()
+resume = False
 if stopped:  # a closed tab stopped an ingest: said, and resumable from the saved uploads
     names = ", ".join(p.name for p in stopped[:5]) + (f" and {len(stopped) - 5} more" if len(stopped) > 5 else "")
-    st.warning(md_escape(f"An earlier ingest stopped before it finished (its page was left or its tab closed): "
-                         f"{plural(len(stopped), 'file')} not ingested: {names}. The documents done before it "
-                         "stopped are in the collection below."), icon=":material/warning:")
-    c1, c2 = st.columns([1, 1])
-    if c1.button(f"Ingest the {plural(len(stopped), 'remaining file')}", key="w_upload_resume", type="primary"):
-        dismiss_interrupted(journals)
-        _ingest_with_progress(dm, stopped)
-        st.rerun()
-    if c2.button("Forget it", key="w_upload_dismiss"):
-        dismiss_interrupted(journals)
-        st.rerun()
+    with stopped_notice.container():
+        st.warning(md_escape(f"An earlier ingest stopped before it finished (its page was left or its tab closed): "
+                             f"{plural(len(stopped), 'file')} not ingested: {names}. The documents done before it "
+                             "stopped are in the collection below."), icon=":material/warning:")
+        c1, c2 = st.columns([1, 1])
+        resume = c1.button(f"Ingest the {plural(len(stopped), 'remaining file')}", key="w_upload_resume",
+                           type="primary")
+        if c2.button("Forget it", key="w_upload_dismiss"):
+            dismiss_interrupted(journals)
+            st.rerun()
+if resume:
+    stopped_notice.empty()
+    dismiss_interrupted(journals)
+    _ingest_with_progress(dm, stopped)
+    st.rerun()
 
 max_mb = int(st.get_option("server.maxUploadSize"))
 # after an ingest the uploader starts empty (a new key): the files are in the workspace, and an
@@ -139,6 +147,7 @@ if files:
         # a content list whose PDF is in the same batch is picked up by the parser beside it
         pdf_stems = {p.name[:-4] for p in saved if p.suffix.lower() == ".pdf"}
         todo = [p for p in saved if not (p.name.endswith(MINERU_SUFFIX) and p.name[: -len(MINERU_SUFFIX)] in pdf_stems)]
+        stopped_notice.empty()
         if _ingest_with_progress(dm, todo):  # (a busy workspace ingests nothing: its error and the files stay)
             st.session_state[K_UPLOAD_GEN] = gen + 1
             st.rerun()  # the uploader empties; "Last upload" below says what happened
