@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui.resources import preload_page_libraries
 from ui.sidebar import render_sidebar
 from ui.state import ROUTER_ACTIVE, init_state
 
@@ -29,7 +30,10 @@ def main() -> None:
     page = st.navigation(pages)
     render_sidebar()
     st.session_state[ROUTER_ACTIVE] = True  # this session's pages have gone through the router
-    page.run()
+    try:
+        page.run()
+    finally:  # after the first page's run, not competing with it: the charts' libraries, once per server
+        preload_page_libraries()
 
 
 # Streamlit runs this file as "__main__". The parse process an ingest starts (multiprocessing

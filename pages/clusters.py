@@ -1,7 +1,7 @@
 """Semantic clusters ("topics"): UMAP (PCA until UMAP is ready) of TEXT nodes coloured by PC-KMeans
 cluster, with sliders for alpha, k, K, w (DocMaster Eq. 1-2) that rebuild the clustering. The
 reference list is in no topic (label -1, :func:`ui.indexing.shown_index`)
-and not drawn; the labels' words are in :mod:`ui.cluster_chart`."""
+and not drawn; the labels' words are in :mod:`ui.plain`."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,11 @@ import streamlit as st
 
 from docmaster_core.errors import DocMasterError
 from ui import state
-from ui.cluster_chart import (
+from ui.cluster_chart import cluster_chart
+from ui.cluster_colors import match_clusters
+from ui.indexing import (anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address,
+                         section_titles, shown_index)
+from ui.plain import (
     BETTER_TOPICS,
     CHECKED_COLUMN_HELP,
     CHECKED_HELP,
@@ -24,12 +28,6 @@ from ui.cluster_chart import (
     SAME_LABEL,
     SLIDERS,
     checked_pair_rows,
-    cluster_chart,
-)
-from ui.cluster_colors import match_clusters
-from ui.indexing import (anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address,
-                         section_titles, shown_index)
-from ui.plain import (
     collection_topics_line,
     PASSAGES_HELP,
     PASSAGES_LABEL,

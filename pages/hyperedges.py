@@ -12,7 +12,6 @@ from streamlit_agraph import Config, Edge, Node, agraph
 from docmaster_core.errors import DocMasterError
 from docmaster_core.index.hyperedges import hyperedge_roles
 from ui import state
-from ui.cluster_chart import SAME_HELP, SAME_LABEL, settings_line
 from ui.indexing import (
     HE_LINKS_HELP,
     HE_LINKS_LABEL,
@@ -50,10 +49,13 @@ from ui.plain import (
     LINK_TITLE,
     PASSAGES_HELP,
     PASSAGES_LABEL,
+    SAME_HELP,
+    SAME_LABEL,
     TOPICS_HELP,
     TOPICS_LABEL,
     group_label,
     group_option,
+    settings_line,
     topic_label,
     topic_words,
 )
@@ -69,6 +71,7 @@ W_SECTIONS = "w_he_sections"
 W_VIEW = "w_he_view"  # "section" | "cluster" | "all"
 W_SCOPE_SECTION = "w_he_scope_section"
 W_SCOPE_CLUSTER = "w_he_scope_cluster"
+W_FOLLOW = "w_he_follow"  # True: the next run draws the section of the selected group
 W_TOPLINKS = "w_he_top_links"  # shared by all documents: how many links per hyper-edge to draw
 DEFAULT_TOP_LINKS = 2
 PARTNERS_LISTED = 5  # must-linked hyper-edges listed for the selected one (the most similar)
@@ -82,8 +85,8 @@ if rec is None:
     st.stop()
 tree = load_tree_cached(str(dm.path), rec.doc_id, rec.added_at)
 # this document's widget keys: switching documents draws new widgets, no stale labels
-W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER = (
-    state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER))
+W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER, W_FOLLOW = (
+    state.doc_key(k, rec.doc_id) for k in (W_HE, W_PASSAGES, W_VIEW, W_SCOPE_SECTION, W_SCOPE_CLUSTER, W_FOLLOW))
 params = index_params()
 st.caption(settings_line(params))
 idx = load_document_index(dm, rec.doc_id, params)
@@ -124,7 +127,7 @@ m = st.columns(6)
 m[0].metric(GROUPS_LABEL, len(hes), help=GROUPS_HELP)
 m[1].metric("sections", len({h.section_id for h in hes}))
 m[2].metric(PASSAGES_LABEL, int(in_topic.sum()), help=PASSAGES_HELP + out_note)
-m[3].metric(HE_LINKS_LABEL, len(links), help=HE_LINKS_HELP)
+m[3].metric(HE_LINKS_LABEL, len({g for ab in links for g in ab}), help=HE_LINKS_HELP.format(links=len(links)))
 m[4].metric(SAME_LABEL, int(s.get("must", 0)), help=SAME_HELP)
 m[5].metric(TOPICS_LABEL, len(set(idx.labels[in_topic].tolist())), help=TOPICS_HELP + out_note)
 topic_names = document_topic_names(dm, idx, tree)
@@ -175,7 +178,8 @@ with v1:
                          "frame at a readable size.")
 with v2:
     if view == "section":
-        if st.session_state.get(W_SCOPE_SECTION) not in counts:
+        # a click on a group drawn beside the section (one of the selected group's partners) brings its section
+        if st.session_state.get(W_SCOPE_SECTION) not in counts or st.session_state.pop(W_FOLLOW, False):
             st.session_state[W_SCOPE_SECTION] = readable_section(tree, hes, selected_he)
         scope_sid = st.selectbox("Section (with its subsections)", section_ids, key=W_SCOPE_SECTION,
                                  format_func=_section_name)
@@ -222,6 +226,28 @@ try:
 except DocMasterError:
     emb = None
 drawn_links = top_links(links, hes, emb, per_edge) if emb is not None else links
+
+
+def _partners(he_id: int) -> tuple[list[tuple[int, float | None]], int]:
+    """The selected group's strongest few must-links (cosine of the members' mean embeddings, as the
+    drawn links), not all, and how many more it has."""
+    mine = [he_by_id[i] for i in sorted({p for a, b in links if he_id in (a, b) for p in (a, b)})]
+    if emb is not None:
+        vectors = hyperedge_vectors(mine, emb)
+    else:  # the summaries' embeddings (one row per hyper-edge, in id order)
+        vectors = {x.id: idx.hyperedge_embeddings[x.id] for x in mine if x.id < len(idx.hyperedge_embeddings)}
+    return strongest_partners(he_id, links, vectors, PARTNERS_LISTED)
+
+
+# one section is drawn with the groups of other sections most like its selected group, and their links:
+# what the page is about (a newcomer's default view said "0 of 64 links between groups drawn")
+brought: list[int] = []
+in_scope = {h.id for h in drawn}  # the chosen section's or topic's own groups
+if view == "section" and selected_he in in_scope and per_edge > 0:
+    brought = [p for p, _sim in _partners(selected_he)[0] if p not in in_scope]
+    drawn += [he_by_id[p] for p in brought]
+    drawn_links = list(drawn_links) + [(selected_he, p) for p in brought
+                                       if (selected_he, p) not in drawn_links and (p, selected_he) not in drawn_links]
 
 # ---------------------------------------------------------------- graph
 nodes: list[Node] = []
@@ -315,7 +341,9 @@ left, right = st.columns([2, 1], gap="large")
 with left:
     n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
     st.markdown(GRAPH_LEGEND)
-    st.caption(f"{n_drawn} of {len(links)} links between groups drawn (the top {per_edge} per group)."
+    st.caption(f"{n_drawn} of {len(links)} links between groups drawn (the top {per_edge} per group"
+               + (f", and the selected {group_label(selected_he)}'s {len(brought)} most similar groups of other "
+                  "sections, drawn beside this section" if brought else "") + ")."
                + (" Links join groups of different sections: draw one topic or the whole document to see them."
                   if n_drawn == 0 and links and view == "section" else ""))
     n_named_secs = sum(1 for k, p in look.items() if k.startswith("s:") and p.readable)
@@ -365,13 +393,14 @@ if clicked and clicked != state.get(state.HYPEREDGE_CLICK):
         target = next((h.id for h in hes if h.section_id == int(raw)), None)
     if target is not None and target in he_by_id and target != st.session_state.get(W_HE):
         st.session_state[W_HE] = target
+        st.session_state[W_FOLLOW] = target not in in_scope
         st.rerun()  # redraw with the new highlight (same layout: fixed random seed)
 
 with right:
     def _follow_selection() -> None:
         """A hyper-edge chosen here that is not drawn brings its section (or cluster) into view."""
         sel = st.session_state.get(W_HE)
-        if sel not in he_by_id or sel in drawn_ids:
+        if sel not in he_by_id or sel in in_scope:
             return
         if view == "cluster":
             st.session_state[W_SCOPE_CLUSTER] = he_by_id[sel].cluster
@@ -396,13 +425,7 @@ with right:
     st.caption(md_escape("Section: " + section_line(sec.section_path if h.section_id else [tree.title or rec.file_name])))
     st.markdown("**Summary**")
     st.markdown(md_escape(h.summary or "(no summary)"))
-    # the strongest few must-links (cosine of the members' mean embeddings, as the drawn links), not all
-    mine = [he_by_id[i] for i in sorted({p for a, b in links if he_id in (a, b) for p in (a, b)})]
-    if emb is not None:
-        vectors = hyperedge_vectors(mine, emb)
-    else:  # the summaries' embeddings (one row per hyper-edge, in id order)
-        vectors = {x.id: idx.hyperedge_embeddings[x.id] for x in mine if x.id < len(idx.hyperedge_embeddings)}
-    strongest, more = strongest_partners(he_id, links, vectors, PARTNERS_LISTED)
+    strongest, more = _partners(he_id)
     if strongest:
         st.markdown("**Groups on the same topic in other sections**"
                     + (f" · the {len(strongest)} most similar of {len(strongest) + more}" if more else ""))

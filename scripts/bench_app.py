@@ -61,7 +61,7 @@ from support.browser_driver import (  # noqa: E402
     timed,
     wait_idle,
 )
-from ui.cluster_chart import SLIDERS  # noqa: E402
+from ui.plain import SLIDERS  # noqa: E402
 
 #: The alpha slider as the Clusters page labels it (plain words since issue 36).
 ALPHA = SLIDERS["alpha"][0]

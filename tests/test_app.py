@@ -142,6 +142,43 @@ def test_hyperedge_legend_lists_every_colour_drawn(app_uploaded):
                            any(w.startswith(m) for w in words) for m in members), (members, words)
 
 
+def test_one_section_view_draws_the_selected_groups_partners_of_other_sections(app_uploaded):
+    """One section drawn alone showed "0 of 64 links between groups drawn" (a newcomer): the page's main
+    idea, groups of different sections on one topic, was not in its default view. The selected group's
+    most similar groups of other sections are drawn beside its section, with their links; none when
+    the links slider is at 0; a click on one of them brings its own section."""
+    at = open_app("pages/hyperedges.py")
+    sel = at.session_state[doc_key(at, "w_he_select")]
+    at.radio(key=doc_key(at, "w_he_view")).set_value("section")
+    run_app(at)
+
+    def drawn() -> tuple[int, int, int]:
+        line = next(c.value for c in at.caption if "links between groups drawn" in c.value)
+        n, total = map(int, re.match(r"(\d+) of (\d+)", line).groups())
+        beside = re.search(r"(\d+) most similar groups of other sections", line)
+        return n, total, int(beside.group(1)) if beside else 0
+
+    partners = any("similarity" in getattr(df.value, "columns", []) for df in at.dataframe)
+    if not partners:
+        pytest.skip("the selected group of this fixture has no partner in another section")
+    # the sections narrower than the whole document that hold the selected group: in the narrowest, its
+    # partners of other sections are drawn beside it
+    seen = []
+    for sid in [o for o in at.selectbox(key=doc_key(at, "w_he_scope_section")).options if o != 0]:
+        at.selectbox(key=doc_key(at, "w_he_scope_section")).set_value(sid)
+        run_app(at)
+        groups_line = next(c.value for c in at.caption if c.value.startswith("Groups drawn:"))
+        if "outside the drawn part" not in groups_line:
+            seen.append(drawn())
+    assert seen, "no section holds the selected group"
+    n, total, beside = max(seen, key=lambda t: t[2])
+    assert beside >= 1 and n >= beside, seen
+    at.slider(key="w_he_top_links").set_value(0)
+    run_app(at)
+    assert drawn() == (0, total, 0)
+    assert at.session_state[doc_key(at, "w_he_select")] == sel
+
+
 def test_hyperedge_page_builds_a_missing_index(app_uploaded):
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["dm_index_params"] = {"alpha": 0.5, "k": 5, "K": 3, "w": 2.0}
@@ -659,7 +696,7 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     """Issue 36: the Hyper-edge graph and Clusters pages say what they show ("What am I
     looking at?"), and their metric labels, choices and table columns are plain words
     (the paper's names only in help texts)."""
-    from ui.cluster_chart import CHECKED_COLUMNS, GOOD_FOR_CLUSTERS, SLIDERS
+    from ui.plain import CHECKED_COLUMNS, GOOD_FOR_CLUSTERS, SLIDERS
     from ui.graph import GOOD_FOR_GRAPH
     from ui.layout import WHAT_LEAD
     from ui.plain import GROUP_RE, WHAT_CLUSTERS, WHAT_GRAPH

@@ -15,7 +15,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from ui.filtering import doc_match, evidence_list  # noqa: E402
-from ui.cluster_chart import SAME_LABEL as MUST_PAIRS_LABEL  # noqa: E402
+from ui.plain import SAME_LABEL as MUST_PAIRS_LABEL  # noqa: E402
 from ui.indexing import HE_LINKS_LABEL  # noqa: E402
 from ui.plain import GROUPS_LABEL, TOPICS_LABEL  # noqa: E402
 from support.app import APP, TIMEOUT, collection_table, doc_key, open_app, page_texts, run_app  # noqa: E402,F401
@@ -150,7 +150,8 @@ def test_graph_readable_default_and_one_must_link_count(app_uploaded):
 
     assert at.slider(key="w_he_top_links").value == 2
     n2, total = drawn()
-    assert total == graph[HE_LINKS_LABEL] and n2 <= total
+    # the metric counts the groups with a link (a newcomer read "group links 14052" for 460 groups); the caption the links
+    assert n2 <= total and (0 < graph[HE_LINKS_LABEL] <= graph[GROUPS_LABEL] if total else graph[HE_LINKS_LABEL] == 0)
     at.slider(key="w_he_top_links").set_value(0)
     run_app(at)
     assert drawn() == (0, total)

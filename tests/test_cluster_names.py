@@ -126,7 +126,7 @@ def test_an_abbreviation_is_named_as_the_passages_write_it():
 
 def test_a_one_passage_topic_of_names_is_named_by_its_section():
     """ "edward, lockhart, schmitt (1)", "london, college, gower (1)": an author line or an
-    affiliation as a topic of its own. Named by its section when it has one, else "names only";
+    affiliation as a topic of its own. Named by its section when it has one, else "a list of names";
     a topic of several passages keeps its words (a contract's defined terms are capitalised too)."""
     body = ["The model predicts the reward and the value of each state from its hidden state.",
             "Planning with the learned model searches a tree of hidden states and rewards.",
@@ -134,11 +134,11 @@ def test_a_one_passage_topic_of_names_is_named_by_its_section():
     authors = "Edward Lockhart, Martin Schmitt and Julian Schrittwieser, University College London, Gower Street"
     texts = body + [authors]
     labels = [0, 0, 0, 1]
-    assert cluster_names(texts, labels)[1] == ["names only"]
+    assert cluster_names(texts, labels)[1] == ["a list of names"]
     got = cluster_names(texts, labels, sections=["2 Model", "2 Model", "3 Planning", "Acknowledgements"])
     assert got[1] == ["section “Acknowledgements”"] and "reward" in got[0][0] + got[0][1] + got[0][2]
-    # no title: "names only"; a topic without any telling word takes its section too
-    assert cluster_names(texts, labels, sections=["2 Model"] * 3 + [""])[1] == ["names only"]
+    # no title: "a list of names"; a topic without any telling word takes its section too
+    assert cluster_names(texts, labels, sections=["2 Model"] * 3 + [""])[1] == ["a list of names"]
     untold = cluster_names(body + ["1 2 3"], labels, sections=[""] * 3 + ["Schedule A"])
     assert untold[1] == ["section “Schedule A”"]
     # a one-passage topic of ordinary words keeps them

@@ -164,6 +164,40 @@ def _warm_up_in_background(emb: Any) -> None:
     threading.Thread(target=_run, name="docmaster-embedder-warmup", daemon=True).start()
 
 
+#: Libraries the pages draw with, imported on first use by one page each (Altair: the Semantic
+#: clusters chart; scikit-learn's text features and SciPy's sparse matrices: the topic names of
+#: the clusters and graph pages). Imported in the server's first seconds instead, they no longer
+#: add ~0.3 s (Altair) and ~0.1 s to the first paint of their page (docs/results/app.md).
+#: streamlit-agraph is not among them: it declares its component when imported, which must
+#: happen in a script run (imported in this thread, the graph never drew).
+PAGE_LIBRARIES = ("altair", "sklearn.feature_extraction.text", "scipy.sparse")
+
+
+@st.cache_resource(show_spinner=False)
+def preload_page_libraries() -> Any:
+    """Import :data:`PAGE_LIBRARIES` in a daemon thread, once per server process (a cached
+    resource), so that no page's first paint pays for them. A page that imports one earlier
+    waits on Python's import lock for the same module, no longer than it would have. A library
+    that fails to import is left for its page to report.
+
+    Returns:
+        The started :class:`threading.Thread` (named ``docmaster-page-libraries``).
+    """
+    import importlib
+    import threading
+
+    def _run() -> None:
+        for name in PAGE_LIBRARIES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the page importing it reports the failure
+                pass
+
+    th = threading.Thread(target=_run, name="docmaster-page-libraries", daemon=True)
+    th.start()
+    return th
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def get_docmaster(workspace: str, backend: str, model: str, base_url: str):
     """The DocMaster facade for one workspace and LLM choice (shared resource).

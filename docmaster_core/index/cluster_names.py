@@ -29,7 +29,8 @@ one, not as a typo; a longer word set in capitals ("MEXICO") is named in lower c
 A topic of one passage whose telling words are names ("edward, lockhart, schmitt": an
 author line; "london, college, gower": an affiliation) says nothing to a reader: with the
 passages' section titles given it is named by its section ("section “Acknowledgements”"),
-else "names only"; a topic with no telling word at all is named by its section alike.
+else :data:`NAMES_TOPIC` ("a list of names": a newcomer asked what a box tagged "names
+only" meant); a topic with no telling word at all is named by its section alike.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cluster_names", "representative_passages", "terms_of", "GENERIC_WORDS", "URL_WORDS"]
+__all__ = ["cluster_names", "representative_passages", "terms_of", "GENERIC_WORDS", "URL_WORDS", "NAMES_TOPIC"]
 
 #: Words of any document that say nothing about a topic: reporting and linking verbs,
 #: hedges, document furniture ("figure", "section"), ordinals. Added to scikit-learn's
@@ -149,7 +150,7 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
     Returns:
         ``{cluster: [term, ...]}`` best first; a cluster without such terms gets ``[]``
         (or its section); a one-passage cluster of names ``["section “...”"]`` or
-        ``["names only"]``.
+        ``[NAMES_TOPIC]``.
 
     Raises:
         ValueError: ``texts``, ``labels``, ``groups`` or ``sections`` differ in length.
@@ -242,6 +243,11 @@ def _as_written(term: str, lower: dict[str, int], forms: dict[str, Counter]) -> 
     return form if acronym or _CAMEL.search(form) else term
 
 
+#: The name of a one-passage topic of names (an author line, an affiliation, a party block) with
+#: no section title to name it by.
+NAMES_TOPIC = "a list of names"
+
+
 def _by_section(names: dict[int, list[str]], labels: np.ndarray, sections: Sequence[str] | None,
                 lower: dict[str, int]) -> dict[int, list[str]]:
     """One-passage topics named by names, and topics without a word, named by their section."""
@@ -256,7 +262,7 @@ def _by_section(names: dict[int, list[str]], labels: np.ndarray, sections: Seque
         if titles:
             names[c] = [_section_name(max(set(titles), key=titles.count))]
         elif of_names:
-            names[c] = ["names only"]
+            names[c] = [NAMES_TOPIC]
     return names
 
 
