@@ -51,7 +51,7 @@ PASSAGES_HELP = "Paragraphs of running text (the tree's TEXT nodes); headings, t
 TOPICS_LABEL = "topics"
 TOPICS_HELP = ("Groups of passages that say similar things, across sections (PC-KMeans clusters, Eq. 2; the "
                "'Number of topics (K)' slider on the Semantic clusters page asks for K of them; some may stay empty).")
-LINKS_LABEL = "groups linked across sections"
+LINKS_LABEL = "linked groups"
 LINKS_HELP = ("Groups that share their topic with a group of another section (the paper's must-links between "
               "hyper-edges; the red dashed lines of the graph). Every pair of such groups counts as a link: "
               "{links} links in all.")
