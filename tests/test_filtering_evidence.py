@@ -11,7 +11,7 @@ from docmaster_core.model import DocumentTree, Node, NodeType
 from docmaster_core.filtering.decider import DEFAULT_CALIBRATION, OfflineCalibration, cut_threshold
 from docmaster_core.filtering.evidence import condition_parts, lexical_parts, strip_question
 from docmaster_core.filtering.run import run_filter
-from docmaster_core.tree.roles import ROLES, heading_role, node_roles
+from docmaster_core.tree.roles import ROLES, empty_sections, heading_role, node_roles
 from support.toy import TOY_DOCS, build_toy_workspace
 
 GNN = ("gnn_molecules.pdf", "Message Passing Networks for Molecular Property Prediction", [
@@ -79,6 +79,8 @@ def _by_file(run):
     ("Acknowledgements", "back"), ("Acknowledgments", "back"), ("Acknowlegements", "back"),
     ("Important Safety Instructions", "safety"), ("Consolidated Statements of Income", "financial"),
     ("3.1 Model Architecture", "method"), ("3 Sparse JL transforms", None), ("", None),
+    # a table of contents holds no evidence of the document's own; "4 Index" of a paper on indexing does
+    ("Table of Contents", "back"), ("CONTENTS", "back"), ("INDEX", "back"), ("4 Index", None),
 ])
 def test_heading_roles(heading, role):
     assert heading_role(heading) == role
@@ -95,6 +97,28 @@ def test_node_roles_follow_the_outermost_named_heading():
              Node(6, NodeType.TEXT, 2, 3, [], "y", 1, 1, section_path=["5 Related Work"])]
     r = [ROLES[c] for c in node_roles(DocumentTree("d", "T", nodes))]
     assert r == ["front", "front", "experiments", "related", "experiments", "experiments", "related"]
+
+
+def test_empty_sections_are_back_matter():
+    """A 10-K's "Mine Safety Disclosures" > "Not applicable." kept the report as sure for "describes a safety
+    incident" (a newcomer): a section whose only content says it has none, and a heading "[Reserved]", are
+    ``back`` (weight 0); a section with one real paragraph beside "None." is not."""
+    nodes = [Node(0, NodeType.ROOT, 0, None, [1, 3, 5, 6], "T", 1, 1),
+             Node(1, NodeType.TITLE, 1, 0, [2], "Item 4. Mine Safety Disclosures", 1, 1,
+                  section_path=["Item 4. Mine Safety Disclosures"], level=1),
+             Node(2, NodeType.TEXT, 2, 1, [], "Not applicable.", 1, 1, section_path=["Item 4. Mine Safety Disclosures"]),
+             Node(3, NodeType.TITLE, 1, 0, [4, 7], "Item 5. Legal Proceedings", 1, 1,
+                  section_path=["Item 5. Legal Proceedings"], level=1),
+             Node(4, NodeType.TEXT, 2, 3, [], "None.", 1, 1, section_path=["Item 5. Legal Proceedings"]),
+             Node(5, NodeType.TITLE, 1, 0, [], "Section 5. [Reserved]", 1, 1, section_path=["Section 5. [Reserved]"],
+                  level=1),
+             Node(6, NodeType.TITLE, 1, 0, [], "6. None of the above", 1, 1, section_path=["6. None of the above"],
+                  level=1),
+             Node(7, NodeType.TEXT, 2, 3, [], "A suit was filed in 2021 over a safety incident.", 1, 1,
+                  section_path=["Item 5. Legal Proceedings"])]
+    tree = DocumentTree("d", "T", nodes)
+    assert empty_sections(tree) == [1, 2, 5]
+    assert [ROLES[c] for c in node_roles(tree)] == ["front", "back", "back", "body", "body", "back", "body", "body"]
 
 
 # ------------------------------------------------------------------------------ parts

@@ -28,7 +28,7 @@ from .decider import (
 from .evidence import condition_names, distinctive_share, document_signals, lacks_names, lexical_parts
 from ..text.terms import condition_terms, tokens
 from ..text.words import split_sentences
-from ..tree.roles import evidence_weight
+from ..tree.roles import ROLE_CODE, evidence_weight, view_roles
 
 __all__ = ["Cut", "calibrated_document_decisions", "offline_decisions"]
 
@@ -109,7 +109,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
                                   calib: OfflineCalibration, stats, extra_z: np.ndarray | None = None,
                                   role_aware: bool = False, term_share: np.ndarray | None = None,
                                   topic_cos: np.ndarray | None = None, names: Sequence[str] = (),
-                                  lacks_name: np.ndarray | None = None) -> tuple[list[Decision], Cut]:
+                                  lacks_name: np.ndarray | None = None,
+                                  roles_by_doc: Sequence[np.ndarray] | None = None) -> tuple[list[Decision], Cut]:
     """Offline decisions of one strategy for a collection (:mod:`.decider`).
 
     Args:
@@ -141,6 +142,11 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
             (:func:`~docmaster_core.filtering.evidence.lacks_names`). Such a document is
             not on topic and is not kept (an uncertain drop when its score would have kept
             it); when every document lacks one, none is kept. Used with ``term_share``.
+        roles_by_doc: Optional, per document, int8 (n_nodes,) role codes of its nodes
+            (:func:`~docmaster_core.tree.roles.view_roles`, indexed by node id): with
+            ``role_aware``, a passage's weight comes from its node's role, so that a table of
+            contents and an empty section ("Mine Safety Disclosures: Not applicable.") count 0
+            as a reference list does; a flat chunk (node id -1) is weighed by its section path.
 
     Returns:
         ``(decisions, cut)``: one :class:`Decision` per document (0 tokens, backend
@@ -150,7 +156,8 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
     terms = condition_terms(condition)
     texts = [[e.text for e in evs] for evs in ev_by_doc]
     if role_aware:
-        w_by_doc = [np.array([evidence_weight(e.section_path, calib.related_weight) for e in evs]) for evs in ev_by_doc]
+        w_by_doc = [_evidence_weights(evs, None if roles_by_doc is None else roles_by_doc[i], calib.related_weight)
+                    for i, evs in enumerate(ev_by_doc)]
         d = np.array([dense_score((np.asarray(c) * w)[w > 0], calib.top_m) for c, w in zip(cos_by_doc, w_by_doc)])
         part_terms = lexical_parts(condition)
     else:
@@ -267,6 +274,21 @@ def calibrated_document_decisions(condition: str, ev_by_doc: list[list[Evidence]
         out.append(Decision(bool(dec[i]), rationale, ids, conf, 0, "offline-calibrated",
                             evidence_score=float(z[i]), rank=int(ranks[i]), uncertain=bool(unsure[i])))
     return out, cut
+
+
+def _evidence_weights(evs: Sequence[Evidence], roles: np.ndarray | None, related_weight: float) -> np.ndarray:
+    """float (n,) weight of each passage as the document's own evidence: 0 for back matter, a table
+    of contents or an empty section, ``related_weight`` for related work, else 1; by the node's role
+    code in ``roles`` (int8, indexed by node id) when given, else (and for a flat chunk) by the
+    section path (:func:`~docmaster_core.tree.roles.evidence_weight`)."""
+    out = np.empty(len(evs))
+    for j, e in enumerate(evs):
+        if roles is not None and 0 <= e.node_id < len(roles):
+            code = int(roles[e.node_id])
+            out[j] = 0.0 if code == ROLE_CODE["back"] else related_weight if code == ROLE_CODE["related"] else 1.0
+        else:
+            out[j] = evidence_weight(e.section_path, related_weight)
+    return out
 
 
 def _strength(z: float, thr: float) -> str:
@@ -399,6 +421,8 @@ def offline_decisions(retr, view, condition: str, docs: list,
                                dense_scale_floor=calib.dense_scale_floor, lex_scale_floor=calib.lex_scale_floor,
                                doc_mask=mask, pool=calib.pool)
         extra = (sig.dense_z + calib.lam * sig.lexical_z)[np.flatnonzero(mask)]
+    roles = view_roles(view)
+    roles_by_doc = [roles[view.docs[j].rows] for j in np.flatnonzero(mask_all)]
     out, cuts = {}, {}
     topic_cos = np.array([max((float(np.max(cos_by[s][i])) for s in strategies if len(cos_by[s][i])), default=0.0)
                           for i in range(len(docs))])
@@ -408,5 +432,6 @@ def offline_decisions(retr, view, condition: str, docs: list,
                                                         [c[:n] for c in cos_by[s]], calib,
                                                         stats, extra_z=extra if s == "combined" else None,
                                                         role_aware=s == "combined", term_share=share,
-                                                        topic_cos=topic_cos, names=names, lacks_name=lacking)
+                                                        topic_cos=topic_cos, names=names, lacks_name=lacking,
+                                                        roles_by_doc=roles_by_doc)
     return out, cuts

@@ -13,6 +13,14 @@ heading above it (directly under ROOT) ``front``. Headings are matched case-inse
 after their numbering ("3.2", "IV.", "A.") is stripped. Manuals and reports have their
 own roles (``safety``, ``operation``, ``financial``).
 
+Two kinds of section hold no evidence of the document's own and take the role ``back`` (as a
+reference list does): a **table of contents** (a heading "Contents", "Table of Contents", or an
+unnumbered "Index": a 10-K's list of items, whose "Item 4. Mine Safety Disclosures 17" matched
+"safety incident"), and an **empty section**, one whose only content says it has none ("Not
+applicable.", "None.", "[Reserved]", "Intentionally omitted."): a newcomer's filter kept a 10-K
+as *sure* for "describes a safety incident and its probable cause" on "Mine Safety Disclosures:
+Not applicable." (:func:`node_roles`).
+
 The role is used by :mod:`~docmaster_core.filtering.evidence` to weight a node's evidence; the weights live in
 :class:`~docmaster_core.filtering.decider.OfflineCalibration`.
 """
@@ -24,13 +32,23 @@ import numpy as np
 
 from ..model import DocumentTree, NodeType
 
-__all__ = ["ROLES", "ROLE_CODE", "heading_role", "path_role", "evidence_weight", "node_roles", "view_roles"]
+__all__ = ["ROLES", "ROLE_CODE", "NULL_STATEMENT", "ROLES_VERSION", "heading_role", "empty_sections", "path_role", "evidence_weight", "node_roles", "view_roles"]
 
 #: Role names; the index of a name is its code in :func:`view_roles`.
 ROLES = ("body", "front", "abstract", "introduction", "method", "experiments", "conclusion", "related",
          "appendix", "back", "safety", "operation", "financial")
 #: Role name -> int code.
 ROLE_CODE = {r: i for i, r in enumerate(ROLES)}
+
+#: A table of contents' heading (matched before the numbering is stripped: "4 Index" of a paper on
+#: indexing is a section of its own).
+_CONTENTS = re.compile(r"^\s*(table\s+of\s+contents|contents|index)\s*[.:]?\s*$", re.IGNORECASE)
+#: A section body that says the section has no content ("Not applicable.", "[Reserved]").
+NULL_STATEMENT = re.compile(r"^\W*(not\s+applicable|none|n/a|reserved|intentionally\s+(left\s+)?(blank|omitted)|"
+                            r"omitted|deleted|not\s+used)\W*$", re.IGNORECASE)
+#: Version of the roles :func:`view_roles` stores per document (2: tables of contents and empty
+#: sections are ``back``); a stored array of another version is computed again.
+ROLES_VERSION = 2
 
 _NUMBERING = re.compile(r"^\s*(?:(?:[0-9]+|[ivxlc]+|[a-z])(?:[.)][0-9]*)*[.)]?\s+|(?:[0-9]+\.)+[0-9]*\s*)", re.IGNORECASE)
 
@@ -66,6 +84,8 @@ def heading_role(heading: str) -> str | None:
         A name of :data:`ROLES` other than ``body``/``front``, or None when the heading
         names no role (e.g. ``"3 Sparse JL transforms"``).
     """
+    if _CONTENTS.match(heading or ""):
+        return "back"
     h = _NUMBERING.sub("", (heading or "").strip().lower(), count=1).strip(" .:")
     if not h:
         return None
@@ -95,12 +115,39 @@ def evidence_weight(section_path, related_weight: float) -> float:
     return 0.0 if r == "back" else (float(related_weight) if r == "related" else 1.0)
 
 
+def empty_sections(tree: DocumentTree) -> list[int]:
+    """The node ids of the document's empty sections: a TITLE whose content children (no
+    sub-heading among them) all match :data:`NULL_STATEMENT` ("Item 4. Mine Safety Disclosures"
+    > "Not applicable."), or a childless TITLE that says so itself ("Section 5. [Reserved]";
+    its number stripped), with those children.
+
+    Returns:
+        Node ids (title first, then its children), in reading order.
+    """
+    out: list[int] = []
+    for nd in tree.nodes:
+        if nd.type != NodeType.TITLE:
+            continue
+        kids = [tree.nodes[c] for c in nd.children]
+        if kids:
+            if all(k.type != NodeType.TITLE and NULL_STATEMENT.match(k.content or "") for k in kids):
+                out += [nd.id] + [k.id for k in kids]
+        elif NULL_STATEMENT.match(_NUMBERING.sub("", _SECTION_WORD.sub("", nd.content or ""), count=1)):
+            out.append(nd.id)
+    return out
+
+
+#: "Section", "Article", "Item" before a heading's number.
+_SECTION_WORD = re.compile(r"^\s*(section|article|item|clause)\s+", re.IGNORECASE)
+
+
 def node_roles(tree: DocumentTree) -> np.ndarray:
     """Role code of every node of a document tree.
 
     A node takes the role named by the outermost heading on its section path that
     names one; content with no heading above it is ``front``; content under headings
-    that name no role is ``body``. ROOT is ``front``.
+    that name no role is ``body``. ROOT is ``front``. A table of contents and the
+    :func:`empty_sections` are ``back``.
 
     Args:
         tree: The document tree.
@@ -120,6 +167,7 @@ def node_roles(tree: DocumentTree) -> np.ndarray:
             code = ROLE_CODE[path_role(path)]
             cache[path] = code
         out[nd.id] = code
+    out[empty_sections(tree)] = ROLE_CODE["back"]
     return out
 
 
@@ -137,17 +185,18 @@ def view_roles(view) -> np.ndarray:
     def one(dv) -> np.ndarray:
         if cache is None:
             return node_roles(dv.tree)
-        key = ("roles", dv.doc_id, dv.n_nodes)
+        key = ("roles", dv.doc_id, dv.n_nodes, ROLES_VERSION)
         r = cache.get(key)
         if r is None:
             from ..store.docinfo import load_arrays, save_arrays
 
             ws_path = getattr(view, "ws_path", "")
-            got = load_arrays(ws_path, "roles", dv.doc_id, str(dv.n_nodes))
+            tag = f"{dv.n_nodes}.v{ROLES_VERSION}"
+            got = load_arrays(ws_path, "roles", dv.doc_id, tag)
             r = got["roles"] if got is not None else None
             if r is None or r.shape != (dv.n_nodes,):
                 r = node_roles(dv.tree)
-                save_arrays(ws_path, "roles", dv.doc_id, str(dv.n_nodes), roles=r)
+                save_arrays(ws_path, "roles", dv.doc_id, tag, roles=r)
             cache.put(key, r, r.nbytes + 100)
         return r
 
