@@ -669,3 +669,63 @@ def test_a_filings_exhibit_number_is_neither_a_figure_nor_a_section():
     assert not [e for e in parsed.elements if e.type == NodeType.IMAGE], "a text line typed IMAGE"
     parsed = PyMuPDFParser().parse(_cuad("cuad-118"))
     assert (1, "Exhibit 8") not in _titles(parsed) and parsed.title == "SUPPLIER/SUBCONTRACTOR CONTRACT"
+
+
+def _amendment(path: Path) -> Path:
+    """A one-page amendment set in one font without blank lines, as filed (cuad-043 / 045's
+    layout): a centred title, a preamble, "RECITALS" centred alone, WHEREAS clauses, two numbered
+    clauses with titles run in ("1. Amendment to the Service List. ...", "2. Miscellaneous. ..."), a
+    table's two column headers in capitals on one row, and a signature block."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = [50.0]
+
+    def put(text: str, x: float = 72.0, centre: bool = False) -> None:
+        if centre:
+            x = 306 - pymupdf.get_text_length(text, fontname="tiro", fontsize=9) / 2
+        page.insert_text((x, y[0] + 9), text, fontname="tiro", fontsize=9)
+        y[0] += 11.0
+
+    def para(text: str, lead: str = "") -> None:
+        for k, line in enumerate(textwrap.wrap(lead + text, 100)):
+            put(line, 86.0 if k == 0 else 72.0)
+
+    put("AMENDMENT TO SERVICES AGREEMENT", centre=True)
+    para("This Amendment to Services Agreement is made as of March 1, 2016 between Acme Advisers LLC and Borealis "
+         "Services Company. Terms used but not defined here have the meanings given to them in the Agreement.")
+    put("RECITALS", centre=True)
+    para("WHEREAS, the parties have entered into a Services Agreement under which Borealis provides certain "
+         "analysis services to Acme in connection with its accounts, as listed in Exhibit A to that agreement.")
+    para("NOW, THEREFORE, the parties, intending to be legally bound, agree as follows:")
+    para("Exhibit A to the Services Agreement is hereby deleted in its entirety and replaced with the following "
+         "list of services, which the parties have reviewed and approved.", lead="1. Amendment to the Service List. ")
+    page.insert_text((100, y[0] + 9), "SERVICES", fontname="tiro", fontsize=9)
+    page.insert_text((330, y[0] + 9), "FEES", fontname="tiro", fontsize=9)
+    y[0] += 11.0
+    para("This Amendment is effective as of the date first above written. The Services Agreement, as amended, "
+         "remains in full force and effect and is governed by the laws of the Commonwealth of Pennsylvania.",
+         lead="2. Miscellaneous. ")
+    para("IN WITNESS WHEREOF, the parties have executed this Amendment as of the date first above written.")
+    put("ACME ADVISERS LLC", centre=True)
+    put("By: /s/ Jane Roe")
+    doc.save(path)
+    return path
+
+
+def test_a_one_page_amendments_recitals_and_its_two_titled_clauses_are_sections(tmp_path):
+    """Held-out contracts (cuad-043, cuad-045) had no section: "RECITALS" is set in the body's font,
+    centred alone, and the amendment's two clauses carry titles run in. Two numbered run-ins with titles
+    make a series (three plain numbers are needed otherwise); a centred word in capitals between
+    paragraphs is a heading, two column headers on one row and a party's name in the signature block
+    are not."""
+    parsed = PyMuPDFParser().parse(_amendment(tmp_path / "amendment.pdf"))
+    titles = [t for _lv, t in _titles(parsed)]
+    assert parsed.title == "AMENDMENT TO SERVICES AGREEMENT"
+    assert "RECITALS" in titles and "1. Amendment to the Service List" in titles and "2. Miscellaneous" in titles, titles
+    assert not {"SERVICES", "FEES", "ACME ADVISERS LLC"} & set(titles), titles
+
+
+def test_real_one_page_amendments_with_recitals_and_titled_clauses():
+    for prefix in ("cuad-043", "cuad-045"):
+        titles = [t for _lv, t in _titles(PyMuPDFParser().parse(_cuad(prefix)))]
+        assert "RECITALS" in titles and "2. Miscellaneous" in titles, (prefix, titles)

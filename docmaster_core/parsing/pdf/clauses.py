@@ -11,7 +11,9 @@ the numbering and the layout:
 * a numbered title line that ends well before the margin: ``"4. Term"``,
   ``"12. MISCELLANEOUS"``;
 * run-in clause headings at the start of a paragraph: ``"10.1  Term.  The term of
-  this Agreement ..."`` (heading ``"10.1 Term"``), ``"(a) Payment. ..."``.
+  this Agreement ..."`` (heading ``"10.1 Term"``), ``"(a) Payment. ..."``;
+* an unnumbered word or two in capitals, centred alone between paragraphs of the body:
+  ``"RECITALS"``, ``"WITNESSETH:"``, ``"BACKGROUND"`` (:func:`detect_centred_caps_headings`).
 
 A candidate must start a paragraph (first line on the page or after a heading, a
 blank line, or a line that ends a sentence) and must not sit in a signature block.
@@ -29,7 +31,7 @@ from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_hea
 from .common import Line, PageInfo
 from .layout import FILING_LABEL_RE
 
-__all__ = ["detect_clause_headings", "is_signature_line", "mark_signature_blocks", "sentence_case_title", "title_like"]
+__all__ = ["detect_clause_headings", "detect_centred_caps_headings", "is_signature_line", "mark_signature_blocks", "sentence_case_title", "title_like"]
 
 _ROMAN = r"(?:M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
 _WORD_NUMBERS = ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "TEN", "ELEVEN", "TWELVE",
@@ -691,8 +693,10 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                     # (cuad-015: "2. ENDORSEMENT ..." with its number in the body weight)
                     accepted.extend(_fills_styled_gap(kept, existing, order_of))
                     continue
-                need = 3
                 runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
+                # three numbers make a series; two do when both open a paragraph with a title in title case
+                # (a one-page amendment's "1. Amendment to Exhibit A. ..." and "2. Miscellaneous. ...")
+                need = 2 if all(c.kind == "runin" and title_like(_title_of(c), 9) for c in kept) else 3
                 if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=min(2, len(pages))):
                     continue  # a numbered list, not the document's sections
             elif shape in ("letter", "paren-roman", "paren-arabic"):
@@ -765,3 +769,74 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
     _drop_false_headings(seq)
     _drop_lists_of_titles(seq)
     return sum(1 for c in accepted if c.line.role in ("heading", "heading-runin"))
+
+
+# one to four words in capitals, a colon at most after them ("RECITALS", "WITNESSETH:", "TERMS AND CONDITIONS")
+_CAPS_WORDS = re.compile(r"^[A-Z][A-Z'\u2019&\-]+(?:\s+[A-Z][A-Z'\u2019&\-]*){0,3}:?$")
+# words that join party names on a cover page ("AND", "BETWEEN", "BY AND AMONG"): no heading alone
+_JOINING_WORDS = {"AND", "BETWEEN", "AMONG", "BY", "OF", "THE", "TO", "FOR", "WITH", "OR", "AS", "IN"}
+
+
+def detect_centred_caps_headings(pages: list[PageInfo], body: float) -> int:
+    """Mark unnumbered headings set in capitals and centred alone on their line in the body's
+    font: ``"RECITALS"`` between the preamble and the clauses of a one-page amendment, whose
+    size and weight are the body's (so :mod:`.headings` does not see them).
+
+    A line is taken when it holds one to four words in capitals (not only joining words such
+    as "AND", "BETWEEN", and not ending on one), stands alone on its row (no column header of
+    a table), is centred between the margins of the page's body text (or on the page) and indented
+    from the left one, follows a blank line or the end of a paragraph, is not larger than 1.2 x ``body`` (the style pass's turn), comes after a line of
+    running text in lower case (not on a cover page among the parties' names) and before another, and
+    is not in a signature block. It becomes a level-1 heading (``heading_source = "clause"``).
+
+    Args:
+        pages: Page records after :func:`detect_clause_headings`.
+        body: Body font size (points).
+
+    Returns:
+        The number of headings marked.
+    """
+    marked = 0
+    seen_body = in_signature = False
+    for p in pages:
+        text_lines = [l for l in p.lines if l.role == "" and l.nchars >= 30]
+        if not text_lines:
+            continue
+        left = min(l.x0 for l in text_lines)
+        right = max(l.x1 for l in text_lines)
+        width = max(1.0, right - left)
+        lines = _ordered([l for l in p.lines if l.role in ("", "heading", "heading-runin")])
+        for i, l in enumerate(lines):
+            t = clean_text(l.text).strip()
+            if l.role != "":
+                in_signature = False
+                continue
+            if re.match(r"^in witness whereof", t, re.IGNORECASE):
+                in_signature = True
+            elif in_signature and _ANNEX_RE.match(t):
+                in_signature = False
+            prv = lines[i - 1] if i else None
+            nxt = lines[i + 1] if i + 1 < len(lines) else None
+            letters = [ch for ch in t if ch.isalpha()]
+            if l.nchars >= 30 and sum(ch.islower() for ch in letters) > 0.5 * len(letters):
+                seen_body = True  # a line of running text (a party's name on a cover page is in capitals)
+            size = l.size or body
+            words = t.rstrip(":").split()
+            if not seen_body or in_signature or not _CAPS_WORDS.match(t) or size > 1.2 * body \
+                    or set(words) <= _JOINING_WORDS or words[-1] in _JOINING_WORDS or is_signature_line(t) \
+                    or _KEYWORD_RE.match(t) or _ANNEX_KW_RE.match(t):
+                continue  # ("SIGNATURE PAGE TO" goes on below; "ARTICLE II" is the numbered pass's, kept or not)
+            if any(q is not l and q.text.strip() and abs(q.yc - l.yc) < 0.5 * size for q in p.lines):
+                continue  # a table's column headers ("LICENSED PROGRAMS:", "PROGRAM MATERIALS:") share their row
+            mid = 0.5 * (l.x0 + l.x1)  # centred on the text's column, or on the page (ragged right text)
+            centred = min(abs(mid - 0.5 * (left + right)), abs(mid - 0.5 * p.width)) < 0.08 * width \
+                and l.x0 > left + 0.2 * width
+            # a blank line above it, or the paragraph above ends there (a document set without blank lines)
+            apart = prv is None or l.y0 - prv.y1 > 0.6 * size or bool(SENTENCE_END_RE.search(prv.text.strip()))
+            if centred and apart and nxt is not None and nxt.role == "" and nxt.nchars >= 30:
+                l.role = "heading"
+                l.heading_text = t.rstrip(":")
+                l.heading_level = 1
+                l.heading_source = "clause"
+                marked += 1
+    return marked

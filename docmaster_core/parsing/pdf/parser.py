@@ -28,7 +28,7 @@ from ...errors import EmptyDocumentError, ParseError
 from ...model import ParsedDocument
 from ..base import clean_text, count_unreadable, unreadable_note
 from .common import TABLE_HINT_RE, ParseContext, PageInfo
-from .clauses import detect_clause_headings, mark_signature_blocks
+from .clauses import detect_centred_caps_headings, detect_clause_headings, mark_signature_blocks
 from .headings import detect_headings
 from .layout import body_style, document_title, document_vocabulary, mark_headers_footers, page_layout
 from .marks import mark_captions, mark_equations, mark_strong_headings
@@ -222,6 +222,7 @@ class PyMuPDFParser:
         dests = outline_dests(doc) if outline else []
         detect_headings(pages, ctx.body_size, doc)
         detect_clause_headings(pages, ctx.body_size)
+        detect_centred_caps_headings(pages, ctx.body_size)
         used = False
         n_pages = len(pages)
         if self.settings.use_outline and len(outline) >= 3 and not (n_pages > 20 and len(outline) < 3):
