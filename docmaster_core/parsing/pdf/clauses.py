@@ -782,7 +782,7 @@ def detect_centred_caps_headings(pages: list[PageInfo], body: float) -> int:
     font: ``"RECITALS"`` between the preamble and the clauses of a one-page amendment, whose
     size and weight are the body's (so :mod:`.headings` does not see them).
 
-    A line is taken when it holds one to four words in capitals (not only joining words such
+    A line is taken when it holds one to four words in capitals, four letters or more (not only joining words such
     as "AND", "BETWEEN", and not ending on one), stands alone on its row (no column header of
     a table), is centred between the margins of the page's body text (or on the page) and indented
     from the left one, follows a blank line or the end of a paragraph, is not larger than 1.2 x ``body`` (the style pass's turn), comes after a line of
@@ -822,6 +822,8 @@ def detect_centred_caps_headings(pages: list[PageInfo], body: float) -> int:
                 seen_body = True  # a line of running text (a party's name on a cover page is in capitals)
             size = l.size or body
             words = t.rstrip(":").split()
+            if sum(ch.isalpha() for ch in t) < 4:
+                continue  # "UK" under an address: a place, not a heading
             if not seen_body or in_signature or not _CAPS_WORDS.match(t) or size > 1.2 * body \
                     or set(words) <= _JOINING_WORDS or words[-1] in _JOINING_WORDS or is_signature_line(t) \
                     or _KEYWORD_RE.match(t) or _ANNEX_KW_RE.match(t):
