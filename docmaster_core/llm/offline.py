@@ -593,7 +593,7 @@ class OfflineLLM:
             # up ..." counts datasets, a headerless table's "column 3:" label is no number; v60-61 a hardware question
             # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning; v62 the
             # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ...")
-            "answer_version": 63,
+            "answer_version": 64,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -88,6 +88,13 @@ _UNTIL_Q = re.compile(r"\b(?:until|till|through) (?:what|which) (?:date|day|mont
 _END_VERBS = re.compile(r"(?:expire|expires|terminate|terminates)", re.I)
 # a term or a period is asked as a length of time ("the initial term", "the notice period")
 _DURATION_Q = re.compile(r"^\s*(?:for )?how (?:long|soon)\b|\b(?:term|period|duration)\b", re.I)
+# "how long did the sort take": the answer is a length of time, nothing else ("1 terabyte of data" is no answer);
+# "how long is a row key" may be a size, "how long does the agreement last" may be "until terminated"
+_TAKE_Q = re.compile(r"^\s*(?:for )?how long\b[^?]*\b(?:take|takes|took|taken)\b", re.I)
+# "how often": a frequency; "how old": an age (each raises the units that give one, as "how long" a duration does)
+_FREQUENCY_Q = re.compile(r"^\s*how (?:often|frequently)\b|\bat what (?:frequency|intervals?)\b", re.I)
+_AGE_Q = re.compile(r"^\s*how old\b|\bat what age\b|\bwhat (?:is|was|were|are) (?:the )?(?:[\w'\u2019]+ ){0,3}?ages?\b",
+                    re.I)
 _FORMULA_Q = re.compile(r"\b(?:formula|equation|computed|compute|calculated|calculate|defined as|expression|"
                         r"loss function|objective|recast)\b", re.I)
 _CAPTION_Q = re.compile(r"\b(?:which|what) (?:figure|table|fig\.?)\b|\b(?:figure|fig\.|table) \d+\b", re.I)
@@ -141,6 +148,14 @@ UNITS: dict[str, tuple[str, ...]] = {
     "parameter": ("parameter", "param"),
     "duration": ("second", "minute", "hour", "day", "week", "month", "year", "epoch", "step", "iteration",
                  " ms ", " s ", " h "),
+    # "how often": a frequency, with or without a number ("Clean drip tray daily", "once per calendar quarter",
+    # "an interspecies mating rate of 0.001")
+    "frequency": ("daily", "weekly", "monthly", "yearly", "annually", "hourly", "quarterly", "nightly", "every ",
+                  "each day", "each week", "each month", "each year", "per day", "per week", "per month", "per year",
+                  "per hour", "per quarter", "a day", "a week", "a month", "a year", "once", "twice", " times ",
+                  " rate", "frequen", "interval"),
+    # "how old": an age ("Age: 67", "a 67-year-old pilot", "aged 45")
+    "age": ("age", "aged", "year-old", "years old", "years of age", " yrs"),
 }
 _UNIT_Q = re.compile(
     r"\b(?:in|of|per|much|many(?: [\w\-]+){0,2}) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
@@ -266,8 +281,10 @@ class QuestionProfile:
             for ``["price"]`` (an amount of money or a percentage, ``_MONEY_Q``).
         numbers: Numbers written in the question (not an answer when found again).
         words: ``{term: the question's word}`` (for messages).
-        soft_units: Units implied but not named ("how long" -> ``duration``): they raise
-            the type match of a unit that gives one, but never decide "not found".
+        soft_units: Units implied but not named ("how long" -> ``duration``, "how often" ->
+            ``frequency``, "how old" -> ``age``): they raise the type match of a unit that gives
+            one (a frequency also without a number: "daily"), but never decide "not found".
+            "How long did X take" asks for ``duration`` outright (in ``units``).
         class_terms: The terms that name the kind of answer of a ``"place"`` question
             ("jurisdiction" in "which jurisdiction's law"): a unit that names a place
             covers them (the document says "Indiana", not "jurisdiction").
@@ -334,9 +351,12 @@ def profile_question(question: str) -> QuestionProfile:
             units.append(u)
     if not units and _MONEY_Q.search(core):
         units = ["price"]  # "how much does A pay B", "what royalty ...": an amount of money or a percentage
+    if _TAKE_Q.search(core) and "duration" not in units:
+        units.append("duration")  # "how long did the sort take": a length of time or nothing
     if units and atype == "description":
         atype = "number"
-    soft = ["duration"] if atype == "number" and _DURATION_Q.search(core) else []
+    soft = [u for u, rx in (("duration", _DURATION_Q), ("frequency", _FREQUENCY_Q), ("age", _AGE_Q))
+            if atype == "number" and rx.search(core)]
     words: dict[str, str] = {}
     for tok in re.findall(r"[A-Za-z0-9]+", q):
         for t in terms_of(tok):
@@ -603,6 +623,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         low = _LABEL_NUM.sub(" ", low)
         if "duration" in profile.soft_units and _OPEN_ENDED.search(low):
             return 1.0  # "how long ...?" answered without a number: "valid for an indefinite term"
+        if "frequency" in profile.soft_units and _has_unit(low, "frequency") and not _NUM.search(low):
+            return 1.0  # "how often ...?" answered without a number: "Clean drip tray daily"
         nums = [n for n in _NUM.findall(low) if n not in profile.numbers]
         if not nums:
             return 0.0
