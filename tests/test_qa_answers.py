@@ -55,6 +55,28 @@ def test_question_profile_and_table_rows():
     assert rows == ["Base | Accuracy: 71.2 | Speed: fast", "Full | Accuracy: 83.9 | Speed: slow"]
 
 
+def test_how_often_how_old_and_how_long_did_it_take_ask_for_a_frequency_an_age_and_a_time():
+    """A newcomer's "how often should the drip tray be cleaned" took a sentence with a number over "Clean drip
+    tray daily", "how old was the pilot" narrative sentences over "Age: 67", and "how long did the sort take"
+    "approximately 1 terabyte of data": a frequency answers without a number, an age and a length of time
+    beat other numbers, and "how long did X take" has no other answer."""
+    from docmaster_core.text.answer_units import type_match
+
+    often = profile_question("In the coffee machine manual, how often should the drip tray be cleaned?")
+    assert often.soft_units == ["frequency"] and not often.units
+    assert type_match(often, "Clean drip tray daily") == 1.0 > type_match(often, "Remove the 2 screws of the tray")
+    old = profile_question("According to the NTSB report, how old was the pilot?")
+    assert old.soft_units == ["age"]
+    assert type_match(old, "Single-engine Age: 67, Male") == 1.0 > type_match(old, "He had flown 55 minutes.")
+    took = profile_question("How long did the MapReduce sort of one terabyte of data take?")
+    assert took.units == ["duration"]
+    # a size or a contract's term stays a soft duration: "up to 64KB", "until terminated" may answer them
+    assert profile_question("How long is a Bigtable row key allowed to be?").units == []
+    assert profile_question("How long does the franchise last?").units == []
+    assert type_match(took, "Including startup overhead, the entire computation takes 891 seconds.") == 1.0 \
+        > type_match(took, "The sort program sorts approximately 1 terabyte of data.")
+
+
 def test_a_how_many_question_is_answered_by_a_number_beside_the_counted_noun():
     """"How many datasets ...?" prefers "18 diverse datasets" to a sentence with another
     number; "how large is the retrieval database" prefers "a 2 trillion token database";
