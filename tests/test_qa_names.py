@@ -646,6 +646,13 @@ def test_a_follow_up_stays_with_the_document_named_before(dm):
     other = dm.ask("Which state's law governs it, the agreement between Ostrander Robotics and Pelliton Trading?",
                    all_docs=True, save=False, follow=first.doc_ids)
     assert other.doc_source == "named" and _files(dm, other.doc_ids) == ["dist-bravo.pdf"]
+    # ... and one naming a document outside the scope is no follow-up: it is said to be outside (a newcomer's
+    # question about a paper the filter had dropped was answered from the one named before)
+    names = {d.file_name: d.doc_id for d in dm.documents()}
+    scope = [d for f, d in names.items() if f != "dist-bravo.pdf"]
+    outside = dm.ask("Which state's law governs it, the agreement between Ostrander Robotics and Pelliton Trading?",
+                     docs=scope, save=False, follow=first.doc_ids)
+    assert outside.doc_source != "follow-up" and outside.named_outside == ["dist-bravo.pdf"]
 
 
 def test_cli_follow_up_continues_with_the_last_named_contract(dm, monkeypatch, capsys):

@@ -486,8 +486,10 @@ def ask(ws: RunStore, embedder: Embedder, llm: LLM, settings: RetrievalSettings,
         if wide is not None and not set(wide.doc_ids) & set(doc_ids):
             named_outside = [d.file_name for d in retr.view.docs if d.doc_id in set(wide.doc_ids)]
     need = q
-    if route is None and follow and len(doc_ids) > 1 and refers_back(q):
-        # a follow-up ("Can it be terminated early?") continues with the documents the last question named
+    if route is None and follow and len(doc_ids) > 1 and refers_back(q) and not named_outside:
+        # a follow-up ("Can it be terminated early?") continues with the documents the last question named; a
+        # question naming a document outside the scope is none (a newcomer's "MoCo" question, asked after one about
+        # SciTab with MoCo filtered out, was answered from SciTab "named earlier in the conversation")
         kept = [d for d in dict.fromkeys(follow) if d in set(doc_ids)]
         if kept:
             route, named_outside = Route(kept, [], q), []
