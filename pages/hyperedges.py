@@ -242,9 +242,12 @@ def _partners(he_id: int) -> tuple[list[tuple[int, float | None]], int]:
 # one section is drawn with the groups of other sections most like its selected group, and their links:
 # what the page is about (a newcomer's default view said "0 of 64 links between groups drawn")
 brought: list[int] = []
+n_partners = 0
 in_scope = {h.id for h in drawn}  # the chosen section's or topic's own groups
 if view == "section" and selected_he in in_scope and per_edge > 0:
-    brought = [p for p, _sim in _partners(selected_he)[0] if p not in in_scope]
+    partners = [p for p, _sim in _partners(selected_he)[0]]
+    n_partners = len(partners)
+    brought = [p for p in partners if p not in in_scope]
     drawn += [he_by_id[p] for p in brought]
     drawn_links = list(drawn_links) + [(selected_he, p) for p in brought
                                        if (selected_he, p) not in drawn_links and (p, selected_he) not in drawn_links]
@@ -342,8 +345,10 @@ with left:
     n_drawn = sum(a in drawn_ids and b in drawn_ids for a, b in drawn_links)
     st.markdown(GRAPH_LEGEND)
     st.caption(f"{n_drawn} of {len(links)} links between groups drawn (the top {per_edge} per group"
-               + (f", and the selected {group_label(selected_he)}'s {len(brought)} most similar groups of other "
-                  "sections, drawn beside this section" if brought else "") + ")."
+               + (f", and {len(brought)} of the selected {group_label(selected_he)}'s {n_partners} most similar groups "
+                  "of other sections listed on the right, drawn beside this section"
+                  + (f"; the other {n_partners - len(brought)} are drawn in it" if n_partners > len(brought)
+                     else "") if brought else "") + ")."
                + (" Links join groups of different sections: draw one topic or the whole document to see them."
                   if n_drawn == 0 and links and view == "section" else ""))
     n_named_secs = sum(1 for k, p in look.items() if k.startswith("s:") and p.readable)

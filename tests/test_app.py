@@ -155,7 +155,7 @@ def test_one_section_view_draws_the_selected_groups_partners_of_other_sections(a
     def drawn() -> tuple[int, int, int]:
         line = next(c.value for c in at.caption if "links between groups drawn" in c.value)
         n, total = map(int, re.match(r"(\d+) of (\d+)", line).groups())
-        beside = re.search(r"(\d+) most similar groups of other sections", line)
+        beside = re.search(r"and (\d+) of the selected Group \d+'s \d+ most similar groups of other sections", line)
         return n, total, int(beside.group(1)) if beside else 0
 
     partners = any("similarity" in getattr(df.value, "columns", []) for df in at.dataframe)
