@@ -46,8 +46,9 @@ WHAT = {
     "Semantic clusters": WHAT_CLUSTERS,
     "Filter": "Keep the documents that meet a condition: each gets a score from its best passages, you see why, "
               "and you can check them yourself (Review). A and B are the same filter with two settings side by "
-              "side (A: the defaults), to see what a setting changes; Chat uses A's result. One condition a run: "
-              "for a second condition, run it next (each run is saved; the newest is the one Chat uses).",
+              "side (A: the defaults), to see what a setting changes. One condition a run: for a second condition, "
+              "run it next (each run is saved). Chat answers from all documents unless you choose \"documents kept by "
+              "the last filter run\" there (A's result of the newest run).",
     "Chat": "Ask questions about the documents; every answer quotes and cites the passages it comes from.",
 }
 
