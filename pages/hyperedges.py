@@ -337,7 +337,7 @@ for h in drawn:
 for a, b in drawn_links:
     if a in drawn_ids and b in drawn_ids:
         edges.append(Edge(source=f"h:{a}", target=f"h:{b}", color="#ef4444", width=2, dashes=True,
-                          smooth={"type": "curvedCW", "roundness": 0.35},
+                          smooth={"enabled": True, "type": "curvedCW", "roundness": 0.35},
                           title=LINK_TITLE))
 
 left, right = st.columns([2, 1], gap="large")

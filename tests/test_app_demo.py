@@ -6,6 +6,7 @@ Upload page).
 """
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -149,7 +150,13 @@ def test_graph_readable_default_and_one_must_link_count(app_uploaded):
         return int(n), int(total)
 
     assert at.slider(key="w_he_top_links").value == 2
+    # the links between groups are drawn as arcs: without "enabled", the browser drew them straight, one over
+    # another along the column of groups (a newcomer saw "one vertical line"; checked in Chromium)
+    graph_args = json.loads(json.loads(at.get("component_instance")[0].proto.json_args)["data"])
+    dashed = [e for e in graph_args["edges"] if e.get("dashes")]
+    assert all(e["smooth"]["enabled"] and e["smooth"]["type"] == "curvedCW" for e in dashed)
     n2, total = drawn()
+    assert len(dashed) == n2  # the caption counts the links drawn
     # the metric counts the groups with a link (a newcomer read "group links 14052" for 460 groups); the caption the links
     assert n2 <= total and (0 < graph[HE_LINKS_LABEL] <= graph[GROUPS_LABEL] if total else graph[HE_LINKS_LABEL] == 0)
     at.slider(key="w_he_top_links").set_value(0)
