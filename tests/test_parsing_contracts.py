@@ -729,3 +729,21 @@ def test_real_one_page_amendments_with_recitals_and_titled_clauses():
     for prefix in ("cuad-043", "cuad-045"):
         titles = [t for _lv, t in _titles(PyMuPDFParser().parse(_cuad(prefix)))]
         assert "RECITALS" in titles and "2. Miscellaneous" in titles, (prefix, titles)
+
+
+def test_a_papers_theorem_labels_and_formula_fragments_are_no_sections():
+    """A newcomer found DBSCAN's two bold "Lemma" lines and "Ci)." (a piece of a formula in the heading's bold
+    italic) among its sections: a theorem-like label opens a paragraph of its section, a fragment with a
+    closing bracket that opens nowhere is no heading."""
+    from docmaster_core.parsing.pdf.headings import _ENVIRONMENT_LABEL, _fragment
+
+    for label in ("Lemma", "Lemma 2:", "Definition 3.", "Proof.", "THEOREM 1", "Corollary 2.1"):
+        assert _ENVIRONMENT_LABEL.match(label), label
+    for heading in ("Lemmas on Density", "Definitions", "4.1 Proof of Theorem 2", "Example Applications"):
+        assert not _ENVIRONMENT_LABEL.match(heading), heading
+    assert _fragment("Ci).") and _fragment("x]") and not _fragment("Results (Table 2)")
+    pdf = CORPUS / "dbscan-kdd1996.pdf"
+    if not pdf.exists():
+        pytest.skip("dbscan-kdd1996.pdf not in ../shared/corpus/pdf")
+    titles = [t for _lv, t in _titles(PyMuPDFParser().parse(pdf))]
+    assert "Lemma" not in titles and "Ci)." not in titles and "4.1 The Algorithm" in titles, titles

@@ -26,6 +26,18 @@ _PARTY_NAME = re.compile(r"^(?!\W*(?:article|section|exhibit|schedule|annex|appe
                          r".*[\w\)],?\s+(?:inc|incorporated|corp|corporation|llc|l\.l\.c|ltd|limited|plc|gmbh|ag|s\.?a|s/a|"
                          r"s\.a\.s|s\.p\.a|n\.v|b\.v|g\.i\.e|l\.p|lp|llp|co)\.?\s*$", re.I)
 
+# a paper's theorem-like label set in bold on its own line ("Lemma", "Definition 2:", "Proof."): the statement it
+# opens is a paragraph of its section, not a section (DBSCAN's two "Lemma" lines were sections)
+_ENVIRONMENT_LABEL = re.compile(r"^\W*(?:lemma|theorem|definition|corollary|proposition|proof|remark|example|claim|"
+                                r"conjecture|observation|assumption|axiom|notation|property)\s*(?:\d+(?:\.\d+)*)?\s*[:.]?\s*$",
+                                re.I)
+
+
+def _fragment(t: str) -> bool:
+    """A piece of a formula or a cut word, not a heading: a closing bracket that opens nowhere ("Ci).",
+    DBSCAN's "C_i)." set in the heading's bold italic), or fewer than three letters."""
+    return t.count(")") > t.count("(") or t.count("]") > t.count("[") or sum(ch.isalpha() for ch in t) < 3
+
 
 def _title_like(t: str) -> bool:
     """Every word of ``t`` longer than three letters starts with a capital ("Terms and
@@ -113,6 +125,8 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
                     cont = []
             if f["num"] is None and not cont and (_CONNECTIVES_ONLY.match(t) or _PARTY_NAME.search(t)):
                 continue  # "BETWEEN" / "AND" / a party's name on a cover page (a wrapped title may start "AND ...")
+            if f["num"] is None and (_ENVIRONMENT_LABEL.match(t) or _fragment(t)):
+                continue  # "Lemma" above its statement; "Ci)." cut from a formula
             styled_size = f["ratio"] >= 1.12
             styled_bold = l.bold >= 0.95 and f["ratio"] >= 0.9
             styled_caps = f["caps"] and f["ratio"] >= 0.95 and f["words"] <= 8
