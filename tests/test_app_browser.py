@@ -246,18 +246,23 @@ def test_review_answers_by_keyboard_and_keeps_them_after_a_reload(corpus_server,
         assert exception_count(page) == 0
 
 
+def _chat_over_all_documents(page, url: str):
+    """Open the Chat page, answer from all documents; returns the question box."""
+    import re
+
+    open_page(page, f"{url}/chat")
+    page.get_by_text(re.compile(r"^all documents")).first.click()
+    wait_idle(page)
+    return page.locator("[data-testid='stChatInputTextArea']")
+
+
 def test_a_question_sent_while_the_previous_is_answered_is_not_lost(corpus_server):
     """A newcomer's question vanished when sent soon after the previous one: a submission during a
     run restarted it, and the question being answered was never recorded. The input is off while a
     question is answered (``submit_mode="disable"``): a quick second question waits, both stay."""
-    import re
-
     url, _ = corpus_server
     with chromium() as page:
-        open_page(page, f"{url}/chat")
-        page.get_by_text(re.compile(r"^all documents")).first.click()
-        wait_idle(page)
-        box = page.locator("[data-testid='stChatInputTextArea']")
+        box = _chat_over_all_documents(page, url)
         first, second = "How is the U-Net trained?", "What does the NTSB report give as the probable cause?"
         box.fill(first)
         box.press("Enter")
@@ -277,14 +282,9 @@ def test_chat_question_naming_one_document_is_answered_from_it(corpus_server):
     """Chat over all three real PDFs: a question that names one of them ("the U-Net paper")
     is answered from that paper, and the answer says so; a follow-up that says "it" is
     answered from the same paper."""
-    import re
-
     url, _ = corpus_server
     with chromium() as page:
-        open_page(page, f"{url}/chat")
-        page.get_by_text(re.compile(r"^all documents")).first.click()
-        wait_idle(page)
-        box = page.locator("[data-testid='stChatInputTextArea']")
+        box = _chat_over_all_documents(page, url)
         box.fill("What does the U-Net paper use to train its network?")
         timed(page, lambda: box.press("Enter"), timeout=300)
         wait_idle(page)

@@ -530,6 +530,16 @@ def _under_their_clause(groups: dict[tuple, list[_Cand]], accepted: list[_Cand],
     return out
 
 
+def _in_signature_block(l: Line, t: str, before: bool) -> bool:
+    """Whether line ``l`` (text ``t``) sits in a signature block, given whether the line before it
+    did: a block opens at "IN WITNESS WHEREOF" and closes at a heading or an exhibit's label."""
+    if l.role != "":
+        return False
+    if re.match(r"^in witness whereof", t, re.IGNORECASE):
+        return True
+    return before and not _ANNEX_RE.match(t)
+
+
 def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
     """Mark headings from numbering in body-style lines (see the module docstring).
 
@@ -569,13 +579,9 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
         if id(l) in consumed:
             continue
         t = l.text.strip()
+        in_signature = _in_signature_block(l, t, in_signature)
         if l.role != "":
-            in_signature = False
             continue
-        if re.match(r"^in witness whereof", t, re.IGNORECASE):
-            in_signature = True
-        elif in_signature and _ANNEX_RE.match(t):
-            in_signature = False
         if in_signature or (l.size > 0 and l.size < 0.9 * body):
             continue  # signature blocks; footnotes and small print
         prv = seq[i - 1] if i else None
@@ -808,13 +814,9 @@ def detect_centred_caps_headings(pages: list[PageInfo], body: float) -> int:
         lines = _ordered([l for l in p.lines if l.role in ("", "heading", "heading-runin")])
         for i, l in enumerate(lines):
             t = clean_text(l.text).strip()
+            in_signature = _in_signature_block(l, t, in_signature)
             if l.role != "":
-                in_signature = False
                 continue
-            if re.match(r"^in witness whereof", t, re.IGNORECASE):
-                in_signature = True
-            elif in_signature and _ANNEX_RE.match(t):
-                in_signature = False
             prv = lines[i - 1] if i else None
             nxt = lines[i + 1] if i + 1 < len(lines) else None
             letters = [ch for ch in t if ch.isalpha()]
