@@ -455,3 +455,12 @@ def test_a_state_named_in_full_is_found_by_its_postal_code():
     assert region_names_coded("Which Indiana court?", ["Indianapolis, IN 46204"]) == ["Indiana"]
     assert region_names_coded("Which Indiana court?", ["The parties agree IN WITNESS WHEREOF"]) == []
     assert region_names_coded("Is it in New South Wales?", ["Level 3, Sydney NSW 2000"]) == ["New South Wales"]
+
+
+def test_what_a_sentence_ending_in_a_colon_announces_is_quoted_once(llm):
+    """A newcomer's answer repeated a table line: the line was quoted from its own passage, then again as what
+    another passage's sentence ending in ":" announces. The same line is quoted once."""
+    line = "momentum m 0 0.9 0.99 0.999 0.9999 accuracy (%) fail 55.2 57.8 59.0 58.9"
+    lead = "The table below shows ResNet-50 accuracy with different MoCo momentum values used in pre-training:"
+    a = llm.answer("What accuracy does MoCo reach with momentum 0.999?", [ev(1, line), ev(2, lead + "\n\n" + line)])
+    assert a.text.count("55.2 57.8 59.0 58.9") == 1, a.text

@@ -592,8 +592,10 @@ class OfflineLLM:
             # a contents line with spaced leaders cut before its page number is no answer; v59 "how many datasets make
             # up ..." counts datasets, a headerless table's "column 3:" label is no number; v60-61 a hardware question
             # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning; v62 the
-            # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ...")
-            "answer_version": 64,
+            # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ..."); v64 "how
+            # often" a frequency, "how old" an age, "how long did X take" a length of time; v67 what a sentence ending
+            # in ":" announces is not quoted again when another passage's same line was
+            "answer_version": 67,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -683,7 +685,8 @@ class OfflineLLM:
             words += count_words(units[i])
             nxt = i + 1  # what a sentence ending in ":" announces comes with it (when it is no cut piece of prose)
             if units[i].rstrip().endswith(":") and nxt < len(units) and owner[nxt] == owner[i] and nxt not in picked \
-                    and not is_cut_prose(units[nxt]) and not is_toc_entry(units[nxt]):
+                    and norm_key(units[nxt]) not in seen and not is_cut_prose(units[nxt]) \
+                    and not is_toc_entry(units[nxt]):  # (quoted already from another passage: once)
                 seen.add(norm_key(units[nxt]))
                 picked.append(nxt)
                 words += count_words(units[nxt])
