@@ -32,7 +32,8 @@ import numpy as np
 
 from ..model import DocumentTree, NodeType
 
-__all__ = ["ROLES", "ROLE_CODE", "NULL_STATEMENT", "ROLES_VERSION", "heading_role", "empty_sections", "path_role", "evidence_weight", "node_roles", "view_roles"]
+__all__ = ["ROLES", "ROLE_CODE", "NULL_STATEMENT", "ROLES_VERSION", "heading_role", "empty_sections", "path_role",
+           "evidence_weight", "node_roles", "view_roles"]
 
 #: Role names; the index of a name is its code in :func:`view_roles`.
 ROLES = ("body", "front", "abstract", "introduction", "method", "experiments", "conclusion", "related",

@@ -31,7 +31,8 @@ from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_hea
 from .common import Line, PageInfo
 from .layout import FILING_LABEL_RE
 
-__all__ = ["detect_clause_headings", "detect_centred_caps_headings", "is_signature_line", "mark_signature_blocks", "sentence_case_title", "title_like"]
+__all__ = ["detect_clause_headings", "detect_centred_caps_headings", "is_signature_line", "mark_signature_blocks",
+           "sentence_case_title", "title_like"]
 
 _ROMAN = r"(?:M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
 _WORD_NUMBERS = ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "TEN", "ELEVEN", "TWELVE",
@@ -788,11 +789,12 @@ def detect_centred_caps_headings(pages: list[PageInfo], body: float) -> int:
     font: ``"RECITALS"`` between the preamble and the clauses of a one-page amendment, whose
     size and weight are the body's (so :mod:`.headings` does not see them).
 
-    A line is taken when it holds one to four words in capitals, four letters or more (not only joining words such
-    as "AND", "BETWEEN", and not ending on one), stands alone on its row (no column header of
-    a table), is centred between the margins of the page's body text (or on the page) and indented
-    from the left one, follows a blank line or the end of a paragraph, is not larger than 1.2 x ``body`` (the style pass's turn), comes after a line of
-    running text in lower case (not on a cover page among the parties' names) and before another, and
+    A line is taken when it holds one to four words in capitals, four letters or more (not only
+    joining words such as "AND", "BETWEEN", and not ending on one), stands alone on its row (no
+    column header of a table), is centred between the margins of the page's body text (or on the
+    page) and indented from the left one, follows a blank line or the end of a paragraph, is not
+    larger than 1.2 x ``body`` (the style pass's turn), comes after a line of running text in lower
+    case (not on a cover page among the parties' names) and before another, and
     is not in a signature block. It becomes a level-1 heading (``heading_source = "clause"``).
 
     Args:
