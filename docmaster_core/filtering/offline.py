@@ -28,7 +28,7 @@ from .decider import (
 from .evidence import condition_names, distinctive_share, document_signals, lacks_names, lexical_parts
 from ..text.terms import condition_terms, tokens
 from ..text.words import split_sentences
-from ..tree.roles import ROLE_CODE, evidence_weight, view_roles
+from ..tree.roles import ROLES, evidence_weight, role_weight, view_roles
 
 __all__ = ["Cut", "calibrated_document_decisions", "offline_decisions"]
 
@@ -281,14 +281,9 @@ def _evidence_weights(evs: Sequence[Evidence], roles: np.ndarray | None, related
     of contents or an empty section, ``related_weight`` for related work, else 1; by the node's role
     code in ``roles`` (int8, indexed by node id) when given, else (and for a flat chunk) by the
     section path (:func:`~docmaster_core.tree.roles.evidence_weight`)."""
-    out = np.empty(len(evs))
-    for j, e in enumerate(evs):
-        if roles is not None and 0 <= e.node_id < len(roles):
-            code = int(roles[e.node_id])
-            out[j] = 0.0 if code == ROLE_CODE["back"] else related_weight if code == ROLE_CODE["related"] else 1.0
-        else:
-            out[j] = evidence_weight(e.section_path, related_weight)
-    return out
+    return np.array([role_weight(ROLES[int(roles[e.node_id])], related_weight)
+                     if roles is not None and 0 <= e.node_id < len(roles)
+                     else evidence_weight(e.section_path, related_weight) for e in evs], dtype=np.float64)
 
 
 def _strength(z: float, thr: float) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 from ..model import DocumentTree, NodeType
 
 __all__ = ["ROLES", "ROLE_CODE", "NULL_STATEMENT", "ROLES_VERSION", "heading_role", "empty_sections", "path_role",
-           "evidence_weight", "node_roles", "view_roles"]
+           "role_weight", "evidence_weight", "node_roles", "view_roles"]
 
 #: Role names; the index of a name is its code in :func:`view_roles`.
 ROLES = ("body", "front", "abstract", "introduction", "method", "experiments", "conclusion", "related",
@@ -108,12 +108,16 @@ def path_role(section_path) -> str:
     return "body"
 
 
+def role_weight(role: str, related_weight: float) -> float:
+    """How much a passage of section role ``role`` counts as the document's *own* evidence:
+    0 in back matter (cited work, a table of contents, an empty section), ``related_weight``
+    in related work / background, 1 elsewhere."""
+    return 0.0 if role == "back" else (float(related_weight) if role == "related" else 1.0)
+
+
 def evidence_weight(section_path, related_weight: float) -> float:
-    """How much a passage counts as the document's *own* evidence, by its section role:
-    0 in back matter (cited work), ``related_weight`` in related work / background,
-    1 elsewhere."""
-    r = path_role(section_path)
-    return 0.0 if r == "back" else (float(related_weight) if r == "related" else 1.0)
+    """:func:`role_weight` of the role a passage's section path names (:func:`path_role`)."""
+    return role_weight(path_role(section_path), related_weight)
 
 
 def empty_sections(tree: DocumentTree) -> list[int]:
