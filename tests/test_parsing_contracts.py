@@ -747,3 +747,59 @@ def test_a_papers_theorem_labels_and_formula_fragments_are_no_sections():
         pytest.skip("dbscan-kdd1996.pdf not in ../shared/corpus/pdf")
     titles = [t for _lv, t in _titles(PyMuPDFParser().parse(pdf))]
     assert "Lemma" not in titles and "Ci)." not in titles and "4.1 The Algorithm" in titles, titles
+
+
+def _two_page_form(path: Path) -> Path:
+    """A two-page form as filed (cuad-127 / 133's layouts, made here): page 1 opens with an attachment's label
+    that goes on below ("Attachment B to" / "Master Supply Agreement", centred), then the document's title in
+    capitals and a preamble that names the agreement again; page 2 holds the terms: four clauses numbered in
+    a column of their own (bold "1.") with titles run in ("Resale Rights. ..."), all on that one page."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    y = [60.0]
+
+    def put(p, text: str, x: float = 72.0, centre: bool = False, font: str = "tiro") -> None:
+        if centre:
+            x = 306 - pymupdf.get_text_length(text, fontname=font, fontsize=10) / 2
+        p.insert_text((x, y[0] + 10), text, fontname=font, fontsize=10)
+        y[0] += 12.5
+
+    put(page, "Attachment B to", centre=True, font="tibo")
+    put(page, "Master Supply Agreement", centre=True, font="tibo")
+    y[0] += 12
+    put(page, "GUARANTEE OF MASTER SUPPLY AGREEMENT", centre=True, font="tibo")
+    y[0] += 12
+    for line in textwrap.wrap("As an inducement to Borealis Foods, Inc. to enter into a Master Supply Agreement "
+                              "with the Supplier named below, the undersigned guarantors jointly and severally "
+                              "agree as follows, for the whole term of the Master Supply Agreement and after it.", 95):
+        put(page, line)
+    for k in range(12):
+        put(page, f"The guarantors waive notice of acceptance and of every default in the payment of sum {k + 1}, "
+                  "as the Supplier may require.")
+    put(page, "By: /s/ Jane Roe")
+    page = doc.new_page(width=612, height=792)
+    y[0] = 60.0
+    put(page, "Supply Agreement Terms and Conditions", centre=True, font="tibo")
+    y[0] += 10
+    clauses = [("Resale Rights.", 5), ("Effect of the Attachment.", 1), ("Entire Agreement.", 3), ("Counterparts.", 2)]
+    for n, (title, lines) in enumerate(clauses, 1):
+        page.insert_text((52, y[0] + 10), f"{n}.", fontname="tibo", fontsize=10)
+        body = f"{title} " + " ".join(["The Supplier may resell the products to its customers in the territory "
+                                       "under the terms of the Master Supply Agreement and this attachment."] * lines)
+        for line in textwrap.wrap(body, 92)[:lines]:
+            put(page, line, x=80.0)
+        y[0] += 8
+    doc.save(path)
+    return path
+
+
+def test_an_attachments_label_is_not_the_title_and_titled_clauses_on_one_page_are_sections(tmp_path):
+    """A held-out labeller's two-page forms: "Attachment B to" / "Master Franchise Agreement" was taken for the
+    title (the preamble repeats it) and the title in capitals for a section; four titled clauses with
+    hanging numbers, all on page 2 of 2, were no sections (a series had to cover two pages)."""
+    parsed = PyMuPDFParser().parse(_two_page_form(tmp_path / "form.pdf"))
+    titles = [t for _lv, t in _titles(parsed)]
+    assert parsed.title == "GUARANTEE OF MASTER SUPPLY AGREEMENT", parsed.title
+    for want in ("1. Resale Rights", "2. Effect of the Attachment", "3. Entire Agreement", "4. Counterparts"):
+        assert want in titles, titles
+    assert "GUARANTEE OF MASTER SUPPLY AGREEMENT" not in titles and "Master Supply Agreement" not in titles, titles

@@ -703,8 +703,13 @@ def detect_clause_headings(pages: list[PageInfo], body: float) -> int:
                 runin = sum(c.kind == "runin" for c in kept) >= 0.5 * len(kept)  # they carry their own text
                 # three numbers make a series; two do when both open a paragraph with a title in title case
                 # (a one-page amendment's "1. Amendment to Exhibit A. ..." and "2. Miscellaneous. ...")
-                need = 2 if all(c.kind == "runin" and title_like(_title_of(c), 9) for c in kept) else 3
-                if not _spread(kept, order_of, min_gap=2 if runin else 4, min_pages=min(2, len(pages))):
+                titled = all(c.kind == "runin" and title_like(_title_of(c), 9) for c in kept)
+                need = 2 if titled else 3
+                # three or more titled run-ins make the sections also on one page of a longer document (a
+                # two-page form's "1. Resale Rights. ..." to "4. Counterparts. ..." after its signature page)
+                one_page = titled and len(kept) >= 3
+                if not _spread(kept, order_of, min_gap=2 if runin else 4,
+                               min_pages=1 if one_page else min(2, len(pages))):
                     continue  # a numbered list, not the document's sections
             elif shape in ("letter", "paren-roman", "paren-arabic"):
                 # titles in capitals ("(a) FOX ASSIGNMENT OF AGREEMENT: Pursuant to ...") head sub-clauses

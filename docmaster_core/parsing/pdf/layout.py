@@ -363,6 +363,10 @@ def _continues_legend(prev: Line, l: Line, text_width: float) -> bool:
 
 # a title line cannot end on a connective: "ADDENDUM TO", "AGREEMENT OF" go on below
 _OPEN_END_RE = re.compile(r"\b(?:to|of|and|for|the|between|on|by|with|in|under|&)\s*$", re.IGNORECASE)
+# an attachment's label that goes on below ("Attachment B to" / "Master Franchise Agreement"): the lines it
+# runs over name the agreement it is attached to, not this document's title
+_ANNEX_TO_RE = re.compile(r"^(?:exhibit|schedule|annex|appendix|attachment|addendum)\s+[A-Z0-9][\w.\-]{0,5}\s+"
+                          r"(?:to|of)(?:\s+the)?$", re.IGNORECASE)
 
 
 def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
@@ -386,9 +390,14 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
     legend: Line | None = None  # the legend paragraph's last line while it may go on
     notice = False  # the legend is a notice of omitted information (its lines are marked "legend")
     opening = ""  # the first lines of prose: a contract's preamble repeats its title
+    label_open = False  # the line above is an attachment's label that goes on ("Attachment B to")
     for i, l in enumerate(lines[:25]):
         t = clean_text(l.text).strip()
         words = t.split()
+        if label_open or _ANNEX_TO_RE.match(t):
+            label_open = bool(_ANNEX_TO_RE.match(t) or (label_open and _OPEN_END_RE.search(t)))
+            if len(words) <= 10:
+                continue
         if _LEGEND_RE.search(t) or (legend is not None and _continues_legend(legend, l, right - left)):
             # a legend paragraph in capitals, line by line, up to the line that ends its sentence; a notice's
             # lines stay text but are neither a title nor a heading
