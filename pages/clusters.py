@@ -11,9 +11,8 @@ import streamlit as st
 from docmaster_core.errors import DocMasterError
 from ui import state
 from ui.cluster_chart import cluster_chart
-from ui.cluster_colors import match_clusters
 from ui.indexing import (anchor_rows, cluster_run, collection_run, index_params, keep_in_address, restore_from_address,
-                         section_titles, shown_index)
+                         section_titles, shown_index, topic_numbers)
 from ui.plain import (
     BETTER_TOPICS,
     CHECKED_COLUMN_HELP,
@@ -219,11 +218,10 @@ else:
     coords = lay["coords"][np.asarray(point_rows, dtype=np.int64)] if method == lay["method"] else pca_2d(emb)
 
 # names and colours follow the clusters' content across slider moves: new clusters are
-# matched to the previous drawing's by member overlap (ui.cluster_colors.match_clusters)
+# matched to the previous drawing's by member overlap, and kept over a reload (ui.indexing.topic_numbers)
 point_keys = [int(i) for i in ids] if mode == "document" else list(zip(doc_of, (int(i) for i in ids)))
-names_key = f"dm_cluster_names_{mode}_{rec.doc_id if mode == 'document' else 'collection'}"
-stable = match_clusters(st.session_state.get(names_key), point_keys, [int(c) for c in labels])
-st.session_state[names_key] = {k: stable[int(c)] for k, c in zip(point_keys, labels)}
+view_name = f"document:{rec.doc_id}" if mode == "document" else "collection"
+stable = topic_numbers(dm, view_name, f"dm_cluster_names_{view_name}", params, point_keys, labels)
 n_drawn = len(set(stable.values()))
 # each cluster named by its most distinctive terms (class-based TF-IDF) and its size
 drawn = [stable[int(c)] for c in labels]

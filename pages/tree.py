@@ -22,6 +22,7 @@ from ui.tree_view import (
     CARET_OPEN,
     CHOSEN_MARK,
     EVIDENCE_MARK,
+    GRID_HEIGHT,
     TYPE_ICON,
     WINDOW_BEFORE,
     WRAP_ROW_HEIGHT,
@@ -99,7 +100,9 @@ elif isinstance(ss.get(k_node), int) and ss[k_node] != current and 0 <= ss[k_nod
     current = ss[k_node]  # chosen in the node box: open the branch that leads to it
     expanded = expand_to(tree, expanded, current)
 
-left, right = st.columns([1, 1], gap="large")  # the page image needs the width to be read
+# the outline gets the larger share (a newcomer saw 9 of 121 rows, headings wrapped in a narrow column); the
+# page image on the right still fits its width
+left, right = st.columns([11, 9], gap="medium")
 
 # ------------------------------------------------------------------ outline (left)
 with left:
@@ -180,15 +183,15 @@ with left:
         on_select="rerun",
         selection_mode=["single-row", "single-cell"],  # a click on the row's text opens it too
         hide_index=True,
-        height=min(620, 40 + WRAP_ROW_HEIGHT * len(shown)),
+        height=min(GRID_HEIGHT, 40 + WRAP_ROW_HEIGHT * len(shown)),
         row_height=WRAP_ROW_HEIGHT,  # tall enough that Streamlit wraps the text: whole headings
         width="stretch",
         column_config={
             " ": st.column_config.TextColumn(" ", width=28, help=f"{CHOSEN_MARK} chosen node (highlighted) · {EVIDENCE_MARK} evidence of the last filter run"),
             "outline": st.column_config.TextColumn(
-                "outline", width=240,
+                "outline", width=360,
                 help="Rows wrap so headings are shown whole; long paragraphs are cut (the node's panel shows all)"),
-            "page": st.column_config.NumberColumn("page", width=64),
+            "page": st.column_config.NumberColumn("page", width=48),
         },
     )
     if keep is not None:

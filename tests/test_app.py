@@ -207,6 +207,41 @@ def test_a_reload_of_the_clusters_page_keeps_its_settings(app_uploaded):
     assert at.session_state["dm_index_params"]["K"] == 3  # the Hyper-edge graph follows the same settings
 
 
+def test_a_reload_of_the_clusters_page_draws_the_same_topic_numbers(app_uploaded, app_env):
+    """Topic numbers (and colours) matched across slider moves are kept over a reload, which starts a new
+    session (a newcomer saw them change): the numbers drawn last are saved in the workspace and drawn again
+    for the same clustering; a saved numbering that no longer fits (another K) is not used."""
+    from docmaster_core.pipeline import DocMaster
+    from ui.indexing import TOPIC_NUMBERS_PREFERENCE
+
+    key, view = "dm_cluster_names_collection", "collection"
+    at = open_app("pages/clusters.py")
+    at.radio(key="w_clusters_mode").set_value("collection")
+    run_app(at)
+    at.slider(key="w_clusters_K").set_value(3)
+    run_app(at)
+    first = dict(at.session_state[key])
+    assert len(set(first.values())) >= 2, first
+    dm = DocMaster(app_env["ws"])
+    saved = dm.preference(TOPIC_NUMBERS_PREFERENCE + view)
+    assert saved["params"][2] == 3 and sorted(i for _, i in saved["ids"]) == sorted(set(first.values()))
+    # the workspace's numbering, reversed, is what the next session draws (label order would be drawn without it)
+    top = max(i for _, i in saved["ids"])
+    dm.save_preference(TOPIC_NUMBERS_PREFERENCE + view, {**saved, "ids": [[c, top - i] for c, i in saved["ids"]]})
+
+    def reload(K: str) -> AppTest:
+        again = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        run_app(again)
+        again.switch_page("pages/clusters.py")
+        again.query_params.update({"K": K, "scope": "collection"})
+        return run_app(again)
+
+    assert dict(reload("3").session_state[key]) == {k: top - i for k, i in first.items()}
+    # another K: the saved numbering does not fit, the clusters are numbered afresh and saved
+    assert set(dict(reload("2").session_state[key]).values()) <= {0, 1}
+    assert dm.preference(TOPIC_NUMBERS_PREFERENCE + view)["params"][2] == 2
+
+
 def test_cluster_sliders_rebuild_and_collection_mode(app_uploaded):
     at = open_app("pages/clusters.py")
     first = {m.label: m.value for m in at.metric}

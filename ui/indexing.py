@@ -35,6 +35,7 @@ __all__ = [
     "document_topic_names",
     "shown_index",
     "section_titles",
+    "topic_numbers",
 ]
 
 
@@ -249,6 +250,59 @@ def document_topic_names(dm: Any, idx: Any, tree: Any) -> dict[int, list[str]]:
            hash(tuple(labels)))
     return _topic_names(dm, [tree.nodes[i].content or "" for i in ids], labels,
                         section_titles(tree.nodes[i].section_path for i in ids), key)
+
+
+#: Workspace preference prefix of the topic numbers last drawn on the Semantic clusters page, per view.
+TOPIC_NUMBERS_PREFERENCE = "topic_numbers:"
+
+
+def topic_numbers(dm: Any, view: str, session_key: str, params: dict[str, Any], point_keys: list,
+                  labels: Sequence[int]) -> dict[int, int]:
+    """The number shown for each PC-KMeans cluster ("Topic 3", its colour), kept across slider
+    moves and page reloads.
+
+    Within a browser session the new clusters are matched to the previous drawing's by member
+    overlap (:func:`ui.cluster_colors.match_clusters`). The numbers drawn last are also saved in
+    the workspace (a preference per ``view``: ``{params, n, ids}``, K entries), so a reload, which
+    starts a new session, draws the same numbers when it draws the same clustering (same
+    ``params`` and the same number of points: the stored index is read back); a newcomer saw
+    topic numbers and colours change on a reload after moving a slider.
+
+    Args:
+        dm: The facade (:class:`~docmaster_core.pipeline.DocMaster`).
+        view: ``"document:<doc_id>"`` or ``"collection"``.
+        session_key: ``st.session_state`` key of the previous drawing's ``{point key: number}``.
+        params: ``{"alpha", "k", "K", "w"}`` of this drawing.
+        point_keys: One hashable key per point (node id, or ``(doc_id, node id)``); kept in the
+            session only.
+        labels: Cluster label per point (same length as ``point_keys``).
+
+    Returns:
+        ``{label: number >= 0}``, distinct numbers.
+    """
+    from .cluster_colors import match_clusters
+
+    labs = [int(c) for c in labels]
+    pkey = [float(params["alpha"]), int(params["k"]), int(params["K"]), float(params["w"])]
+    prev = st.session_state.get(session_key)
+    saved_key = session_key + "_saved"  # what the workspace holds, so an unchanged drawing writes nothing
+    saved = st.session_state.get(saved_key) if prev else dm.preference(TOPIC_NUMBERS_PREFERENCE + view)
+    stable = None
+    if isinstance(saved, dict) and saved.get("params") == pkey and saved.get("n") == len(labs):
+        try:
+            got = {int(c): int(i) for c, i in saved.get("ids", [])}
+        except (TypeError, ValueError):
+            got = {}
+        if set(got) == set(labs) and len(set(got.values())) == len(got):
+            stable = got
+    if stable is None:
+        stable = match_clusters(prev, point_keys, labs)
+    st.session_state[session_key] = {k: stable[c] for k, c in zip(point_keys, labs)}
+    want = {"params": pkey, "n": len(labs), "ids": sorted([c, i] for c, i in stable.items())}
+    if saved != want:
+        dm.save_preference(TOPIC_NUMBERS_PREFERENCE + view, want)  # False on a read-only workspace: session only
+    st.session_state[saved_key] = want
+    return stable
 
 
 def top_links(links: list[tuple[int, int]], hyperedges: list, emb: Any, per_edge: int) -> list[tuple[int, int]]:

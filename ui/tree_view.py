@@ -41,6 +41,7 @@ __all__ = [
     "outline_window",
     "window_note",
     "WINDOW_BEFORE",
+    "GRID_HEIGHT",
     "WRAP_ROW_HEIGHT",
     "EVIDENCE_MARK",
     "CHOSEN_MARK",
@@ -62,6 +63,8 @@ WINDOW_BEFORE = 3
 #: row height (px) of the outline grid: Streamlit wraps cell text only in rows taller
 #: than 4rem (64 px); 66 px holds three lines, enough for the longest contract headings
 WRAP_ROW_HEIGHT = 66
+#: Height (px) of the outline grid at most: 13 wrapped rows (it was 620 px, 9 rows, which a newcomer found too few)
+GRID_HEIGHT = 40 + 13 * WRAP_ROW_HEIGHT
 
 
 def ancestors(tree: Any, node_id: int) -> list[int]:
