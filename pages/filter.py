@@ -3,6 +3,7 @@ by side (tree / semantic / hyper-edge / combined), with evidence, differences an
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -279,13 +280,15 @@ if len(shown_runs) == 2:
 runs = shown_runs
 
 # ---------------------------------------------------------------- export
+# the files are written when a button is pressed, not on every run of the page (the JSON of 88 documents' evidence
+# took most of a reopened Filter page's script time)
 exp1, exp2, _ = st.columns([1, 1, 4])
 with exp1:
-    st.download_button("Export CSV", export_csv(runs), file_name=export_file_name(runs, "csv"), mime="text/csv",
-                       icon=":material/download:", help=EXPORT_HELP)
+    st.download_button("Export CSV", partial(export_csv, runs), file_name=export_file_name(runs, "csv"),
+                       mime="text/csv", icon=":material/download:", help=EXPORT_HELP)
 with exp2:
-    st.download_button("Export JSON", export_json(runs), file_name=export_file_name(runs, "json"), mime="application/json",
-                       icon=":material/download:", help=EXPORT_HELP)
+    st.download_button("Export JSON", partial(export_json, runs), file_name=export_file_name(runs, "json"),
+                       mime="application/json", icon=":material/download:", help=EXPORT_HELP)
 
 # ---------------------------------------------------------------- the user as the oracle (issue 33)
 render_review(dm, next(iter(state.get(state.FILTER_RUNS).values())), by_id)

@@ -153,6 +153,12 @@ def test_filter_and_cluster_slider_on_real_corpus_pdfs(corpus_server, tmp_path):
             assert heads[:len(decision_cols)] == [STRATEGIES_LABEL if c == "strategies" else c
                                                   for c in decision_cols], heads
         page.screenshot(path=str(out / "corpus_filter.png"), full_page=True)
+        # the export files are written when their button is pressed (not on every run of the page): the JSON
+        # holds both configurations, one entry per document
+        with page.expect_download(timeout=60_000) as dl:
+            page.get_by_role("button", name="Export JSON").click()
+        exported = json.loads(Path(dl.value.path()).read_text(encoding="utf-8"))
+        assert set(exported) == {"A", "B"} and len(exported["A"]["documents"]) == n_docs
 
         # ------------------------------------------------------------ clusters: one document, a slider
         timings["navigate to clusters"] = navigate(page, "Semantic clusters")
