@@ -431,6 +431,31 @@ def test_a_question_for_a_sum_of_money_needs_an_amount_or_a_rate_in_the_passages
     assert not none.found and "price" in none.reason
 
 
+def test_a_value_the_filing_redacted_is_no_answer_and_the_reply_says_it_is_redacted():
+    """Filed contracts redact their prices ("a royalty of [***] percent", "$[*****] per unit"): the clause that
+    names the royalty gives no value, so the documents do not say it, and the reason says the value is
+    redacted (held-out questions quoted "***** percent" as the answer); a clause that also gives an unredacted
+    amount answers, and a question with no asked unit is not touched."""
+    from collections import Counter
+
+    from docmaster_core.text.answer_units import Background, profile_question, redacted_values, terms_of, verdict
+
+    q = "What royalty does Glu Mobile pay Fox for each game?"
+    redacted = "Glu Mobile shall pay Fox a royalty of [***] percent ([***]%) of Net Revenue for each game."
+    fee = "Glu Mobile shall pay Fox a royalty of fifteen percent (15%) of Net Revenue for each game."
+    both = "Glu Mobile shall pay Fox an advance of $[*****] and a royalty of 15% of Net Revenue for each game."
+    units = [redacted, fee, both]
+    bg = Background(len(units), Counter(t for u in units for t in set(terms_of(u))))
+    none = verdict(profile_question(q), bg, [redacted])
+    assert not none.found and "redact" in none.reason, none.reason
+    assert verdict(profile_question(q), bg, [redacted, fee]).found
+    assert verdict(profile_question(q), bg, [both]).found
+    assert "%" not in redacted_values(redacted) and "15%" in redacted_values(both)
+    assert redacted_values("within ***** (*****) days of notice").split() == ["within", "of", "notice"]
+    who = "Who pays the royalty for each game, Glu Mobile or Fox?"
+    assert verdict(profile_question(who), bg, [redacted]).found  # no asked unit: nothing to redact
+
+
 def test_a_state_named_in_full_is_found_by_its_postal_code():
     """A newcomer asked about "the aircraft accident near White Plains, Alabama"; the NTSB report
     writes "White Plains, AL" and the answer was declined ("they never mention 'Alabama'"). A state

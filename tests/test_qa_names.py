@@ -203,6 +203,11 @@ def test_place_questions_and_place_answers():
     assert names_place("resolved by arbitration in McLean, Virginia, pursuant to the rules")
     assert names_place("governed by Delaware law.")
     assert not names_place("governed by the laws of such state")
+    # a place the clause describes (a held-out guarantee: "the state in which Franchisor has its principal place
+    # of business") answers "which state's law", where "the state in which the goods are shipped" is no law clause
+    assert names_place("governed by the laws of the state in which Franchisor has its principal place of business")
+    assert names_place("submitted to the courts of the country where the Licensee is incorporated")
+    assert not names_place("delivered to the state in which the goods are shipped")
     assert not names_place("13. Governing Law. This Agreement shall be governed by applicable Law.")
 
 

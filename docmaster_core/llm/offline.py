@@ -594,8 +594,9 @@ class OfflineLLM:
             # ("on what hardware ...") is answered by the sentences naming hardware, however far in meaning; v62 the
             # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ..."); v64 "how
             # often" a frequency, "how old" an age, "how long did X take" a length of time; v67 what a sentence ending
-            # in ":" announces is not quoted again when another passage's same line was
-            "answer_version": 67,
+            # in ":" announces is not quoted again when another passage's same line was; v69 a value the filing
+            # redacted ("[***] percent") is none the passages give, a law clause may describe its place
+            "answer_version": 69,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -125,7 +125,12 @@ _PLACE_A = re.compile(
     r"[Cc]ountry|[Tt]erritory)\s+of\s+(?:the\s+)?(?:(?:State|Commonwealth|Province|Republic)\s+of\s+)?"
     r"(?!(?:%s)\b)[A-Z][\w'\u2019.-]+|"
     r"\b(?:in|at)\s+[A-Z][A-Za-z]+(?:\s+[A-Z][A-Za-z]+)?,\s+(?:[A-Z][a-z]+|[A-Z]{2})\b|"
-    r"\b(?!(?:%s)\b)(?:[A-Z]{2,}|[A-Z][a-z]{2,})\s+[Ll]aws?\b" % ("|".join(_GENERIC_CAP), "|".join(_GENERIC_CAP)))
+    r"\b(?!(?:%s)\b)(?:[A-Z]{2,}|[A-Z][a-z]{2,})\s+[Ll]aws?\b|"
+    # ... or one the clause describes: "the laws of the state in which Franchisor has its principal place of
+    # business", "the courts of the country where the Licensee is incorporated"
+    r"\b(?:[Ll]aws?|[Cc]ourts?)\s+(?:of|in)\s+the\s+(?:[Ss]tate|[Cc]ountry|[Jj]urisdiction|[Pp]rovince|[Cc]ounty)\s+"
+    r"(?:in\s+which|where|of\s+(?:its|the)\s+(?:domicile|incorporation|residence))\b"
+    % ("|".join(_GENERIC_CAP), "|".join(_GENERIC_CAP)))
 
 # an asked unit: canonical name -> spellings that show a passage gives it
 UNITS: dict[str, tuple[str, ...]] = {
@@ -448,7 +453,8 @@ def asks_about_several(question: str) -> bool:
 
 def names_place(text: str) -> bool:
     """True when ``text`` names a place the way a clause does: "laws of the State of
-    Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law"."""
+    Indiana", "courts of Tel-Aviv", "in McLean, Virginia", "Delaware law", or describes it:
+    "the laws of the state in which Franchisor has its principal place of business"."""
     return bool(_PLACE_A.search(text or ""))
 
 
@@ -572,6 +578,20 @@ _OPEN_ENDED = re.compile(r"\b(?:indefinite(?:ly)?|perpetu(?:al(?:ly)?|ity)|unlim
 def _has_unit(text_l: str, unit: str) -> bool:
     padded = f" {text_l} "
     return any(s in padded for s in UNITS.get(unit, (unit,)))
+
+
+# a redaction mark of a filed contract: "[***]", "*****", "[*]", "[Redacted]", "[Confidential Treatment Requested]"
+_MARK = r"(?:\[\s*\*+\s*\]|\*{3,}|\[\s*(?:redacted|omitted|confidential)[^\]]{0,60}\])"
+# ... standing where a value is: "$[***]", "[***] percent", "***** (*****) days", "US$ *****"
+_REDACTED_VALUE = re.compile(r"(?:us\$|\$|€|£|\brmb|\busd)\s*" + _MARK + r"|" + _MARK +
+                             r"(?:\s*\(\s*" + _MARK + r"\s*\))?\s*(?:%|[a-z]+\b)", re.I)
+
+
+def redacted_values(text: str) -> str:
+    """``text`` with its redacted values left out: a redaction mark standing where an amount is
+    ("$[***]", "[***] percent", "***** (*****) days") goes with the unit beside it, so that a unit
+    check (:func:`verdict`) finds only the values a passage gives."""
+    return _REDACTED_VALUE.sub(" ", text)
 
 
 _AMOUNT = r"(\$?)\s?(\d[\d,]*(?:\.\d+)?)"
@@ -882,10 +902,13 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     for p, pl in zip(passage_texts, placed):
         present = set(terms_of(p)) | (set(profile.class_terms) if pl else set()) | coded
         best = max(best, float(sum(wt for t, wt in zip(terms, w) if t in present)) / total)
-    unit_found = True
+    unit_found, redacted = True, False
     if profile.units:
-        low = [f" {normalize_ws(p).lower()} " for p in passage_texts]
+        # a value the filing redacted ("a royalty of [***] percent") is none the passages give
+        low = [f" {normalize_ws(redacted_values(p)).lower()} " for p in passage_texts]
         unit_found = any(any(_has_unit(t, u) for t in low) for u in profile.units)
+        redacted = not unit_found and any(any(_has_unit(f" {normalize_ws(p).lower()} ", u) for u in profile.units)
+                                          for p in passage_texts)
     # a name the question asks about ("governed by *Michigan* law") that no searched document uses:
     # whatever else matches, the documents do not say it (names that picked the documents were
     # taken out of the question before, qa.names.route_by_names)
@@ -918,6 +941,9 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if profile.answer_type == "place" and not any(names_place(p) for p in passage_texts):
         # "which state's law governs ...": the passages must name a state, a country or a court's place
         why = "no passage names a place (a state, a country or a court's seat)"
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    if not unit_found and redacted:
+        why = "the documents give it only as a redaction mark ([***]): the filed copy leaves the value out"
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if not unit_found:
         why = "no passage gives " + ", ".join("a price (an amount of money or a percentage)" if u == "price"
