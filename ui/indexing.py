@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from . import state
+from .cluster_colors import match_clusters
 from .graph import hyperedge_vectors
 from .plain import LINKS_HELP, LINKS_LABEL
 
@@ -280,8 +281,6 @@ def topic_numbers(dm: Any, view: str, session_key: str, params: dict[str, Any], 
     Returns:
         ``{label: number >= 0}``, distinct numbers.
     """
-    from .cluster_colors import match_clusters
-
     labs = [int(c) for c in labels]
     pkey = [float(params["alpha"]), int(params["k"]), int(params["K"]), float(params["w"])]
     prev = st.session_state.get(session_key)

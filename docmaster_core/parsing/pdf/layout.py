@@ -394,8 +394,9 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
     for i, l in enumerate(lines[:25]):
         t = clean_text(l.text).strip()
         words = t.split()
-        if label_open or _ANNEX_TO_RE.match(t):
-            label_open = bool(_ANNEX_TO_RE.match(t) or (label_open and _OPEN_END_RE.search(t)))
+        is_label = bool(_ANNEX_TO_RE.match(t))
+        if label_open or is_label:
+            label_open = is_label or bool(_OPEN_END_RE.search(t))  # the label goes on while a line ends open
             if len(words) <= 10:
                 continue
         if _LEGEND_RE.search(t) or (legend is not None and _continues_legend(legend, l, right - left)):
