@@ -11,7 +11,7 @@ from docmaster_core.embedding.embedders import HashingEmbedder
 from docmaster_core.llm import LLM, OfflineLLM, make_llm, usage_report
 from docmaster_core.text.words import split_sentences
 from docmaster_core.llm.offline import condition_core, extractive_summary
-from docmaster_core.model import Evidence
+from docmaster_core.model import Answer, Citation, Evidence
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -357,6 +357,25 @@ def test_a_passage_over_two_pages_is_cited_once_per_page(llm):
     assert 1 in pages and 2 in pages and "10,000 English examples" in pages[2], ans.citations
     kept, _ = validate_citations(ans, ev, {"a": "a.pdf"})
     assert {c.page for c in kept.citations} == set(pages)
+
+
+def test_table_rows_quoted_together_keep_their_quote(llm):
+    """An answer that quotes two rows of a table (given one row per paragraph, a row between them not quoted) cites
+    them as quoted: the joined rows are the passage's own units in order, and were replaced by the table's caption (the citation of "What is
+    the CIFAR-10 test error of ResNet-110?" showed "Table 6: Classification error ..." and not the 6.43 row)."""
+    from docmaster_core.qa.ask import validate_citations
+
+    text = ("Table 6: Classification error on the CIFAR-10 test set.\n\nResNet 110 | params: 1.7M | error (%): 6.43"
+            "\n\nResNet 56 | params: 0.85M | error (%): 6.97\n\nResNet 20 | params: 0.27M | error (%): 8.75")
+    ev = [Evidence("E1", "a", 7, "semantic", 0.6, text, page=7, node_type="TABLE", section_path=["4.2 CIFAR-10"])]
+    rows = "ResNet 110 | params: 1.7M | error (%): 6.43 ResNet 20 | params: 0.27M | error (%): 8.75"  # 56 not quoted
+    ans = Answer(f"{rows} [E1]", [Citation("E1", "a", 7, 7, ["4.2 CIFAR-10"], rows)])
+    kept, _ = validate_citations(ans, ev, {"a": "a.pdf"}, "What is the CIFAR-10 test error of ResNet-110?")
+    assert kept.citations[0].quote == rows
+    # a quote the passage does not hold is still replaced by the passage's best sentence
+    ans = Answer("x [E1]", [Citation("E1", "a", 7, 7, [], "ResNet 1202 | error (%): 7.93")])
+    kept, _ = validate_citations(ans, ev, {"a": "a.pdf"}, "What is the CIFAR-10 test error of ResNet-110?")
+    assert kept.citations[0].quote != "ResNet 1202 | error (%): 7.93"
 
 
 def test_which_model_is_used_prefers_the_sentence_that_names_one():

@@ -595,8 +595,10 @@ class OfflineLLM:
             # answer type is read after a scene-setting phrase ("Under the ... agreement, how much ..."); v64 "how
             # often" a frequency, "how old" an age, "how long did X take" a length of time; v67 what a sentence ending
             # in ":" announces is not quoted again when another passage's same line was; v69 a value the filing
-            # redacted ("[***] percent") is none the passages give, a law clause may describe its place
-            "answer_version": 69,
+            # redacted ("[***] percent") is none the passages give, a law clause may describe its place; v70 a
+            # sentence whose subject is a pronoun is covered and quoted with the sentence before it, "perplexity" asks a number;
+            # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted
+            "answer_version": 71,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -633,7 +635,7 @@ class OfflineLLM:
         picked: list[int] = []
         seen: set[str] = set()
         words = 0
-        from ..text.answer_units import rank_answer_units  # support order: coverage, answer type, cosine
+        from ..text.answer_units import rank_answer_units, refers_back  # support order: coverage, type, cosine
 
         ranked = [int(i) for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos,
                                                     owner, min_cos=self.answer_min_cos)]
@@ -675,12 +677,19 @@ class OfflineLLM:
                 order = lead + [i for i in order if i not in set(lead)]
                 max_sentences = min(2 * self.answer_max_sentences, max(self.answer_max_sentences, len(lead)))
                 max_words = 75 * max_sentences // 2
+        context = 0  # sentences quoted only for what a pronoun refers to: not counted as answer sentences
         for i in order:
-            if len(picked) >= max_sentences:
+            if len(picked) - context >= max_sentences:
                 break
             key = norm_key(units[i])  # the same sentence from two passages is quoted once
             if key in seen or (picked and words + count_words(units[i]) > max_words):
                 continue
+            prev = i - 1  # a sentence whose subject is a pronoun ("It achieved ...") comes with the one it names
+            if refers_back(units, owner, i) and prev not in picked and norm_key(units[prev]) not in seen:
+                seen.add(norm_key(units[prev]))
+                picked.append(prev)
+                words += count_words(units[prev])
+                context += 1
             seen.add(key)
             picked.append(i)
             words += count_words(units[i])

@@ -30,6 +30,7 @@ import numpy as np
 from ..text.words import answer_sentences, dot_leader_share, normalize_ws, split_sentences
 from ..model import Answer, Citation, Evidence, NodeType
 from ..text import answer_units as S
+from ..tree.roles import in_reference_list
 from .candidates import combined_candidates, dedupe_candidates
 from ..text.answer_units import rank_answer_units
 
@@ -103,21 +104,31 @@ def _score_passage(profile, bg, units, ntype, full_text) -> tuple[float, float]:
 TOC_LEADER_SHARE = 0.3
 
 
+#: A question about the documents' citations ("Which paper does it cite for BM25?"): its answer may be a
+#: reference-list entry, which other questions never take (:func:`~docmaster_core.tree.roles.in_reference_list`).
+CITATION_Q = re.compile(r"\b(?:cites?|cited|citing|citations?|references?|bibliograph\w*|reference list)\b", re.I)
+
+
 def rerank_evidence(view, profile: S.QuestionProfile, bg: S.Background,
                     cands: Sequence[tuple[float, int, int, str]], top_k: int,
                     per_document: bool = False) -> list[Evidence]:
     """Score candidates ``(cosine, doc index, node id, strategies)`` for the question and
-    return the best ``top_k`` as evidence ``E1..En`` (tables given as :func:`table_text`).
+    return the best ``top_k`` as evidence ``E1..En`` (tables given as :func:`table_text`; tables of
+    contents left out, and reference-list entries unless the question asks about citations,
+    :data:`CITATION_Q`).
     With ``per_document`` (a question about several documents) each document's best passage
     comes first, documents in the order of their best passages, then the rest by score."""
     from ..retrieval.corpus import evidence_text, node_evidence
 
+    cites = bool(CITATION_Q.search(profile.text))
     scored = []
     for cos, di, nid, who in cands:
         tree = view.docs[di].tree
         text = table_text(tree, nid, profile, bg) or _with_neighbours(tree, nid, evidence_text(tree, nid))
         if dot_leader_share(text) >= TOC_LEADER_SHARE:
             continue  # a table of contents names the section asked about, and says nothing of it
+        if not cites and in_reference_list(tree.nodes[nid].section_path):
+            continue  # a cited title ("PCA-SIFT: A more distinctive representation") is no answer of the document
         if tree.nodes[nid].type in (NodeType.IMAGE, NodeType.TABLE):
             text = _CAPTION_LABEL.sub(r"\1 \2:", text, count=1)
         units, ntype = _node_units(tree, nid, text)

@@ -68,14 +68,15 @@ _QUALIFIERS = {"total", "overall", "full", "exact", "precise", "actual", "initia
 
 _NUMBER_Q = re.compile(
     r"^(?:how (?:many|much|long|soon|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
-    r"what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|fraction|proportion|ratio|"
-    r"score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|bleu|f1|iou|"
-    r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|"
+    r"(?:(?:to|by|at|of|with) )?what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|"
+    r"fraction|proportion|ratio|score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|"
+    r"bleu|f1|iou|perplexity|recall|precision|auc|ndcg|mrr|"
+    r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|dimensionality|"
     r"learning rate|batch size|interval|range|timeout|budget|parameters?|term|period)\b)", re.I)
 # a phrase that sets the scene before the question proper ("Under the 1999 amendment, how long ...", "In
 # Cargill's development agreement with Bioamber, how much ..."): the answer type is read after it
 _LEADING_PHRASE = re.compile(r"^\s*(?:under|in|for|according to|per|pursuant to|regarding|with respect to|as to|"
-                             r"within|by|on|from)\b[^?]{0,250}?,\s+(?=(?:how|what|which|when|who|where|until)\b)",
+                             r"within|by|on|from)\b[^?]{0,250}?,\s+(?=(?:(?:to|by|at|of|with)\s+)?(?:how|what|which|when|who|where|until)\b)",
                              re.I)
 # the verbs of a "how long" question that only say "for what length of time"
 _DURATION_VERBS = re.compile(r"\b(?:last|lasts|run|runs|continue|continues|remain|remains|stay|stays|endure|endures)\b",
@@ -165,7 +166,8 @@ UNITS: dict[str, tuple[str, ...]] = {
 _UNIT_Q = re.compile(
     r"\b(?:in|of|per|much|many(?: [\w\-]+){0,2}) (?:(?:us|u\.s\.) )?(dollars?|usd|euros?|tonnes?|tons?|kilowatt[- ]hours?|kwh|"
     r"milliseconds?|ms|seconds?|minutes?|hours?|days?|weeks?|years?|bytes?|kilobytes?|megabytes?|"
-    r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price)\b", re.I)
+    r"gigabytes?|percent|percentage)\b|\b(co2)\b|\b(monetary|price|dollar(?=\s+(?:cost|costs|amount|value|total)\b))\b",
+    re.I)
 # a question for a sum of money or a rate ("How much does Square Two Golf pay Kathy Whitworth", "What royalty
 # does Glu pay Fox"): the answer gives an amount of money or a percentage (``UNITS["price"]``); "how much
 # notice / time" asks for a duration
@@ -490,15 +492,21 @@ _BG_CACHE: dict[tuple, Background] = {}
 
 def doc_background(view, doc_indices: Sequence[int]) -> Background:
     """The :class:`Background` of the given documents of a corpus view (cached per
-    view signature and document set)."""
+    view signature and document set), their reference lists left out
+    (:func:`~docmaster_core.tree.roles.in_reference_list`): "on an NVIDIA H100" is asked of
+    a paper that names the H100 only in a cited title, and the paper does not say it."""
     key = (id(view), getattr(view, "signature", ()), tuple(sorted(doc_indices)))
     bg = _BG_CACHE.get(key)
     if bg is not None:
         return bg
+    from ..tree.roles import in_reference_list
+
     df: Counter = Counter()
     n = 0
     for di in doc_indices:
         for node in view.docs[di].tree.nodes:
+            if in_reference_list(node.section_path):  # a term only a cited title uses is none the document uses
+                continue
             text = node.content or ""
             if isinstance(node.extra, dict) and node.extra.get("caption"):
                 text += " " + str(node.extra["caption"])
@@ -601,6 +609,12 @@ _ABOVE = re.compile(r"\b(?:greater than|more than|over|above|in excess of|exceed
 _BELOW = re.compile(r"\b(?:up to|less than|under|below|not exceeding)\s+" + _AMOUNT)
 
 
+# a number the question gives as a quantity: not part of a name ("GPT-2", "ZeRO-100B", "S3") and not a
+# modifier joined to its noun ("an 8-core computer", "16-way parallelism"), except a length of time ("a 5-year term")
+_ASKED_AMOUNT = re.compile(r"(?<![A-Za-z\-])" + _AMOUNT + r"(?![\d,.]*[A-Za-z])"
+                           r"(?!-(?!(?:year|month|week|day|hour|minute|second)s?\b)[A-Za-z])", re.I)
+
+
 def _amount(number: str) -> float | None:
     try:
         return float(number.replace(",", ""))
@@ -619,7 +633,7 @@ def range_holds(profile: QuestionProfile, unit_lower: str) -> bool | None:
         None when the question gives no number of the kind of the unit's ranges or the
         unit states no range; True when a range holds one of them; False when none does.
     """
-    asked = [(bool(m), _amount(n)) for m, n in re.findall(_AMOUNT, profile.text)]
+    asked = [(bool(m), _amount(n)) for m, n in _ASKED_AMOUNT.findall(profile.text)]
     spans = [(bool(m1 or m2), _amount(a), _amount(b)) for m1, a, m2, b in _RANGE.findall(unit_lower)]
     spans += [(bool(m), _amount(a), float("inf")) for m, a in _ABOVE.findall(unit_lower)]
     spans += [(bool(m), float("-inf"), _amount(b)) for m, b in _BELOW.findall(unit_lower)]
@@ -952,6 +966,20 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     return Verdict(True, f"passage coverage {best:.2f}, document coverage {doc_cov:.2f}", doc_cov, best, missing)
 
 
+#: A sentence opening with a personal pronoun as its subject refers back to the sentence before it.
+_PRONOUN_SUBJECT = re.compile(r"^(?:It(?!\s+(?:is|was|will|would|shall|should|may|might|must|can|could|has been|"
+                              r"had been)\b)|They|He|She)\s+[a-z]")
+
+
+def refers_back(units: Sequence[str], owner: Sequence[int], i: int) -> bool:
+    """True when unit ``i`` opens with a personal pronoun as its subject ("It achieved ...";
+    not "It is / shall / may ...", most often impersonal: "It is agreed that", "It is the parties'
+    expectation") and unit ``i - 1`` is the sentence before it
+    in the same passage: what the pronoun names is there (Hobbs 1978: the antecedent is most
+    often the previous sentence's subject)."""
+    return i > 0 and int(owner[i]) == int(owner[i - 1]) and bool(_PRONOUN_SUBJECT.match(units[i]))
+
+
 def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[str], cosine: np.ndarray,
                       owner: Sequence[int] | None = None, min_cos: float | None = None) -> np.ndarray:
     """Order answer sentences by support: ``0.3 cos + 0.45 coverage + 0.25 type`` plus
@@ -989,9 +1017,11 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
     whole: dict[int, str] = {}
     for i in range(n):
         whole[int(own[i])] = whole.get(int(own[i]), "") + " " + units[i]
-    # a table row is covered with its caption, an equation with its lead-in sentence
+    # a table row is covered with its caption, an equation with its lead-in sentence, a sentence whose
+    # subject is a pronoun ("It achieved ... a perplexity of 10.21") with the sentence it refers back to
     ctx = [f"{units[first[int(own[i])]]} {units[i]}" if is_row[i]
-           else whole[int(own[i])] if node_types[i] == "EQUATION" else units[i] for i in range(n)]
+           else whole[int(own[i])] if node_types[i] == "EQUATION"
+           else f"{units[i - 1]} {units[i]}" if refers_back(units, own, i) else units[i] for i in range(n)]
     sc = score_units(profile, ctx, node_types, Background(max(n, 1), df), cosine)
     tm = sc.type_match.copy()
     if profile.answer_type == "number":

@@ -13,7 +13,8 @@ _ALNUM = re.compile(r"[a-z0-9]+")
 SHINGLE = 4
 # Abbreviations after which a period does not end a sentence.
 _ABBREV = re.compile(
-    r"(?:\b(?:e\.g|i\.e|et al|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|Tab|No|Nos|Dr|Mr|Mrs|Ms|Prof|approx|resp|incl|al|"
+    r"(?:\b(?:e\.g|i\.e|et al|vs|cf|Fig|Figs|Eq|Eqs|Eqn|Eqns|Sec|Secs|Sect|Sects|Ch|Chap|Thm|Lem|Prop|Alg|Ref|Refs|"
+    r"Tab|No|Nos|Dr|Mr|Mrs|Ms|Prof|approx|resp|incl|al|"
     r"St|Ste|Ave|Blvd|Rd|Jr|Sr|Art|Vol|pp)\.|\b[A-Z]\.)$"
 )
 _SPLIT = re.compile(r"([.!?][\"')\]]?)\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")

@@ -33,7 +33,7 @@ import numpy as np
 from ..model import DocumentTree, NodeType
 
 __all__ = ["ROLES", "ROLE_CODE", "NULL_STATEMENT", "ROLES_VERSION", "heading_role", "empty_sections", "path_role",
-           "role_weight", "evidence_weight", "node_roles", "view_roles"]
+           "role_weight", "evidence_weight", "node_roles", "view_roles", "in_reference_list"]
 
 #: Role names; the index of a name is its code in :func:`view_roles`.
 ROLES = ("body", "front", "abstract", "introduction", "method", "experiments", "conclusion", "related",
@@ -106,6 +106,21 @@ def path_role(section_path) -> str:
         if r is not None:
             return r
     return "body"
+
+
+#: A reference list's heading (a :data:`ROLES` ``back`` heading other than acknowledgements).
+_REFERENCE_LIST = re.compile(r"^(references|bibliography|works cited|literature cited|reference list)\b")
+
+
+def in_reference_list(section_path) -> bool:
+    """True when a node with this section path lies in the document's reference list (its
+    outermost heading that names a role is "References", "Bibliography", ...): an entry there
+    names cited work ("[63] NVIDIA. Nvidia H100 tensor core GPU architecture"), not what the
+    document itself says or does."""
+    for h in section_path or ():
+        if heading_role(h) is not None:
+            return bool(_REFERENCE_LIST.match(_NUMBERING.sub("", h.strip().lower(), count=1).strip(" .:")))
+    return False
 
 
 def role_weight(role: str, related_weight: float) -> float:
