@@ -135,6 +135,28 @@ def test_a_metric_question_asks_for_a_number_and_a_modifier_number_is_no_amount_
                        "$3,500,001 to $5,000,000 | royalty: $250,000") is True
 
 
+def test_a_question_for_a_named_measure_needs_a_passage_that_gives_it_with_a_number():
+    """Held-out unanswerable paper questions ("What learning rate was used to train the U-Net ...?", "What RMSE did
+    the item-based recommender reach?") were answered with passages about training or about similarity measures:
+    a question for the value of a named measure is declined when no sentence writes the measure with a number;
+    a table row that gives it under its column answers."""
+    from docmaster_core.text.answer_units import Background, asked_measure, terms_of, verdict
+
+    q = profile_question("What learning rate was used to train the U-Net with stochastic gradient descent?")
+    assert asked_measure(q) == terms_of("learning rate")
+    assert asked_measure(profile_question("What RMSE did the recommender reach on MovieLens?")) == terms_of("RMSE")
+    assert asked_measure(profile_question("What is the royalty rate?")) == []  # a price, not a measure
+    passages = ["3 Training. The U-Net is trained with stochastic gradient descent; the learning rate is not "
+                "tuned. We use a high momentum (0.99).", "The network is trained on 30 images of 512x512 pixels."]
+    bg = Background(10, Counter(t for p in passages for t in set(terms_of(p))))
+    v = verdict(q, bg, passages)
+    assert not v.found and "learning rate" in v.reason
+    v = verdict(q, bg, passages + ["Training | learning rate: 0.01 | momentum: 0.99"])
+    assert v.found, v.reason
+    v = verdict(q, bg, passages + ["We train it with a learning rate of 1e-4 for 40 epochs."])
+    assert v.found, v.reason
+
+
 def test_a_sentence_whose_subject_is_a_pronoun_is_covered_and_quoted_with_the_one_before_it(embedder):
     """ "It achieved the new SOTA ... with Webtext-103 perplexity of 10.21." answers "What perplexity did Turing-NLG
     reach?" only with the sentence before it, which names Turing-NLG: it is ranked with that sentence's words and

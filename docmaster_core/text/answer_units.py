@@ -70,7 +70,7 @@ _NUMBER_Q = re.compile(
     r"^(?:how (?:many|much|long|soon|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
     r"(?:(?:to|by|at|of|with) )?what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019]+[ -]){0,4}?(?:percentage|percent|"
     r"fraction|proportion|ratio|score|error|accuracy|rate|size|speedup|speed-up|number|cost|price|latency|throughput|"
-    r"bleu|f1|iou|perplexity|recall|precision|auc|ndcg|mrr|"
+    r"bleu|f1|iou|perplexity|recall|precision|auc|ndcg|mrr|rmse|mae|mse|wer|rouge|"
     r"revenues?|sales|income|footprint|length|duration|count|momentum|temperature|value|dimension|dimensionality|"
     r"learning rate|batch size|interval|range|timeout|budget|parameters?|term|period)\b)", re.I)
 # a phrase that sets the scene before the question proper ("Under the 1999 amendment, how long ...", "In
@@ -409,6 +409,35 @@ _COUNTED_Q = re.compile(
 # "how many datasets make up the benchmark": a verb the pattern above does not list; the noun is then the first
 # plural of the (at most three) words after "how many"
 _COUNTED_LOOSE_Q = re.compile(r"\bhow many (?!of\b)(?P<noun>(?:[\w\-]+ ){0,2}[\w\-]+)", re.I)
+
+
+#: "What learning rate / RMSE / test error rate ... ?": a question for the value of a named measure. Its answer
+#: writes the measure and a number in one sentence (or a table row under the measure's column).
+_METRIC_Q = re.compile(
+    r"^(?:(?:to|by|at|of|with) )?what (?:is |was |are |were )?(?:the )?(?:[\w'\u2019\-]+ ){0,3}?"
+    r"(learning rate|batch size|error rate|word error rate|dropout rate|weight decay|rmse|mae|mse|perplexity|bleu|"
+    r"rouge(?:-\w+)?|f1|auc|ndcg|mrr|top-[15] accuracy|accuracy|precision|recall|iou|dimensionality|momentum|"
+    r"temperature|throughput|latency|speedup|speed-up)\b", re.I)
+
+
+def asked_measure(profile: QuestionProfile) -> list[str]:
+    """Stems of the measure a number question asks the value of ("What learning rate was
+    used ...?" -> ``["learn", "rate"]``), after a scene-setting phrase; ``[]`` for any other
+    question."""
+    if profile.answer_type != "number":
+        return []
+    m = _METRIC_Q.search(_LEADING_PHRASE.sub("", profile.text, count=1))
+    return terms_of(m.group(1)) if m else []
+
+
+def gives_measure(profile: QuestionProfile, measure: Sequence[str], text: str) -> bool:
+    """Whether a sentence (or table row) of ``text`` writes every stem of ``measure`` and a
+    number the question does not give (element labels and reference marks aside)."""
+    for u in split_sentences(text, max_words=60):
+        low = _LABEL_NUM.sub(" ", u.lower())
+        if set(measure) <= set(terms_of(low)) and any(n not in profile.numbers for n in _NUM.findall(low)):
+            return True
+    return False
 
 
 def beside_number(low: str, counted: Sequence[str]) -> bool:
@@ -877,7 +906,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     collection's nodes) is in none of the passages, or (b) no passage covers
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a place ("which state's law
     governs ...") and no passage names one (:func:`names_place`), or computing hardware ("on what
-    hardware ...") and no passage names any (:func:`names_hardware`), or (d) the question asks for a
+    hardware ...") and no passage names any (:func:`names_hardware`), or the value of a named measure
+    ("what learning rate ...", :func:`asked_measure`) and no sentence gives the measure with a number, or (d) the question asks for a
     unit ("in dollars", "in milliseconds", "how many GPU hours", "how much does A pay B": an amount
     of money or a percentage) that none of the passages gives.
 
@@ -948,6 +978,12 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
             for p in passage_texts for u in split_sentences(p, max_words=60)):
         # "how many parameters does the largest model have": no passage writes a number beside "parameters"
         why = f'no passage gives a number of "{profile.words.get(profile.counted[0], profile.counted[0])}"'
+        return Verdict(False, why, doc_cov, best, missing, unit_found)
+    measure = asked_measure(profile)
+    if measure and not profile.units and not any(gives_measure(profile, measure, p) for p in passage_texts):
+        # "what learning rate was used to train the U-Net": no passage writes a learning rate with a number
+        asked = _METRIC_Q.search(_LEADING_PHRASE.sub("", profile.text, count=1)).group(1)
+        why = f'no passage gives a value of "{asked}"'
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     if profile.answer_type == "hardware" and not any(names_hardware(p) for p in passage_texts):
         why = "no passage names computing hardware (a GPU, a CPU, a machine's memory or clock)"
