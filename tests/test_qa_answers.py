@@ -181,6 +181,31 @@ def test_a_sentence_whose_subject_is_a_pronoun_is_covered_and_quoted_with_the_on
     assert "Turing-NLG was trained" in text and "10.21" in text
 
 
+def test_a_bulleted_item_is_a_whole_sentence_and_a_broken_last_word_is_joined():
+    """Held-out paper misses whose answering sentence was there but never quoted: "• Stagnation: we track ... no more
+    than 20 000 iterations." (a bullet before the capital: taken for a cut piece of prose) and BERT's "Figure 2: ...
+    The input embeddings are the sum of the token embeddings, the segmenta-" (the caption's last line parsed as the
+    next paragraph, "tion embeddings and the position embeddings.")."""
+    from docmaster_core.model import DocumentTree, Node, NodeType
+    from docmaster_core.qa.answering import _with_neighbours
+    from docmaster_core.text.words import is_cut_prose, is_whole_sentence
+
+    assert is_whole_sentence("\u2022 Stagnation: we track the best fitness over no more than 20 000 iterations.")
+    assert not is_cut_prose("\u2022 Stagnation: we track the best fitness over no more than 20 000 iterations.")
+    assert not is_whole_sentence("\u2022 we track the best fitness.")
+    # the clause that defines a formula's symbols is whole; a clause cut from a sentence is not
+    assert is_whole_sentence("where T is a temperature that is normally set to 1.")
+    assert not is_whole_sentence("where the company has its principal office.")
+    cap = "Figure 2: BERT input representation. The input embeddings are the sum of the token embeddings, the segmenta-"
+    nodes = [Node(0, NodeType.ROOT, 0, None, [1, 2, 3], "T", 1, 1),
+             Node(1, NodeType.IMAGE, 1, 0, [], cap, 1, 1),
+             Node(2, NodeType.TEXT, 1, 0, [], "tion embeddings and the position embeddings.", 1, 1),
+             Node(3, NodeType.TEXT, 1, 0, [], "The NSP task is closely related to earlier work.", 1, 1)]
+    tree = DocumentTree("d", "T", nodes)
+    assert _with_neighbours(tree, 1, cap).endswith("the segmentation embeddings and the position embeddings.")
+    assert _with_neighbours(tree, 2, nodes[2].content) == nodes[2].content  # no broken word: as it is
+
+
 def test_a_section_reference_inside_a_sentence_does_not_end_it():
     from docmaster_core.text.words import split_sentences
 

@@ -273,6 +273,9 @@ def _expand_sections(view, cands: Sequence[tuple[float, int, int, str]], qv: np.
     return out
 
 
+#: A passage ending in a word broken at a line end ("the segmenta-").
+_BROKEN_WORD = re.compile(r"[a-z]{2,}-\s*$")
+
 #: Characters of the siblings a paragraph ending in ":" is given with (:func:`_with_neighbours`).
 ANNOUNCED_CHARS = 600
 
@@ -281,7 +284,9 @@ def _with_neighbours(tree, nid: int, text: str) -> str:
     """An equation is given with the sentence that introduces it (the last sentence of
     the preceding TEXT sibling), and a paragraph followed by an equation with that
     equation, so a formula question can quote both; a paragraph ending in ":" with what
-    it announces (the siblings after it, up to a heading and ``ANNOUNCED_CHARS``)."""
+    it announces (the siblings after it, up to a heading and ``ANNOUNCED_CHARS``); a passage
+    ending in a word broken at its line end with the rest of its sentence, when the next node
+    starts in lower case (a caption's last line the parser made a paragraph)."""
     n = tree.nodes[nid]
     if n.parent is None:
         return text
@@ -308,6 +313,13 @@ def _with_neighbours(tree, nid: int, text: str) -> str:
         nxt = tree.nodes[sib[k + 1]]
         if nxt.type == NodeType.EQUATION and nxt.content and len(text) < 1300:
             return text + "\n\n" + normalize_ws(nxt.content)
+    if 0 <= k < len(sib) - 1 and _BROKEN_WORD.search(text):
+        # a caption or paragraph whose last line the parser gave to the next node ("... the segmenta-" /
+        # "tion embeddings and the position embeddings."): the word is joined and the sentence ends
+        nxt = tree.nodes[sib[k + 1]]
+        rest = normalize_ws(nxt.content or "")
+        if nxt.type == NodeType.TEXT and rest[:1].islower():
+            return text.rstrip()[:-1] + rest
     return text
 
 

@@ -99,9 +99,18 @@ _CLAUSE = re.compile(r"(?<=[;\u037e])\s+")  # U+037E (Greek question mark) is ho
 _NUMBER_END = re.compile(r"[a-z,]\s+\d{1,2}(?:\.\d{1,2})*\.$")  # "March 18." / "Sections 1.3." ending a piece
 
 
+#: Bullets (and the spaces after them) that open a list item: "• Stagnation: we track ...".
+_BULLETS = "\u2022\u25e6\u25aa\u25ab\u2023\u2043\u2219\u00b7\u25cf\u25cb\u25a0\u25a1\u27a2\u2013\u2014* "
+
+
+#: The clause that defines a formula's symbols, written after the formula ("where T is a temperature ...").
+_WHERE_DEFINES = re.compile(r"^where\s+\S{1,12}(?:\s*,\s*\S{1,12})*\s+(?:is|are|denotes?|represents?|stands? for)\b")
+
+
 def is_whole_sentence(text: str | None) -> bool:
     """True when ``text`` starts like a sentence (a capital, a digit, an opening quote or
-    bracket, or an enumerator such as ``(a)``, ``iv.``, ``8.05``) and ends like one
+    bracket, or an enumerator such as ``(a)``, ``iv.``, ``8.05``; after a bullet; or the "where T
+    is ..." that defines a formula's symbols) and ends like one
     (``.``, ``!``, ``?``, ``;`` or ``:``, closing quotes and brackets aside): not a piece cut
     out of a sentence. An item of a clause list opened by a bracketed letter or roman enumerator is whole
     whatever the case of its first word ("(ii) all offers ... have been effected ...;"), and so
@@ -112,11 +121,13 @@ def is_whole_sentence(text: str | None) -> bool:
     # an item of a clause list, "(ii) all offers of Securities ... have been effected by the Agent;", or its
     # last item, "and (B) a member of ...", starts with its enumerator, whatever the case of the word after it
     t = _LAST_ITEM.sub("", t)
-    head = _ENUM.sub("", t).lstrip("\"'\u201c\u2018([")
+    head = _ENUM.sub("", t.lstrip(_BULLETS)).lstrip("\"'\u201c\u2018([")
     first = head[:1]
     # (a letter or roman enumerator: "(30) days before ..." is a cut sentence whose "thirty" went before it)
     item = first.isalpha() and bool(_ITEM.match(t))
-    return (first.isupper() or first.isdigit() or item) and t[-1] in ".!?;:\u037e"  # U+037E: a PDF's ";"
+    # "where T is a temperature that is normally set to 1.": the definition after a display formula
+    defines = bool(_WHERE_DEFINES.match(head))
+    return (first.isupper() or first.isdigit() or item or defines) and t[-1] in ".!?;:\u037e"  # U+037E: a PDF's ";"
 
 
 def answer_sentences(text: str | None, long_words: int = 80, heading_words: int = 6) -> list[str]:
