@@ -117,7 +117,7 @@ with st.container(border=True):
                f"own in each configuration, under \"How passages are grouped\"). They hold for this browser session, "
                f"and a reload of this page keeps them (its address carries them); a new session starts at "
                f"{int(d['K'])} topics, {int(d['k'])} pairs checked, strictness {d['w']:g}, pairs alike in meaning "
-               f"{d['alpha']:g} (the paper's K, k, w, alpha).")
+               f"{d['alpha']:g}.")
 params = index_params()
 keep_in_address(params, mode)
 backend = dm.llm.backend_name

@@ -113,7 +113,7 @@ with c_run:
     run_clicked = bool(st.session_state.pop(APPLY_ANSWERS, False) and condition.strip()) or run_clicked
 with c_build:
     build_missing = st.checkbox(
-        "Build missing semantic indexes for the configurations' alpha, k, K, w first",
+        "Build the passage groups the configurations' topic settings need first",
         value=True,
         key="w_filter_build_missing",
         help="Each configuration's passage groups (the hyper-edges the *groups* way searches) are built for its "

@@ -451,8 +451,8 @@ with right:
             column_config={"similarity": st.column_config.NumberColumn(
                 help="Cosine of the two groups' mean passage embeddings (1 = the same meaning).")},
         )
-        st.caption("Linked because their passages share a topic (must-links between hyper-edges); the most "
-                   "similar first.")
+        st.caption("Linked because their passages share a topic; the most similar first.",
+                   help="In the paper's words: must-links between hyper-edges.")
         if more:
             st.caption(f"and {more} more (less similar; all on the topic {md_escape(_topic(h.cluster))}: draw *one "
                        "topic* to see them).")

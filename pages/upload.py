@@ -247,6 +247,10 @@ if rows:
             if n.button("Cancel", key="w_upload_remove_cancel"):
                 state.put(state.REMOVE_PENDING, [])
                 st.rerun()
+elif files:  # (also what stays on screen, faded, while they are being ingested: not "no documents yet")
+    chosen = "the chosen file is" if len(files) == 1 else f"the {len(files)} chosen files are"
+    st.info(f"The collection is empty until {chosen} ingested (the **Ingest** button above; each file's progress "
+            "shows under it).")
 else:
     st.info("No documents yet: drop PDFs above (or browse for them); an **Ingest** button appears under the chosen "
             "files.")

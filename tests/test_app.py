@@ -764,6 +764,15 @@ def test_graph_and_clusters_pages_say_it_in_plain_words(app_uploaded):
     for sl, sym in zip(at.slider, ("(The paper's K", "(The paper's k", "(The paper's w", "(The paper's alpha")):
         assert not re.search(r"\((?:K|k|w|alpha)\)", sl.label) and sym in sl.help, sl.label
     assert not any(re.search(r"SEC|Eq\. \d|PC-KMeans|\bw =", c.value) for c in at.caption)
+    # nor the paper's symbols and names on the page itself (a newcomer read "the paper's K, k, w, alpha" and "the
+    # paper's hyper-edge" there): they are in the help texts
+    shown = page_texts(at)
+    at.switch_page("pages/hyperedges.py")
+    run_app(at)
+    shown += page_texts(at)
+    assert not [t for t in shown if re.search(r"the paper's|hyper-edge|\balpha\b", t)], shown
+    at.switch_page("pages/clusters.py")
+    run_app(at)
     pairs = [df for df in at.dataframe if "checked as" in getattr(df.value, "columns", [])]
     assert pairs, "no table of checked pairs"
     assert list(pairs[0].value.columns) == list(CHECKED_COLUMNS)

@@ -30,7 +30,7 @@ __all__ = [
 
 #: "What am I looking at?" of the Hyper-edge graph page (drawn by :func:`ui.layout.page_header`).
 WHAT_GRAPH = ("One document as a map: grey boxes are its sections, each coloured box is "
-              "a *group* of passages of one section that say the same thing (the paper's hyper-edge), coloured by "
+              "a *group* of passages of one section that say the same thing, coloured by "
               "its *topic*; red dashed lines join groups of different sections on the same topic. Click a group to "
               "read its passages on the right.")
 #: "What am I looking at?" of the Semantic clusters page.
@@ -60,7 +60,7 @@ GRAPH_LEGEND = ("**Legend** · grey box: a section · coloured box *G n*: group 
                 "group to its passages · red dashed line: two groups of different sections on the same topic (in "
                 "the whole-document view they run among the many solid lines; zoom in or show one section to "
                 "follow them). Click a group to read it.")
-LINK_TITLE = "same topic, different sections (must-link between hyper-edges)"
+LINK_TITLE = "same topic, different sections"
 
 
 #: What the Semantic clusters page is good for, under its "What am I looking at?" line.
@@ -137,10 +137,11 @@ def checked_pair_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
 
 
 def settings_line(params: Mapping[str, Any]) -> str:
-    """The topic settings in the sliders' words (the Hyper-edge graph page's line), the paper's symbols last."""
+    """The topic settings in the sliders' words (the Hyper-edge graph page's line); the paper's symbols
+    (K, k, w, alpha) are in the sliders' help only."""
     return (f"Topic settings: {int(params['K'])} topics asked (some may stay empty), {int(params['k'])} pairs checked "
-            f"per document, strictness {params['w']:g}, pairs alike in meaning {params['alpha']:g} (the paper's K, k, "
-            "w, alpha; change them on the Semantic clusters page).")
+            f"per document, strictness {params['w']:g}, pairs alike in meaning {params['alpha']:g} (change them on the "
+            "Semantic clusters page).")
 
 
 def group_label(he_id: int) -> str:
