@@ -360,9 +360,10 @@ def test_a_passage_over_two_pages_is_cited_once_per_page(llm):
 
 
 def test_table_rows_quoted_together_keep_their_quote(llm):
-    """An answer that quotes two rows of a table (given one row per paragraph, a row between them not quoted) cites
-    them as quoted: the joined rows are the passage's own units in order, and were replaced by the table's caption (the citation of "What is
-    the CIFAR-10 test error of ResNet-110?" showed "Table 6: Classification error ..." and not the 6.43 row)."""
+    """An answer that quotes two rows of a table (given one row per paragraph, a row between them not quoted)
+    cites them as quoted: the joined rows are the passage's own units in order, and were replaced by the table's
+    caption (the citation of "What is the CIFAR-10 test error of ResNet-110?" showed "Table 6: Classification
+    error ..." and not the 6.43 row)."""
     from docmaster_core.qa.ask import validate_citations
 
     text = ("Table 6: Classification error on the CIFAR-10 test set.\n\nResNet 110 | params: 1.7M | error (%): 6.43"

@@ -209,7 +209,7 @@ def test_a_bulleted_item_is_a_whole_sentence_and_a_broken_last_word_is_joined():
 def test_a_section_reference_inside_a_sentence_does_not_end_it():
     from docmaster_core.text.words import split_sentences
 
-    s = "We used a GMM with K = 256 components (Sect. 2.1) after reducing the descriptors to 80 by PCA. Then Ch. 3 ends."
+    s = "We used a GMM with K = 256 components (Sect. 2.1) after reducing the descriptors to 80. Then Ch. 3 ends."
     assert split_sentences(s) == [s[:s.index(" Then")], "Then Ch. 3 ends."]
 
 

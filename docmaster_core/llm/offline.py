@@ -596,7 +596,8 @@ class OfflineLLM:
             # often" a frequency, "how old" an age, "how long did X take" a length of time; v67 what a sentence ending
             # in ":" announces is not quoted again when another passage's same line was; v69 a value the filing
             # redacted ("[***] percent") is none the passages give, a law clause may describe its place; v70 a
-            # sentence whose subject is a pronoun is covered and quoted with the sentence before it, "perplexity" asks a number;
+            # sentence whose subject is a pronoun is covered and quoted with the sentence before it, "perplexity"
+            # asks a number;
             # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted;
             # v72-73 a list item after a bullet and a formula's "where T is ..." are whole sentences, a word broken at
             # a passage's end is joined

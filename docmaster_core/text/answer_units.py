@@ -76,7 +76,8 @@ _NUMBER_Q = re.compile(
 # a phrase that sets the scene before the question proper ("Under the 1999 amendment, how long ...", "In
 # Cargill's development agreement with Bioamber, how much ..."): the answer type is read after it
 _LEADING_PHRASE = re.compile(r"^\s*(?:under|in|for|according to|per|pursuant to|regarding|with respect to|as to|"
-                             r"within|by|on|from)\b[^?]{0,250}?,\s+(?=(?:(?:to|by|at|of|with)\s+)?(?:how|what|which|when|who|where|until)\b)",
+                             r"within|by|on|from)\b[^?]{0,250}?,\s+"
+                             r"(?=(?:(?:to|by|at|of|with)\s+)?(?:how|what|which|when|who|where|until)\b)",
                              re.I)
 # the verbs of a "how long" question that only say "for what length of time"
 _DURATION_VERBS = re.compile(r"\b(?:last|lasts|run|runs|continue|continues|remain|remains|stay|stays|endure|endures)\b",
@@ -906,10 +907,11 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     collection's nodes) is in none of the passages, or (b) no passage covers
     ``MIN_BEST_COVERAGE`` of it, or (c) the question asks for a place ("which state's law
     governs ...") and no passage names one (:func:`names_place`), or computing hardware ("on what
-    hardware ...") and no passage names any (:func:`names_hardware`), or the value of a named measure
-    ("what learning rate ...", :func:`asked_measure`) and no sentence gives the measure with a number, or (d) the question asks for a
-    unit ("in dollars", "in milliseconds", "how many GPU hours", "how much does A pay B": an amount
-    of money or a percentage) that none of the passages gives.
+    hardware ...") and no passage names any (:func:`names_hardware`), or the value of a named
+    measure ("what learning rate ...", :func:`asked_measure`) and no sentence gives the measure
+    with a number, or (d) the question asks for a unit ("in dollars", "in milliseconds", "how many
+    GPU hours", "how much does A pay B": an amount of money or a percentage) that none of the
+    passages gives.
 
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
     (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee; the verb of "until
@@ -1010,9 +1012,9 @@ _PRONOUN_SUBJECT = re.compile(r"^(?:It(?!\s+(?:is|was|will|would|shall|should|ma
 def refers_back(units: Sequence[str], owner: Sequence[int], i: int) -> bool:
     """True when unit ``i`` opens with a personal pronoun as its subject ("It achieved ...";
     not "It is / shall / may ...", most often impersonal: "It is agreed that", "It is the parties'
-    expectation") and unit ``i - 1`` is the sentence before it
-    in the same passage: what the pronoun names is there (Hobbs 1978: the antecedent is most
-    often the previous sentence's subject)."""
+    expectation") and unit ``i - 1`` is the sentence before it in the same passage: what the
+    pronoun names is most often there (Hobbs 1978: a pronoun's antecedent lies mostly in its own
+    or the previous sentence)."""
     return i > 0 and int(owner[i]) == int(owner[i - 1]) and bool(_PRONOUN_SUBJECT.match(units[i]))
 
 
