@@ -20,6 +20,7 @@ from ui.filtering import (
     decisions_line,
     difference_rows,
     doc_match,
+    doc_title,
     evidence_list,
     evidence_node_ids,
     export_csv,
@@ -236,6 +237,9 @@ for col, (name, run) in zip(res_cols, runs.items()):
             continue
         df = pd.DataFrame(rows).drop(columns=["doc_id"])
         df["file"] = df["file"].map(lambda f: shorten(f, 48))
+        # the document's title after its decision: "cuad-039_emmiscommu…" alone named no contract (a newcomer); the
+        # decision columns stay first, in view in the half-width table
+        df.insert(int(df.columns.get_loc("strategies")) + 1, "title", [doc_title(by_id, r["doc_id"]) for r in rows])
 
         def _cut_line(row):
             return ["background-color: #ecfdf5" if is_kept_cell(row["kept"]) else "" for _ in row]
@@ -270,7 +274,9 @@ if len(shown_runs) == 2:
     n_diff = int(kept_differs.sum())
     st.subheader(f"Differences between A and B: {n_diff} document(s) kept by one only")
     if n_diff:
-        show = comp[kept_differs].drop(columns=["doc_id", "differs"])
+        show = comp[kept_differs]
+        show.insert(int(show.columns.get_loc("file")) + 1, "title", [doc_title(by_id, d) for d in show["doc_id"]])
+        show = show.drop(columns=["doc_id", "differs"])
         show["file"] = show["file"].map(lambda f: shorten(f, 48))
         st.dataframe(show, hide_index=True, width="stretch",
                      column_config={f"{c} strategies": st.column_config.TextColumn(f"{c}: each way", help=STRATEGIES_HELP)

@@ -227,6 +227,8 @@ def test_filter_differences_table_lists_only_differences(app_uploaded, app_env):
     assert any("Differences between A and B: 1 document" in s.value for s in at.subheader)
     diff = [df.value for df in at.dataframe if "A match" in df.value.columns]
     assert len(diff) == 1 and list(diff[0]["file"]) == [docs[1].file_name]
+    # each document also by its title (a newcomer could not tell contracts apart by "cuad-039_emmiscommu…")
+    assert list(diff[0]["title"]) == [docs[1].title] and docs[1].title
     # kept first, and "kept only" hides the others
     table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0")
     assert list(table_a.value["kept"]) == ["✓ yes", "✗ no"]
@@ -279,10 +281,10 @@ def test_filter_tables_show_each_strategy_in_one_compact_cell(app_uploaded, app_
     at.switch_page("pages/filter.py")
     run_app(at)
     table_a = next(df for df in at.dataframe if df.key == "w_filter_table_A_9001_0").value
-    assert list(table_a.columns) == ["rank", "score", "kept", "file", "strategies", "certainty", "rationale"]
+    assert list(table_a.columns) == ["rank", "score", "kept", "file", "strategies", "title", "certainty", "rationale"]
     assert list(table_a["strategies"]) == ["1 of 1", "0 of 1"]
     diff = next(df.value for df in at.dataframe if "A match" in df.value.columns)
-    assert list(diff.columns) == ["file", "A match", "B match", "A strategies", "B strategies"]
+    assert list(diff.columns) == ["file", "title", "A match", "B match", "A strategies", "B strategies"]
     assert list(diff["A strategies"]) == ["all ✗ no"] and list(diff["B strategies"]) == ["all ✓ yes"]
 
 

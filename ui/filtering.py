@@ -42,6 +42,7 @@ __all__ = [
     "STRATEGIES_LABEL",
     "decisions_line",
     "RANKED_COLUMN_WIDTHS",
+    "doc_title",
     "default_config",
     "render_filter_form",
     "saved_config",
@@ -489,7 +490,16 @@ def decisions_line(decisions: dict[str, Any], columns: list[str]) -> str:
 #: (~32 px) they fit the ~436 px that each of the side-by-side tables gets at a 1400 px
 #: window (measured in Chromium), so no decision is cut off; certainty and rationale
 #: follow, behind a horizontal scroll when the window is narrow.
-RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "file": 150, "strategies": 100}
+RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "file": 150, "title": 170,
+                        "strategies": 100}
+
+
+def doc_title(records: dict[str, Any], doc_id: str, max_chars: int = 60) -> str:
+    """A document's title for a results table (shortened to ``max_chars``; ``""`` for a document
+    no longer in the workspace or without a title). ``records``: ``{doc_id: DocumentRecord}``."""
+    rec = records.get(doc_id)
+    title = " ".join(str(getattr(rec, "title", "") or "").split())
+    return title if len(title) <= max_chars else title[: max_chars - 1].rstrip() + "…"
 
 #: What "sure" and "uncertain" mean (the certainty column's help and the caption under the tables).
 CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document both holds a passage close in "
