@@ -274,7 +274,7 @@ if len(shown_runs) == 2:
     n_diff = int(kept_differs.sum())
     st.subheader(f"Differences between A and B: {n_diff} document(s) kept by one only")
     if n_diff:
-        show = comp[kept_differs]
+        show = comp[kept_differs].copy()
         show.insert(int(show.columns.get_loc("file")) + 1, "title", [doc_title(by_id, d) for d in show["doc_id"]])
         show = show.drop(columns=["doc_id", "differs"])
         show["file"] = show["file"].map(lambda f: shorten(f, 48))

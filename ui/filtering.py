@@ -497,9 +497,8 @@ RANKED_COLUMN_WIDTHS = {"rank": 40, "score": 52, "kept": 56, "by score": 64, "fi
 def doc_title(records: dict[str, Any], doc_id: str, max_chars: int = 60) -> str:
     """A document's title for a results table (shortened to ``max_chars``; ``""`` for a document
     no longer in the workspace or without a title). ``records``: ``{doc_id: DocumentRecord}``."""
-    rec = records.get(doc_id)
-    title = " ".join(str(getattr(rec, "title", "") or "").split())
-    return title if len(title) <= max_chars else title[: max_chars - 1].rstrip() + "…"
+    return shorten(getattr(records.get(doc_id), "title", "") or "", max_chars)
+
 
 #: What "sure" and "uncertain" mean (the certainty column's help and the caption under the tables).
 CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document both holds a passage close in "
