@@ -77,6 +77,20 @@ def test_how_often_how_old_and_how_long_did_it_take_ask_for_a_frequency_an_age_a
         > type_match(took, "The sort program sorts approximately 1 terabyte of data.")
 
 
+def test_how_long_an_agreement_lasts_asks_for_its_term_and_an_end_date_answers():
+    """A newcomer's "How long does the co-branding agreement between Snap and United Airlines last?" quoted a right of
+    first refusal ("forty-five (45) days") and a 5-year confidentiality term, not "The Term shall commence on the date
+    of this Agreement and ... shall end as of December 31, 2000.": a contract often states its Term by its end date,
+    which answers "how long" as a length of time does."""
+    from docmaster_core.text.answer_units import type_match
+
+    p = profile_question("How long does the co-branding agreement between Snap and United Airlines last?")
+    assert p.soft_units == ["duration"]
+    end = "The Term shall commence on the date of this Agreement and shall end as of December 31, 2000."
+    assert type_match(p, end) == 1.0 > type_match(p, "Sponsor paid $2,000 in 1999 for the pages.")
+    assert type_match(p, "The license runs until March 31, 2008.") == 1.0
+
+
 def test_a_how_many_question_is_answered_by_a_number_beside_the_counted_noun():
     """"How many datasets ...?" prefers "18 diverse datasets" to a sentence with another
     number; "how large is the retrieval database" prefers "a 2 trillion token database";

@@ -609,6 +609,10 @@ _LABEL_NUM = re.compile(r"\b(?:table|figure|fig\.?|section|sec\.?|eqn?\.?|equati
 
 
 #: A length of time given without a number: the answer to "how long" of a term without an end date.
+# an end date answers "how long does the agreement last?": a contract often states its Term by its end ("shall end
+# as of December 31, 2000", "until March 31, 2008", "expire on June 30, 2010")
+_END_DATE = re.compile(r"\b(?:end|ends|ending|expire|expires|expiring|expiration|until|through|terminate on)\b"
+                       r"[^.;]{0,40}?\b(?:19|20)\d{2}\b")
 _OPEN_ENDED = re.compile(r"\b(?:indefinite(?:ly)?|perpetu(?:al(?:ly)?|ity)|unlimited (?:term|period|duration|time)|"
                          r"until (?:terminated|termination|further notice))\b")
 
@@ -687,6 +691,8 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
         low = _LABEL_NUM.sub(" ", low)
         if "duration" in profile.soft_units and _OPEN_ENDED.search(low):
             return 1.0  # "how long ...?" answered without a number: "valid for an indefinite term"
+        if "duration" in profile.soft_units and _END_DATE.search(low):
+            return 1.0  # "how long does the agreement last?" answered by its end: "shall end as of December 31, 2000"
         if "frequency" in profile.soft_units and _has_unit(low, "frequency") and not _NUM.search(low):
             return 1.0  # "how often ...?" answered without a number: "Clean drip tray daily"
         nums = [n for n in _NUM.findall(low) if n not in profile.numbers]
