@@ -14,6 +14,7 @@ from ui import state
 from ui.indexing import build_document_index, stored_index_docs, wait_for_saves
 from ui.filtering import (
     CERTAINTY_WORDS,
+    FLOOR_WORDS,
     STRATEGIES_HELP,
     STRATEGIES_LABEL,
     STRATEGY_WORDS,
@@ -260,7 +261,7 @@ for col, (name, run) in zip(res_cols, runs.items()):
 if floors:
     floor = "; ".join(f"{n}: {f}" for n, f in floors.items() if f) if len(floors) > 1 else next(iter(floors.values()))
     st.caption("How to read the tables: kept documents first, each group by evidence score; documents whose passages "
-               "are too weakly similar to the condition (\"below the similarity floor\"" + (f": here {floor}" if floor
+               "are too weakly similar to the condition (\"" + FLOOR_WORDS + "\"" + (f": here {floor}" if floor
                else "") + ") rank after all others whatever their score. Tick a row's box to see its evidence below; "
                "green rows are kept (inside the cut, or matches by your answers). \"" + STRATEGIES_LABEL + "\" counts, "
                "for comparison, how many ways of finding evidence would keep the document on their own; \"kept\" "

@@ -298,6 +298,15 @@ def test_filter_two_configurations_and_export(app_uploaded, app_env):
     assert any("Certainty: \"sure\": the score is far from the cut" in c.value for c in at.caption)
     # ... once, under both tables (a newcomer read the same 150 words under A and again under B)
     assert sum("How to read the tables" in c.value for c in at.caption) == 1
+    # issue 36: the form and the tables in plain words (a newcomer read "Ways of finding the evidence", "Weight of
+    # deep sections", "below the similarity floor", "ways saying yes" and the evidence codes "[T2]" as jargon)
+    shown = [*(w.label for w in [*at.multiselect, *at.slider, *at.selectbox]), *page_texts(at)]
+    assert not [t for t in shown if re.search(r"Ways of finding|Weight of deep|similarity floor|ways saying yes", t)]
+    assert at.multiselect(key="w_filter_A_strategies").format_func("tree") == "tree: walks down the sections"
+    for run in runs.values():
+        for d in run["documents"]:
+            why = deciding(run, d).get("rationale", "")
+            assert why and not re.search(r"\[[A-Z]\d+\]", why), why  # "p. 3 (evidence T2)", no bare "[T2] p.3"
     # each run says which configuration made it, and the Chat page says it answers from A's run
     from docmaster_core.pipeline import DocMaster
     from docmaster_core.store.workspace import Workspace

@@ -107,6 +107,25 @@ def test_names_are_readable_words_only():
     assert [t for t, _ in terms_of("Dr. Smith's GPT-4 and h100 x2 ﬁnd 2021a")] == ["smith", "gpt"]
 
 
+def test_legal_function_words_and_cut_off_prefixes_name_no_topic():
+    """A newcomer's contract topics read "parties, arbitration, thereof" and "items, future, pre": legal English's
+    function words and a prefix a hyphen cut off say nothing; the clause's own words name the topic."""
+    from docmaster_core.index.cluster_names import terms_of
+
+    arbitration = ["Any dispute arising hereunder or in connection herewith shall be settled by arbitration thereof.",
+                   "The arbitration shall be held pursuant to the rules of the tribunal; the award thereof is final.",
+                   "Notwithstanding the foregoing, either party may seek arbitration of the dispute hereunder."]
+    items = ["Pre-approved items ordered hereunder are shipped at the non-refundable price thereof.",
+             "Future orders of pre-packaged items are shipped within ten days of the order therefor.",
+             "Items not shipped are credited against future orders pursuant to the price list hereto."]
+    names = cluster_names(arbitration + items, [0, 0, 0, 1, 1, 1], n_terms=5)
+    bad = {"thereof", "hereunder", "herewith", "pursuant", "notwithstanding", "foregoing", "therefor", "hereto", "pre",
+           "non"}
+    assert "arbitration" in names[0] and "items" in names[1], names
+    assert not [w for ws in names.values() for w in ws if w in bad], names
+    assert [t for t, _ in terms_of("pre-approved non-refundable items thereof")] == ["approved", "refundable", "items"]
+
+
 def test_an_abbreviation_is_named_as_the_passages_write_it():
     """"rofr, arrangement, region" and "acdbe, collateral, partner" (a newcomer's contract topics)
     read as typos: a term never written in lower case keeps its capitals when it has two or more;

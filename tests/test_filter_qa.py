@@ -55,7 +55,7 @@ def test_offline_filter_finds_the_right_documents(toy, embedder):
             if not d.evidence[s]:
                 continue
             assert why.startswith(("Kept, rank ", "Not kept, rank ")), why
-            assert ("support. Its " in why or "uncertain. Its " in why) and " closest passage" in why and "Closest passage [" in why
+            assert ("support. Its " in why or "uncertain. Its " in why) and " closest passage" in why and "Closest passage, p. " in why and "(evidence " in why
             assert "robust z" not in why and "rule z" not in why
             assert "0 = typical for this collection" in why
             sections = {e.evidence_id: e.section_path for e in d.evidence[s]}

@@ -106,7 +106,7 @@ def test_rows_below_the_similarity_floor_say_so():
                                  "eligible": 2}},
            "documents": [doc("d1", -0.2, 3, False), doc("d2", 9.0, 1, True), doc("d3", -0.4, 2, False)]}
     rows = {r["file"]: r for r in ranked_rows(raw)}
-    assert rows["d1.pdf"]["certainty"] == "sure: below the similarity floor"  # as the count line counts it
+    assert rows["d1.pdf"]["certainty"] == "sure: no passage close enough"  # as the count line counts it
     assert rows["d3.pdf"]["certainty"] == "sure" and rows["d2.pdf"]["certainty"] == "sure"
     # the caption under the table names those ranks, since the certainty column lies behind a scroll
     assert floor_ranks_words(ranked_rows(raw)) == "rank 3"

@@ -167,9 +167,9 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
     st.markdown(f"**{title}**")
     state.seed_widget(_wkey(prefix, "strategies"), cfg["strategies"])
     strategies = st.multiselect(
-        "Ways of finding the evidence",
+        "How to find each document's evidence (each way decides on its own)",
         STRATEGIES,
-        format_func=lambda s: STRATEGY_WORDS.get(s, s),
+        format_func=lambda s: STRATEGY_LABELS.get(s, s),
         key=_wkey(prefix, "strategies"),
         help="; ".join(STRATEGY_LABELS.values()) + ". The paper's names: tree traversal, semantic search (FAISS), "
         "hyper-edge matching; all = combined, every strategy's best passages in turn within a character budget; "
@@ -188,9 +188,10 @@ def render_filter_form(prefix: str, title: str, dm: Any = None) -> dict[str, Any
                           help="top-k: the passages each way hands over per document")
     with c2:
         state.seed_widget(_wkey(prefix, "gamma"), float(cfg["gamma"]))
-        gamma = st.slider("Weight of deep sections", 0.05, 1.0, step=0.05, key=_wkey(prefix, "gamma"),
-                          help="gamma, the depth decay: lower favours top-level sections over deeply nested ones; "
-                          "s(v,q) = w_type · cos · gamma^depth")
+        gamma = st.slider("How much sub-sections count (1 = as much as top-level ones)", 0.05, 1.0, step=0.05,
+                          key=_wkey(prefix, "gamma"),
+                          help="Lower values favour passages of top-level sections over those of deeply nested "
+                          "sub-sections. The paper's gamma, the depth decay: s(v,q) = w_type · cos · gamma^depth")
     out: dict[str, Any] = {"strategies": list(strategies), "decide_by": decide_by, "top_k": int(top_k),
                            "gamma": float(gamma)}
     with st.expander("Weight of headings, text, tables, figures, equations (type weights)"):
@@ -459,7 +460,7 @@ STRATEGIES_HELP = ("How many of the ways of finding evidence said yes (the docum
                    "way's cut only (its yes or no, and so this count, can change). Your review answer replaces that way's "
                    "decision, so applying answers changes this count too.")
 #: Label of the compact decision column.
-STRATEGIES_LABEL = "ways saying yes"
+STRATEGIES_LABEL = "kept by ways"
 
 
 def decision_cell(decisions: dict[str, Any], columns: list[str]) -> str:
@@ -499,6 +500,10 @@ def doc_title(records: dict[str, Any], doc_id: str, max_chars: int = 60) -> str:
     no longer in the workspace or without a title). ``records``: ``{doc_id: DocumentRecord}``."""
     return shorten(getattr(records.get(doc_id), "title", "") or "", max_chars)
 
+
+#: The certainty of a document ranked after all others because no passage of it is close enough in
+#: meaning to the condition (below the decider's similarity floor; a newcomer read "similarity floor" as jargon).
+FLOOR_WORDS = "sure: no passage close enough"
 
 #: What "sure" and "uncertain" mean (the certainty column's help and the caption under the tables).
 CERTAINTY_WORDS = ("\"sure\": the score is far from the cut, and a kept document both holds a passage close in "
@@ -544,17 +549,18 @@ def ranked_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
             row["certainty"] = "uncertain" if dec.get("uncertain") else "sure"
             if isinstance(n_eligible, int) and rank is not None and rank > n_eligible:
                 # ranked after every document with closer passages, whatever its score
-                row["certainty"] = "sure: below the similarity floor"  # counted with the sure drops
+                row["certainty"] = FLOOR_WORDS  # counted with the sure drops
         row.update({"rationale": doc_rationale(run, d), "doc_id": d.get("doc_id", "")})
         rows.append(row)
     return rows
 
 
 def floor_ranks_words(rows: list[dict[str, Any]]) -> str:
-    """Which rows of :func:`ranked_rows` lie below the similarity floor, in words
+    """Which rows of :func:`ranked_rows` have no passage close enough to the condition
+    (:data:`FLOOR_WORDS`, below the similarity floor), in words
     ("ranks 11-15", "rank 9", "ranks 3, 7-9"); ``""`` when none does."""
     ranks = sorted(int(r["rank"]) for r in rows
-                   if r.get("rank") is not None and str(r.get("certainty", "")).endswith("similarity floor"))
+                   if r.get("rank") is not None and r.get("certainty") == FLOOR_WORDS)
     if not ranks:
         return ""
     spans, start = [], ranks[0]

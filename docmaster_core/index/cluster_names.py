@@ -13,8 +13,10 @@ readable words only (:func:`terms_of`): words of 3+ letters and nothing else, no
 math-alphanumeric letter (U+1D400-U+1D7FF: the "𝐵", "𝑚" of equations gave names like
 "r𝐵𝑟, 𝑚new"), no part of a URL or e-mail address ("https", "www", "arxiv", "doi"), no
 lower-case word without a vowel ("ffl", a ligature's remains; "LLMs", an acronym, stays),
-no stop word (scikit-learn's English list) and no generic word of any document
-(:data:`GENERIC_WORDS`: "according", "takes", "extra", "shown", "paper", "figure"). A term
+no stop word (scikit-learn's English list), no generic word of any document
+(:data:`GENERIC_WORDS`: "according", "takes", "extra", "shown", "paper", "figure") and no
+function word of legal English or prefix cut off by a hyphen (:data:`FUNCTION_WORDS`:
+"thereof", "pursuant", "pre"). A term
 found in one passage only is
 not a name (``min_passages``): a name says what several passages share; and with four or
 more clusters a term found in most of them names none (``max_share``). Over a collection, a
@@ -41,7 +43,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["cluster_names", "representative_passages", "terms_of", "GENERIC_WORDS", "URL_WORDS", "NAMES_TOPIC"]
+__all__ = ["cluster_names", "representative_passages", "terms_of", "GENERIC_WORDS", "URL_WORDS", "FUNCTION_WORDS",
+           "NAMES_TOPIC"]
 
 #: Words of any document that say nothing about a topic: reporting and linking verbs,
 #: hedges, document furniture ("figure", "section"), ordinals. Added to scikit-learn's
@@ -63,6 +66,15 @@ significant significantly similar similarly simple simply small smaller specific
 suppose table tables take taken takes taking therefore thus total toward towards typically use used uses using usually
 various versus via way ways whether yes first second third fourth fifth last next
 """.split())
+#: Legal English's function words ("thereof", "hereunder", "pursuant": a contract topic was named "parties,
+#: arbitration, thereof" for a newcomer) and the bound prefixes a hyphen leaves alone ("pre-" of "pre-approved",
+#: "non-" of "non-exclusive": "items, future, pre"). Neither says what a topic is about.
+FUNCTION_WORDS = frozenset("""
+aforementioned aforesaid foregoing hereafter hereby herein hereinafter hereinabove hereinbelow hereof hereto
+heretofore hereunder herewith notwithstanding pursuant thereafter thereby therefor therefrom therein thereof thereon
+thereto theretofore thereunder therewith whereas whereby wherein whereof whereupon
+anti inter intra multi non pre semi sub
+""".split())
 #: Parts of web and e-mail addresses and of identifiers that name no topic.
 URL_WORDS = frozenset("http https www com org net edu gov html htm php pdf url doi arxiv preprint abs".split())
 
@@ -79,8 +91,8 @@ def terms_of(text: str | None, stop: frozenset | None = None, forms: dict | None
 
     Args:
         text: A passage.
-        stop: Terms to drop (default: scikit-learn's English stop words, :data:`GENERIC_WORDS`
-            and :data:`URL_WORDS`).
+        stop: Terms to drop (default: scikit-learn's English stop words, :data:`GENERIC_WORDS`,
+            :data:`URL_WORDS` and :data:`FUNCTION_WORDS`).
         forms: When given, ``{term: Counter of the ways it is written}`` is updated with each
             occurrence not in lower case ("ROFR", "Xplore").
     """
@@ -112,7 +124,7 @@ def _default_stop() -> frozenset:
     if _STOP is None:
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-        _STOP = frozenset(ENGLISH_STOP_WORDS) | GENERIC_WORDS | URL_WORDS
+        _STOP = frozenset(ENGLISH_STOP_WORDS) | GENERIC_WORDS | URL_WORDS | FUNCTION_WORDS
     return _STOP
 
 
