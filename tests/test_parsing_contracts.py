@@ -160,6 +160,22 @@ def test_real_filing_with_section_headings_and_page_break_notes():
     assert "Confidential Information has been omitted" not in text and "-18-" not in text
 
 
+def test_a_heading_stops_at_its_stop_before_a_sub_clause_label_or_a_sentence():
+    """Newcomer 15 read "9. Representations, Warranties, and Covenants. (a)" (cuad-080: the first sub-clause's
+    label bold with the title) and cuad-009 has "4.1.2 Phase I. Between the Effective Date and the Launch Date,
+    the" (a stop after a roman numeral taken for an initial): each heading ends at its stop, the rest is text."""
+    parsed = PyMuPDFParser().parse(_cuad("cuad-080"))
+    texts = [t for _, t in _titles(parsed)]
+    assert "9. Representations, Warranties, and Covenants" in texts, texts
+    assert not [t for t in texts if t.endswith("(a)")], texts
+    body = " ".join(e.text for e in parsed.elements if e.type != NodeType.TITLE)
+    assert "(a) Each Party represents, warrants and covenants" in body
+    titles = _titles(PyMuPDFParser().parse(_cuad("cuad-009")))
+    assert (3, "4.1.2 Phase I") in titles and (3, "4.1.3 Phase II") in titles, titles
+    body = " ".join(e.text for e in PyMuPDFParser().parse(_cuad("cuad-009")).elements if e.type != NodeType.TITLE)
+    assert "Between the Effective Date and the Launch Date, the Parties shall perform" in body
+
+
 def test_real_contract_with_numbers_beside_titles():
     parsed = PyMuPDFParser().parse(_cuad("cuad-137"))
     numbered = [t for lv, t in _titles(parsed) if lv == 1 and t[:1].isdigit()]

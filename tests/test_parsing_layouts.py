@@ -455,3 +455,18 @@ def test_a_caption_whose_side_holds_one_line_takes_no_other_tables_rows():
     assert "Fine Tuning" in cells["Table 2"] and "Fine Tuning" not in cells["Table 1"]
     if parsed.metadata.get("layout_pages") is not None and any(p["page"] == 4 for p in parsed.metadata["layout_pages"]):
         assert "NC-RAPT" in cells["Table 1"]  # the model's rows (when the layout model is installed)
+
+
+@pytest.mark.skipif(not (CORPUS / "1810.04805_bert.pdf").is_file(), reason="../shared corpus (BERT) not present")
+def test_a_full_width_captions_broken_last_word_goes_on_in_the_column_below():
+    """BERT's Figure 2 caption spans both columns and breaks "the segmenta-" at its line end; its last line
+    ("tion embeddings and the position embeddings.") sits in the left column and was read as a paragraph of
+    its own. It is the caption's, and a bound suffix ("tion") joins the broken word whole."""
+    from docmaster_core.parsing.base import join_lines
+
+    parsed = _parse(CORPUS / "1810.04805_bert.pdf")
+    fig = [e for e in parsed.elements if e.type == NodeType.IMAGE and "BERT input representation" in e.text]
+    assert fig and fig[0].text.rstrip().endswith("the segmentation embeddings and the position embeddings."), fig
+    assert not [e for e in parsed.elements if e.text.startswith("tion embeddings")]
+    assert join_lines(["the align-", "ment of the two"]) == "the alignment of the two"
+    assert join_lines(["a self-", "supervised model"]) == "a self-supervised model"  # no suffix: the hyphen stays

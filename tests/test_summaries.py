@@ -232,3 +232,30 @@ def test_an_address_abbreviation_ends_no_sentence():
     assert split_sentences(text) == [
         "This Agreement is made by Bunker One, with offices at 1 St. Francis Street, Mobile, AL 36602, and "
         "Vertex Energy, 1331 Gemini Ave. Suite 250, Houston.", "The parties agree as follows.", "See Fig. 2 below."]
+
+
+
+@pytest.mark.parametrize("prefix", ["cuad-009", "cuad-080", "cuad-158"])
+def test_a_contracts_gist_is_not_the_sentence_naming_its_parties(embedder, prefix):
+    """Newcomer 15 read a contract's ROOT summary made of "... referred to individually as a "Party" and
+    collectively as the "Parties"" (cuad-009, cuad-080, cuad-158 among 9 of the 59 public contracts): a sentence
+    that only names the parties says nothing about the contract. The opening sentence that makes the agreement
+    and names its parties on the way is no such sentence."""
+    from docmaster_core.parsing import PyMuPDFParser
+    from docmaster_core.tree.build import build_tree as build
+    from docmaster_core.tree.summaries import is_party_boilerplate
+
+    hits = sorted((SHARED / "corpus" / "cuad" / "pdf").glob(f"{prefix}_*.pdf"))
+    if not hits:
+        pytest.skip(f"{prefix} not in ../shared/corpus/cuad")
+    tree = build(PyMuPDFParser().parse(hits[0]), "d")
+    summarize_tree(tree, OfflineLLM(embedder))
+    root = tree.nodes[0].summary
+    assert root and not any(is_party_boilerplate(s) for s in split_sentences(root)), root
+    assert "referred to" not in root, root
+    assert is_party_boilerplate('Each of Customer and Kubient may be referred to herein individually as a "Party" and '
+                              'collectively as the "Parties".')
+    assert not is_party_boilerplate('This Agreement is entered into by and between ACSI and Company (each referred to '
+                                  'as a "Party").')
+    assert not is_party_boilerplate("Each Party shall indemnify the other Party against all claims from its breach.")
+    assert is_party_boilerplate("ACSI and Company agree as follows:")

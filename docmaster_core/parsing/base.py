@@ -150,11 +150,18 @@ _BROKEN_START = re.compile(r"^([A-Za-z]+)")
 _NUMBER_START = re.compile(r"^\d+(?:\b|[A-Za-z])")
 
 
+# word endings that never stand alone nor begin the second part of a compound: a line starting with one goes on
+# with the word broken at the line end before it
+_BOUND_SUFFIX = re.compile(r"(?:a|i)?tions?|sions?|ments?|ness(?:es)?|it(?:y|ies)|[ae]nces?|ous(?:ly)?|ive(?:ly|s)?"
+                           r"|ical(?:ly)?|i[sz](?:ed|es|ing|ation)")
+
+
 def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None = None) -> str:
     """Lines of one paragraph or title joined by spaces; a word broken at a line-end hyphen
     ("AB-" / "STRACTION") is joined whole when ``vocabulary()`` (lower-case words the
     document uses elsewhere, asked for only when a line ends so) holds the whole word
-    ("abstraction"), else kept hyphenated without the space ("TREC-" / "COVID" gives
+    ("abstraction") or the piece after the break is a bound suffix ("segmenta-" / "tion": no
+    word begins so), else kept hyphenated without the space ("TREC-" / "COVID" gives
     "TREC-COVID", a compound; a suspended "pre- and post-" stays as it is, the next line
     starting with no letter run joined to it); a name broken before its number ("ResNet-" /
     "34") is joined keeping the hyphen. Without ``vocabulary`` every broken word keeps its
@@ -173,7 +180,9 @@ def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None =
             out += t
         elif out and m and n and t.split()[0].lower() not in ("and", "or", "to"):
             whole = (m.group(1) + n.group(1)).lower()
-            joined = vocabulary is not None and whole in vocabulary()
+            # ... or when the piece after the break is a suffix no word or compound begins with ("segmenta-" /
+            # "tion embeddings", "align-" / "ment")
+            joined = (vocabulary is not None and whole in vocabulary()) or _BOUND_SUFFIX.fullmatch(n.group(1)) is not None
             out = (out[:-1] if joined else out) + t
         else:
             out = f"{out} {t}" if out else t

@@ -7,7 +7,9 @@ row and first rows, since sentence centrality means nothing for table rows). The
 from their children's summaries with :meth:`LLM.summarize_section`; ROOT from the
 abstract, else a headless abstract, else the introduction, else the first body section
 (:func:`root_sources`), never from author lists, e-mail addresses, affiliations,
-copyright lines or a table of contents. Every node ends
+copyright lines or a table of contents, nor from a contract's sentence that only names its
+parties ("... referred to individually as a "Party" and collectively as the "Parties"",
+:func:`is_party_boilerplate`). Every node ends
 with a non-empty summary (fallback: the title text, or "<type> on page N").
 
 On the OpenAI path the calls of one level run on up to ``llm.max_concurrency``
@@ -23,7 +25,7 @@ from typing import Any, Callable, Literal, Sequence
 from ..errors import LLMError
 from ..model import DocumentTree, Node, NodeType
 from ..protocols import LLM
-from ..text.words import count_words, normalize_ws, truncate_words
+from ..text.words import count_words, normalize_ws, split_sentences, truncate_words
 
 __all__ = ["summarize_tree", "leaf_text", "table_summary", "root_sources", "is_front_junk"]
 
@@ -114,6 +116,53 @@ def is_front_junk(text: str) -> bool:
     return not re.search(r"[a-z]{2,}[.!?]", t)
 
 
+# a contract's sentence that only says how its parties are called: "... may be referred to herein individually as a
+# "Party" and collectively as the "Parties"", "... are hereinafter sometimes referred to as a Party or jointly as Parties"
+_PARTY_TERMS = re.compile(r"\b(?:referred to|known|called|designated)\b[^.;]{0,80}\bas\b[^.;]{0,12}[\"“”']?\s*"
+                          r"part(?:y|ies)\b", re.IGNORECASE)
+# ... but not the opening sentence that makes the agreement and names its parties on the way ("This Agreement is
+# entered into by and between A and B (each a "Party")")
+_MAKES_AGREEMENT = re.compile(r"\b(?:entered into|made and entered|is made|are made|dated as of|effective as of)\b",
+                              re.IGNORECASE)
+
+
+# "... the parties agree as follows:", "ACSI and Company agree as follows:" (the words before the first clause)
+_AGREE_AS_FOLLOWS = re.compile(r"\bagrees? as follows\W*$", re.IGNORECASE)
+
+
+def is_party_boilerplate(sentence: str) -> bool:
+    """True for a sentence that defines what a contract's parties are called and says nothing
+    else ("ACSI and Company are sometimes referred to collectively herein as the "Parties" and
+    individually as a "Party."", at most 40 words), or that only leads into the clauses ("ACSI
+    and Company agree as follows:", at most 12 words): it names no subject of the document, so it
+    is no document summary (newcomer 15 read one as a contract's gist)."""
+    t = normalize_ws(sentence)
+    if not t:
+        return False
+    if count_words(t) <= 12 and _AGREE_AS_FOLLOWS.search(t):
+        return True
+    return count_words(t) <= 40 and bool(_PARTY_TERMS.search(t)) and not _MAKES_AGREEMENT.search(t)
+
+
+def _without_party_names(node: Node, max_words: int) -> str:
+    """A ROOT source's summary with the sentences of :func:`is_party_boilerplate` left out; when
+    nothing else is left (a preamble summarised by its "referred to as a "Party"" sentence), its
+    first other sentences up to ``max_words`` words ("This Master Services Agreement ... is entered
+    into by ..."); ``""`` when it has none."""
+    sents = split_sentences(node.summary)
+    kept = [x for x in sents if not is_party_boilerplate(x)]
+    if len(kept) == len(sents) or kept:
+        return node.summary if len(kept) == len(sents) else " ".join(kept)
+    lead: list[str] = []
+    for x in split_sentences(leaf_text(node)):
+        if is_party_boilerplate(x):
+            continue
+        if lead and count_words(" ".join(lead + [x])) > max_words:
+            break
+        lead.append(x)
+    return truncate_words(" ".join(lead), max_words)
+
+
 def root_sources(tree: DocumentTree) -> list[int]:
     """Nodes whose summaries make the ROOT summary (DocMaster: the document's gist).
 
@@ -121,7 +170,8 @@ def root_sources(tree: DocumentTree) -> list[int]:
     footnotes or captions): the abstract (a section named Abstract / Summary /
     Executive summary / Highlights); else prose TEXT directly under ROOT (an abstract
     without a heading), skipping author blocks, e-mail addresses, affiliations,
-    copyright lines and tables of contents (:func:`is_front_junk`); else the
+    copyright lines, tables of contents (:func:`is_front_junk`) and paragraphs that only
+    name a contract's parties (:func:`is_party_boilerplate`); else the
     introduction (Introduction / Overview / About this manual); else the first body
     section (not a table of contents, front or back matter). Falls back to all ROOT
     children that are not junk, then to all of them.
@@ -137,8 +187,8 @@ def root_sources(tree: DocumentTree) -> list[int]:
         n = nodes[c]
         if (n.extra or {}).get("role") in ("footnote", "caption", "signature"):
             return False
-        if n.type == NodeType.TEXT:
-            return not is_front_junk(n.content)
+        if n.type == NodeType.TEXT:  # (a paragraph that only names the parties is no gist either)
+            return not is_front_junk(n.content) and not all(map(is_party_boilerplate, split_sentences(n.content)))
         return n.type == NodeType.TITLE and not is_front_junk(n.summary or "")
 
     def good_children(n: Node, limit: int = 8) -> list[int]:
@@ -302,7 +352,11 @@ def summarize_tree(
                 src = root_sources(tree)
             else:  # a signature block is not what a section says
                 src = [c for c in n.children if (nodes[c].extra or {}).get("role") != "signature"] or n.children
-            kids = [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
+            if n.type == NodeType.ROOT:  # (without the sentences that only name a contract's parties)
+                kids = [k for k in (_without_party_names(nodes[c], max_leaf_words) for c in src) if normalize_ws(k)] \
+                    or [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
+            else:
+                kids = [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
             if not kids:
                 n.summary = title
                 continue

@@ -51,6 +51,10 @@ _NUMBERED_RE = re.compile(
     r"\s+(?P<rest>\S.*)$"
 )
 # "Term.  The term of ..." -> title "Term" (a dot inside a word, "Amazon.com", does not end it)
+# ... also where the title ends in a roman numeral after a word that numbers stages or parts ("Phase I.
+# Between ...", "Part V. The ..."), which the rule above takes for an initial ("J. Smith")
+_RUNIN_ROMAN = (r"^(?P<title>[^.:;]{0,60}\b(?:Phase|Part|Stage|Step|Tier|Level|Round|Option|Class|Type|Series|Title)"
+                r"\s+[IVX])\.\s+(?P<body>\S.*)$")
 _RUNIN = r"^(?P<title>(?:[^.:;]|\.(?=\S)|(?<=\b[A-Z])\.){2,90}?)(?<!\b[A-Z])[.:]\s+(?P<body>\S.*)$"
 # a sentence ends inside: ". The" but not "U.S. Foreign", "Co. Ltd"
 _SENTENCE_INSIDE = re.compile(r"(?<!\b[A-Z])(?<!\bInc)(?<!\bCo)(?<!\bNo)(?<!\bLtd)[.!?]\s+\S")
@@ -286,7 +290,7 @@ def _candidate(l: Line, nxt: Line | None, col_right: float) -> _Cand | None:
     # "4. Transportation route, time and relevant rules", "3. Freight and payment method:"), unless the
     # line goes on below; a run of them with no text between is a list (:func:`_drop_lists_of_titles`)
     own_line = rest.rstrip(".:")
-    rm = re.match(_RUNIN, rest)
+    rm = re.match(_RUNIN, rest) or re.match(_RUNIN_ROMAN, rest)
     if rm and (title_like(rm.group("title"), 8) or (sentence_ok and sentence_case_title(rm.group("title")))) \
             and not rm.group("title").startswith("("):
         return _Cand(l, "runin", "", num, clean_text(f"{num} {rm.group('title')}"), chars=_end_of(l, rm.group("title")))

@@ -46,6 +46,10 @@ def _title_like(t: str) -> bool:
     return bool(words) and all(w[:1].isupper() for w in words)
 
 
+# a sub-clause label after a heading's stop, at the end of a styled run-in prefix: ". (a)", ": (i)", ". 1."
+_SUBCLAUSE_TAIL = re.compile(r"[.:]\s+(?:\((?:[a-z]{1,2}|[ivx]{1,4}|\d{1,2})\)|[a-z]\.|\d{1,2}\.)$")
+
+
 def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
     """Decide heading lines from numbering and font size/weight (SPEC F1).
 
@@ -166,6 +170,11 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
                     hn = heading_numbering(bp)
                     if need_punct and not bp.endswith((":", ".")):
                         continue
+                    # "9. Representations, Warranties, and Covenants. (a)": the first sub-clause's label, set in
+                    # bold with the title, opens the body, not the heading
+                    sub = _SUBCLAUSE_TAIL.search(bp)
+                    if sub:
+                        bp = bp[:sub.start() + 1]
                     if hn is not None and 2 <= len(hn[1]) <= 100 and len(bp) < len(l.text.strip()) and len(bp.split()) <= 14:
                         runin = bp
                         break

@@ -12,6 +12,10 @@ from ..base import SENTENCE_END_RE, heading_numbering, is_caption
 from .common import EQNUM_RE, MATH_CHARS, Line, overlap_x, PageInfo
 
 
+# a line ending in a word broken by a hyphen ("the segmenta-"): the next line goes on with it
+_BROKEN_WORD_END = re.compile(r"[a-z]-$")
+
+
 def mark_captions(p: PageInfo, body: float) -> None:
     gid = 0
     lines = p.lines
@@ -42,8 +46,11 @@ def mark_captions(p: PageInfo, body: float) -> None:
         # continuation lines: same block, same column, directly below, same size
         last = l
         for q in lines[i + 1:]:
-            if q.role or q.col != l.col:
+            if q.role:
                 continue
+            if q.col != l.col and not (-1 in (q.col, l.col) and _BROKEN_WORD_END.search(last.text)
+                                       and q.text[:1].islower()):
+                continue  # (a full-width caption's word broken at its line end goes on in a column: BERT's Fig. 2)
             if q.y0 < last.y1 - 0.5 * min(q.h, last.h):
                 continue  # on the caption's own row
             if q.block == l.block and q.y0 - last.y1 < 0.8 * max(l.size, 4) and abs(q.size - l.size) < 1.0 \
