@@ -530,4 +530,8 @@ def test_question_frame_words_the_document_never_uses_do_not_decide_not_found():
     assert not verdict(profile_question("What insurance must the developer carry?"), bg, passages).found
     # a document that does use the qualifier still has it weighed: it is no stop word
     assert "total" in profile_question("What were the total net sales in 2022?").terms
+    # the asker's name for the document itself ("their *deal*", "the *contract*") over an "Agreement" (own 12)
+    for q in ("What is the fee of their deal?", "What is the fee under the contract?"):
+        assert verdict(profile_question(q), bg, passages).found, q
+    assert not verdict(profile_question("What insurance must the developer carry under the deal?"), bg, passages).found
 

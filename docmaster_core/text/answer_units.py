@@ -65,6 +65,9 @@ nobody anybody anyone someone somebody everyone everybody something anything eve
 # words that qualify what is asked ("the *total* fee") but never carry it: a document that never uses
 # them may still answer (its fee clause gives the one fee); a document that does use them is preferred
 _QUALIFIERS = {"total", "overall", "full", "exact", "precise", "actual", "initial"}
+#: The asker's names for the document itself ("under their co-branding *deal*"): a contract that calls itself an
+#: "Agreement" answers a question about the deal all the same.
+_DOCUMENT_KIND_WORDS = {"deal", "deals", "contract", "contracts", "pact", "arrangement", "arrangements"}
 
 _NUMBER_Q = re.compile(
     r"^(?:how (?:many|much|long|soon|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
@@ -921,7 +924,8 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
 
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
     (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee; the verb of "until
-    what date does it *run*") are left out of the question's terms first.
+    what date does it *run*"; the asker's name for the document, ``_DOCUMENT_KIND_WORDS``: "their
+    co-branding *deal*" over an "Agreement") are left out of the question's terms first.
 
     Args:
         profile: The question.
@@ -932,7 +936,7 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if not terms:
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     own = askers_words(profile, bg, passage_texts) + [
-        t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _QUALIFIERS or (
+        t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _QUALIFIERS | _DOCUMENT_KIND_WORDS or (
             is_lay_word(profile.words.get(t, t)) and _rare_in_collection(bg, t)) or (
             _UNTIL_Q.search(profile.text) and (_DURATION_VERBS.fullmatch(profile.words.get(t, t))
                                               or _END_VERBS.fullmatch(profile.words.get(t, t)))))]
