@@ -15,7 +15,9 @@ seconds from the click / key press until the app's rerun has finished in the bro
   one step back (a cached parameter set);
 * Filter: for each condition, entering it and clicking "Run filter with A and B" until
   both per-document decision tables (one row per workspace document) are drawn; the
-  first after ``--pause`` seconds on the page (default 0), as a person reads and types.
+  first after ``--pause`` seconds on the page (default 0), as a person reads and types;
+  then the Filter page opened twice in a fresh run, drawing the stored runs' tables (a
+  reopened demo).
 
 The app writes to the workspace (indexes per parameter set, filter runs, 2-D layouts,
 LLM cache): pass ``--copy`` to benchmark a temporary copy and leave it untouched.
@@ -233,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append({"condition": cond, "seconds": round(dt, 3), "tables_ok": ok})
                 check(f"filter {cond[:30]}")
             res["filter"] = {"runs": runs, "summary": _summary([r["seconds"] for r in runs])}
+            # a reopened Filter page draws the stored runs' tables (the demo after a reload): first paint
+            reopen = [open_page(page, f"{url}/filter") for _ in range(2)]
+            res["filter_reopen"] = {"each": [round(x, 3) for x in reopen],
+                                    "tables_ok": decision_tables_ready(page, n_docs)}
+            check("filter reopened")
             print(json.dumps({k: res[k] for k in ("page_load", "clusters_choose_doc", "clusters_slider", "filter")}),
                   file=sys.stderr, flush=True)
             if args.shots:
@@ -271,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in res["filter"]["runs"]:
         rows.append((f"filter A+B: {r['condition'][:45]}", r["seconds"], "goal < 5 s" + ("" if r["tables_ok"] else " TABLES MISSING")))
     rows.append(("filter A+B: median", res["filter"]["summary"]["median"], "goal < 5 s"))
+    for i, v in enumerate(res["filter_reopen"]["each"], 1):
+        rows.append((f"page load filter, stored runs ({i})", v,
+                     "goal < 2 s" + ("" if res["filter_reopen"]["tables_ok"] else " TABLES MISSING")))
     w = max(len(r[0]) for r in rows)
     print(f"{'interaction':<{w}}  {'seconds':>8}")
     for name, v, note in rows:

@@ -259,3 +259,27 @@ def test_a_contracts_gist_is_not_the_sentence_naming_its_parties(embedder, prefi
                                   'as a "Party").')
     assert not is_party_boilerplate("Each Party shall indemnify the other Party against all claims from its breach.")
     assert is_party_boilerplate("ACSI and Company agree as follows:")
+
+
+@pytest.mark.parametrize("prefix", ["cuad-094", "cuad-147"])
+def test_no_summary_quotes_a_redaction_note_or_a_signature_line(embedder, prefix):
+    """Issue 34: cuad-094's section summaries quoted "Certain information on this page has been omitted and
+    filed separately with the Commission." (a note inside its paragraphs), cuad-147's "IN WITNESS WHEREOF, THE
+    PARTIES HERETO HAVE HERE..."; a summary says what a section says, never its filing furniture."""
+    import re
+
+    from docmaster_core.parsing import PyMuPDFParser
+    from docmaster_core.tree.build import build_tree as build
+    from docmaster_core.tree.summaries import without_furniture
+
+    hits = sorted((SHARED / "corpus" / "cuad" / "pdf").glob(f"{prefix}_*.pdf"))
+    if not hits:
+        pytest.skip(f"{prefix} not in ../shared/corpus/cuad")
+    tree = build(PyMuPDFParser().parse(hits[0]), "d")
+    summarize_tree(tree, OfflineLLM(embedder))
+    junk = re.compile(r"omitted and filed separately|IN WITNESS WHEREOF|(?:^|\s)By\s*:\s|/s/")
+    bad = [n.summary for n in tree.nodes if n.type in (NodeType.ROOT, NodeType.TITLE) and junk.search(n.summary)]
+    assert not bad, bad
+    assert without_furniture("The fee is due monthly. Certain information on this page has been omitted and filed "
+                             "separately with the Commission.") == "The fee is due monthly."
+    assert without_furniture("IN WITNESS WHEREOF, the parties have signed. By: ____ Name: Jane Doe") == ""

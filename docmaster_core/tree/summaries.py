@@ -1,7 +1,8 @@
 """Bottom-up node summaries of a document tree (SPEC F2, DocMaster Sec. 2.2).
 
 Leaves first: TEXT, TABLE, IMAGE and EQUATION nodes are summarised from their own
-content (content of at most ``max_leaf_words`` words is its own summary, no LLM
+content (a paragraph's redaction notes and signature lines left out, :func:`without_furniture`;
+content of at most ``max_leaf_words`` words is its own summary, no LLM
 call; with the offline backend a long table is summarised by its caption, header
 row and first rows, since sentence centrality means nothing for table rows). Then TITLE nodes from the deepest level up, and finally ROOT, are summarised
 from their children's summaries with :meth:`LLM.summarize_section`; ROOT from the
@@ -144,17 +145,41 @@ def is_party_boilerplate(sentence: str) -> bool:
     return count_words(t) <= 40 and bool(_PARTY_TERMS.search(t)) and not _MAKES_AGREEMENT.search(t)
 
 
+# a filing's redaction note inside a paragraph ("*Certain information on this page has been omitted and filed
+# separately with the Commission."), wherever the sentence splitter puts its start
+_REDACTION_NOTE = re.compile(r"[*\[\]]*\s*\b(?:Certain|Confidential|Portions|Information)\b[^.]{0,160}?"
+                             r"(?:omitted and filed separately|confidential treatment (?:has been |was )?requested)[^.]*\.?",
+                             re.IGNORECASE)
+# ... and the signature block's opening and its fields
+_SIGNATURE = re.compile(r"\bIN WITNESS WHEREOF\b|(?:^|\s)(?:By|Name|Title|Its)\s*:\s*_{3,}|(?:^|\s)/s/")
+
+
+def has_furniture(text: str) -> bool:
+    """True when ``text`` holds a redaction note or a signature line (:func:`without_furniture`)."""
+    return bool(_REDACTION_NOTE.search(text or "") or _SIGNATURE.search(text or ""))
+
+
+def without_furniture(text: str) -> str:
+    """``text`` without a filing's redaction notes and without its sentences that belong to a
+    signature block ("IN WITNESS WHEREOF ...", a blank field "By: ____", "/s/ Jane Doe"), which
+    say nothing a summary should; ``""`` when nothing else is left."""
+    t = normalize_ws(_REDACTION_NOTE.sub(" ", text or ""))
+    return " ".join(x for x in split_sentences(t) if not _SIGNATURE.search(x))
+
+
 def _without_party_names(node: Node, max_words: int) -> str:
-    """A ROOT source's summary with the sentences of :func:`is_party_boilerplate` left out; when
+    """A ROOT source's summary with the sentences of :func:`is_party_boilerplate` and the filing
+    furniture (:func:`without_furniture`) left out; when
     nothing else is left (a preamble summarised by its "referred to as a "Party"" sentence), its
     first other sentences up to ``max_words`` words ("This Master Services Agreement ... is entered
     into by ..."); ``""`` when it has none."""
-    sents = split_sentences(node.summary)
+    furniture = has_furniture(node.summary)
+    sents = split_sentences(without_furniture(node.summary) if furniture else node.summary)
     kept = [x for x in sents if not is_party_boilerplate(x)]
-    if len(kept) == len(sents) or kept:
-        return node.summary if len(kept) == len(sents) else " ".join(kept)
+    if kept:  # (unchanged when nothing was left out)
+        return node.summary if not furniture and len(kept) == len(sents) else " ".join(kept)
     lead: list[str] = []
-    for x in split_sentences(leaf_text(node)):
+    for x in split_sentences(without_furniture(leaf_text(node))):
         if is_party_boilerplate(x):
             continue
         if lead and count_words(" ".join(lead + [x])) > max_words:
@@ -316,6 +341,8 @@ def summarize_tree(
         if not n.type.is_content:
             continue
         text = leaf_text(n)
+        if n.type == NodeType.TEXT and has_furniture(text):
+            text = without_furniture(text) or text
         if not text:
             n.summary = _label(tree, n)
         elif count_words(text) <= max_leaf_words:
@@ -355,8 +382,8 @@ def summarize_tree(
             if n.type == NodeType.ROOT:  # (without the sentences that only name a contract's parties)
                 kids = [k for k in (_without_party_names(nodes[c], max_leaf_words) for c in src) if normalize_ws(k)] \
                     or [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
-            else:
-                kids = [nodes[c].summary for c in src if normalize_ws(nodes[c].summary)]
+            else:  # (a child that is all filing furniture says nothing: a section of signatures has its title)
+                kids = [nodes[c].summary for c in src if without_furniture(nodes[c].summary)]
             if not kids:
                 n.summary = title
                 continue
