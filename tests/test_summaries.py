@@ -277,7 +277,8 @@ def test_no_summary_quotes_a_redaction_note_or_a_signature_line(embedder, prefix
         pytest.skip(f"{prefix} not in ../shared/corpus/cuad")
     tree = build(PyMuPDFParser().parse(hits[0]), "d")
     summarize_tree(tree, OfflineLLM(embedder))
-    junk = re.compile(r"omitted and filed separately|IN WITNESS WHEREOF|(?:^|\s)By\s*:\s|/s/")
+    junk = re.compile(r"omitted and filed separately|onfidential treatment has been requested|IN WITNESS WHEREOF"
+                      r"|(?:^|\s)By\s*:\s|/s/")
     bad = [n.summary for n in tree.nodes if n.type in (NodeType.ROOT, NodeType.TITLE) and junk.search(n.summary)]
     assert not bad, bad
     assert without_furniture("The fee is due monthly. Certain information on this page has been omitted and filed "

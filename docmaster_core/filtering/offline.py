@@ -359,7 +359,8 @@ def readable_rationale(kept: bool, score: float, thr: float, rank: int, n: int, 
         out += (f" Its passages are only weakly similar to the condition (average similarity {weak[0]:.2f}, "
                 f"needed {weak[1]:g}), so it ranks after every document with closer passages.")
     # the page first, the evidence id after it in words ("[T2] p.5" read as a code to a newcomer)
-    return out + f" Closest passage, p. {best.page} (evidence {best.evidence_id}): \"{_quoted_sentence(best.text, hits)}\""
+    return out + (f" Closest passage, p. {best.page} (evidence {best.evidence_id}): "
+                  f"\"{_quoted_sentence(best.text, hits)}\"")
 
 
 def _quoted_sentence(text: str, hits: Sequence[str], max_words: int = 40) -> str:

@@ -182,7 +182,8 @@ def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None =
             whole = (m.group(1) + n.group(1)).lower()
             # ... or when the piece after the break is a suffix no word or compound begins with ("segmenta-" /
             # "tion embeddings", "align-" / "ment")
-            joined = (vocabulary is not None and whole in vocabulary()) or _BOUND_SUFFIX.fullmatch(n.group(1)) is not None
+            joined = (vocabulary is not None and whole in vocabulary()) \
+                or _BOUND_SUFFIX.fullmatch(n.group(1)) is not None
             out = (out[:-1] if joined else out) + t
         else:
             out = f"{out} {t}" if out else t

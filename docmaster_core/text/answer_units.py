@@ -68,6 +68,7 @@ _QUALIFIERS = {"total", "overall", "full", "exact", "precise", "actual", "initia
 #: The asker's names for the document itself ("under their co-branding *deal*"): a contract that calls itself an
 #: "Agreement" answers a question about the deal all the same.
 _DOCUMENT_KIND_WORDS = {"deal", "deals", "contract", "contracts", "pact", "arrangement", "arrangements"}
+_ASKERS_FRAME_WORDS = _QUALIFIERS | _DOCUMENT_KIND_WORDS
 
 _NUMBER_Q = re.compile(
     r"^(?:how (?:many|much|long|soon|fast|large|big|old|often|far|high|low|deep|wide)\b|in what year\b|when\b|"
@@ -936,7 +937,7 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if not terms:
         return Verdict(True, "the question has no content term to check", 1.0, 1.0, [])
     own = askers_words(profile, bg, passage_texts) + [
-        t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _QUALIFIERS | _DOCUMENT_KIND_WORDS or (
+        t for t in terms if not bg.has(t) and (profile.words.get(t, t).lower() in _ASKERS_FRAME_WORDS or (
             is_lay_word(profile.words.get(t, t)) and _rare_in_collection(bg, t)) or (
             _UNTIL_Q.search(profile.text) and (_DURATION_VERBS.fullmatch(profile.words.get(t, t))
                                               or _END_VERBS.fullmatch(profile.words.get(t, t)))))]
@@ -1029,7 +1030,8 @@ def refers_back(units: Sequence[str], owner: Sequence[int], i: int) -> bool:
 
 
 def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[str], cosine: np.ndarray,
-                      owner: Sequence[int] | None = None, min_cos: float | None = None) -> np.ndarray:
+                      owner: Sequence[int] | None = None, min_cos: float | None = None,
+                      relative_coverage: float | None = None) -> np.ndarray:
     """Order answer sentences by support: ``0.3 cos + 0.45 coverage + 0.25 type`` plus
     ``0.15 * (1 - passage rank / passages)`` (the passages come best first), with term
     weights from the sentences themselves (their own background).
@@ -1048,6 +1050,11 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
             half of the question's term weight (or, for a hardware question, naming
             hardware) are returned (a table row only when it shares a term with the
             question itself).
+        relative_coverage: When given, only units covering at least this share of the best
+            unit's term coverage are returned (the best always): a sentence that holds none of
+            the question's terms while the best does ("Agreement made ... Between:
+            Co-Diagnostics, Inc. ...", which holds only the names the question was routed by) is
+            not quoted beside it.
 
     Returns:
         int64 (m,) unit indices, best first (m = n without ``min_cos``).
@@ -1087,4 +1094,7 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
             own_cov = score_units(profile, units, node_types, Background(max(n, 1), df)).coverage
             ok &= ~is_row | (own_cov > 0)
         order = order[ok[order]]
+    if relative_coverage is not None and order.size:
+        best = float(sc.coverage[order[0]])
+        order = order[(sc.coverage[order] >= relative_coverage * best) | (np.arange(order.size) == 0)]
     return order

@@ -117,8 +117,9 @@ def is_front_junk(text: str) -> bool:
     return not re.search(r"[a-z]{2,}[.!?]", t)
 
 
-# a contract's sentence that only says how its parties are called: "... may be referred to herein individually as a
-# "Party" and collectively as the "Parties"", "... are hereinafter sometimes referred to as a Party or jointly as Parties"
+# a contract's sentence that only says how its parties are called: "... may be referred to herein individually as
+# a "Party" and collectively as the "Parties"", "... are hereinafter sometimes referred to as a Party or jointly as
+# Parties"
 _PARTY_TERMS = re.compile(r"\b(?:referred to|known|called|designated)\b[^.;]{0,80}\bas\b[^.;]{0,12}[\"“”']?\s*"
                           r"part(?:y|ies)\b", re.IGNORECASE)
 # ... but not the opening sentence that makes the agreement and names its parties on the way ("This Agreement is
@@ -147,9 +148,9 @@ def is_party_boilerplate(sentence: str) -> bool:
 
 # a filing's redaction note inside a paragraph ("*Certain information on this page has been omitted and filed
 # separately with the Commission."), wherever the sentence splitter puts its start
-_REDACTION_NOTE = re.compile(r"[*\[\]]*\s*\b(?:Certain|Confidential|Portions|Information)\b[^.]{0,160}?"
-                             r"(?:omitted and filed separately|confidential treatment (?:has been |was )?requested)[^.]*\.?",
-                             re.IGNORECASE)
+_REDACTION_NOTE = re.compile(r"[*\[\]]*\s*(?:\b(?:Certain|Confidential|Portions|Information)\b[^.]{0,160}?"
+                             r"omitted and filed separately|\bconfidential treatment (?:has been |was |is )?requested)"
+                             r"[^.]*\.?", re.IGNORECASE)
 # ... and the signature block's opening and its fields
 _SIGNATURE = re.compile(r"\bIN WITNESS WHEREOF\b|(?:^|\s)(?:By|Name|Title|Its)\s*:\s*_{3,}|(?:^|\s)/s/")
 
