@@ -509,3 +509,22 @@ def test_what_a_sentence_ending_in_a_colon_announces_is_quoted_once(llm):
     lead = "The table below shows ResNet-50 accuracy with different MoCo momentum values used in pre-training:"
     a = llm.answer("What accuracy does MoCo reach with momentum 0.999?", [ev(1, line), ev(2, lead + "\n\n" + line)])
     assert a.text.count("55.2 57.8 59.0 58.9") == 1, a.text
+
+
+def test_an_answer_quotes_no_sentence_of_another_passage_that_holds_none_of_the_question_terms(llm):
+    """Newcomer 15 (and own 12): "How much notice ... to end the Co-Diagnostics and PreCheck Health distribution
+    deal early without cause?" was answered "EXHIBIT 99.2 Agreement made this 19th day of March, 2020 Between: ...
+    [the parties]" first (reading order), then the notice clause, then an assignment clause: sentences of other
+    passages that share none of the question's terms (the names had routed the question) are no answer beside the
+    clause that holds them; a neighbour in the best sentence's own passage may still be."""
+    ev = [Evidence("E1", "d", 5, "semantic", 0.7, "EXHIBIT 99.2 Agreement made this 19th day of March, 2020 Between: "
+                   "Principal Inc. and Distributor Inc.", page=1, section_path=[]),
+          Evidence("E2", "d", 20, "semantic", 0.6, "10. This Agreement shall be in effect until March 18, 2021, unless "
+                   "sooner terminated by either party upon (30) days written notice, without cause. The Term may be "
+                   "renewed for 12 months.", page=2, section_path=["10"]),
+          Evidence("E3", "d", 30, "semantic", 0.5, "15. This Agreement shall not be assigned by the Distributor "
+                   "before the 1st day of each year.", page=3, section_path=["15"])]
+    ans = llm.answer("How much written notice ends it early without cause?", ev)
+    assert ans.text.startswith("10. This Agreement shall be in effect until March 18, 2021"), ans.text
+    assert {c.evidence_id for c in ans.citations} == {"E2"}, ans.text
+    assert "renewed for 12 months" in ans.text  # the best sentence's passage: its neighbour may be quoted

@@ -84,8 +84,8 @@ GROUP_DISTANCE = 0.56
 DECIDE_THRESHOLD = 0.43
 #: Evidence sentences below this cosine to the question are not quoted in answers.
 ANSWER_MIN_COS = 0.25
-#: An answer quotes, beside its best sentence, only sentences covering at least this share of the best's
-#: weighted question terms (:func:`~docmaster_core.text.answer_units.rank_answer_units`): a contract's
+#: An answer quotes, beside its best sentence and its passage's, only sentences covering at least this share of
+#: the best's weighted question terms (:func:`~docmaster_core.text.answer_units.rank_answer_units`): a contract's
 #: parties paragraph, which holds only the names the question was routed by, is no answer beside its notice
 #: clause (newcomer 15 read such a sentence first, the answer being in reading order). Not for a question about
 #: several documents, whose sentences are chosen per document (``SEVERAL_RELATIVE_COVERAGE``).
@@ -607,7 +607,7 @@ class OfflineLLM:
             # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted;
             # v72-73 a list item after a bullet and a formula's "where T is ..." are whole sentences, a word broken at
             # a passage's end is joined; v74-75 an end date answers "how long does the agreement last"
-            "answer_version": 79,
+            "answer_version": 80,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -1050,11 +1050,12 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
             half of the question's term weight (or, for a hardware question, naming
             hardware) are returned (a table row only when it shares a term with the
             question itself).
-        relative_coverage: When given, only units covering at least this share of the best
-            unit's term coverage are returned (the best always): a sentence that holds none of
-            the question's terms while the best does ("Agreement made ... Between:
-            Co-Diagnostics, Inc. ...", which holds only the names the question was routed by) is
-            not quoted beside it.
+        relative_coverage: When given, only units of the best unit's passage and units of other
+            passages covering at least this share of the best unit's term coverage are returned:
+            a sentence elsewhere that holds none of the question's terms while the best does
+            ("Agreement made ... Between: Co-Diagnostics, Inc. ...", which holds only the names
+            the question was routed by) is not quoted beside it; the best one's neighbours ("The
+            entire computation finishes in 933 seconds") may be.
 
     Returns:
         int64 (m,) unit indices, best first (m = n without ``min_cos``).
@@ -1096,5 +1097,5 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
         order = order[ok[order]]
     if relative_coverage is not None and order.size:
         best = float(sc.coverage[order[0]])
-        order = order[(sc.coverage[order] >= relative_coverage * best) | (np.arange(order.size) == 0)]
+        order = order[(sc.coverage[order] >= relative_coverage * best) | (own[order] == own[order[0]])]
     return order
