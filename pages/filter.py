@@ -188,8 +188,9 @@ if n_new_answers:
 kept_only = st.toggle("Kept documents only", key=W_KEPT_ONLY,
                       help="Hide the documents that the cut (or the model) did not keep.")
 if any(r.get("run_id") is not None for r in runs.values()):  # "A became run #16 after 3 runs" (a newcomer)
-    st.caption("Run numbers count every run saved in this workspace, Chat's questions and applied answers "
-               "included; Chat answers from the newest filter run (the highest number).")
+    st.caption("Run numbers count the filter runs saved in this workspace (each press of Run filter saves B, then "
+               "A; applying your review answers runs both again). When Chat is set to answer from the documents "
+               "kept by the last filter run, it uses the newest one (the highest number).")
 res_cols = st.columns(len(runs), gap="large")
 shown_runs: dict = {}
 floors: dict[str, str] = {}  # each configuration's ranks below the similarity floor (for the reading note)

@@ -61,7 +61,7 @@ from ui.plain import (
 )
 from ui.render import render_page_image, section_line
 from ui.layout import page_header
-from ui.text import md_escape, shorten
+from ui.text import md_escape, plural, shorten
 from ui.widgets import choose_document, load_tree_cached, open_docmaster_or_stop
 
 W_DOC = "w_he_doc"
@@ -426,7 +426,7 @@ with right:
     state.put(state.HYPEREDGE_BY_DOC, by_doc)
     h = he_by_id[he_id]
     sec = tree.nodes[h.section_id]
-    st.markdown(f"**{group_label(h.id)}** · topic: {md_escape(_topic(h.cluster))} · {len(h.node_ids)} passages")
+    st.markdown(f"**{group_label(h.id)}** · topic: {md_escape(_topic(h.cluster))} · {plural(len(h.node_ids), 'passage')}")
     st.caption(md_escape("Section: " + section_line(sec.section_path if h.section_id else [tree.title or rec.file_name])))
     st.markdown("**Summary**")
     st.markdown(md_escape(h.summary or "(no summary)"))

@@ -115,7 +115,7 @@ def test_gated_pages_are_recorded_and_the_model_formula_region_becomes_one_equat
     assert asked == [[0]]  # one model call, only the gated page
     assert parsed.metadata["layout_pages"] == [{"page": 1, "reasons": ["formula"], "taken": {"formula": 1, "table": 0}}]
     assert parsed.metadata["layout_note"] == ("1 of 2 pages re-read with the layout model, which reads formulas and "
-                                              "tables more exactly (formula 1)")
+                                              "tables more exactly (1 for a formula)")
     eqs = [e for e in parsed.elements if e.type == NodeType.EQUATION]
     assert [(e.page, e.text) for e in eqs] == [(1, "a = b + c (3)")]
     # the prose around it stays the fast parser's

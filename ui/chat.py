@@ -179,12 +179,16 @@ def ask(dm: Any, question: str, docs: list[str] | None, write_stream: Callable[[
     from .text import md_escape
 
     doc_ids = list(docs) if docs else [d.doc_id for d in dm.documents()]
+    # the conversation is kept as the workspace's chat log (DocMaster.save_chat_log), not as one saved run per
+    # question: run numbers are the filter's, and no longer jump by the questions asked between two filter runs
+    # ("A became run #16 after 3 runs", newcomers 15 and 16)
     if write_stream is not None:
-        stream = dm.ask_stream(question, docs=doc_ids, top_k=top_k, params=index_params(), follow=follow)
+        stream = dm.ask_stream(question, docs=doc_ids, top_k=top_k, params=index_params(), follow=follow,
+                               save=False)
         write_stream(md_escape(piece) for piece in stream)
         res = stream.result
     else:
-        res = dm.ask(question, docs=doc_ids, top_k=top_k, params=index_params(), follow=follow)
+        res = dm.ask(question, docs=doc_ids, top_k=top_k, params=index_params(), follow=follow, save=False)
     a = res.answer
     named = res.doc_source in ("named", "follow-up")
     return {"text": a.text, "citations": citation_dicts(dm, a.citations, res.evidence),

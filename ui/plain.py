@@ -195,9 +195,9 @@ def mark_back_matter_topics(terms: Mapping[int, Sequence[str]], labels: Sequence
 def group_option(he_id: int, n_passages: int, topic: str, summary: str, width: int = 60) -> str:
     """A hyper-edge as a selectbox option: ``Group 26 · topic: termination, notice · 4
     passages · <summary>``."""
-    from .text import shorten
+    from .text import plural, shorten
 
-    return f"{group_label(he_id)} · topic: {topic} · {n_passages} passages · " + shorten(summary or "", width)
+    return f"{group_label(he_id)} · topic: {topic} · {plural(n_passages, 'passage')} · " + shorten(summary or "", width)
 
 
 def collection_topics_line(stats: Mapping[str, Any]) -> str:

@@ -141,7 +141,7 @@ class PreparedDocument:
             :func:`embed_prepared`.
         embedding_model: Name of the embedder that made ``embeddings``.
         parser_note: The parser's one-line note for the ingest report (e.g. "2 of 15
-            pages re-read with the layout model, ... (formula 2)"; characters lost inside
+            pages re-read with the layout model, ... (2 for a formula)"; characters lost inside
             words, :func:`parser_note`), "" when none.
     """
 

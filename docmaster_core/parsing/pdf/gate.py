@@ -291,14 +291,16 @@ def run_gate(ctx: ParseContext, doc, pages: list[PageInfo]) -> dict[str, Any]:
 
 def layout_note(layout_pages: list[dict], n_pages: int) -> str:
     """One line for the ingest report, in words a user follows, e.g. "2 of 15 pages re-read
-    with the layout model, which reads formulas and tables more exactly (formula 2, table 1)";
-    "" when no page went."""
+    with the layout model, which reads formulas and tables more exactly (2 for a formula, 1 for
+    a table)": counts of pages by reason (a page may have both); "" when no page went."""
     if not layout_pages:
         return ""
     by: dict[str, int] = defaultdict(int)
     for r in layout_pages:
         for k in r["reasons"]:
             by[k] += 1
-    why = ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
+    # counts of pages by reason, in words ("formula 1, table 18" read as page numbers to a newcomer)
+    why = ", ".join(f"{v} for {'a formula' if k == 'formula' else 'a table' if k == 'table' else k}"
+                    for k, v in sorted(by.items()))
     return (f"{len(layout_pages)} of {n_pages} pages re-read with the layout model, which reads formulas and "
             f"tables more exactly ({why})")
