@@ -470,3 +470,15 @@ def test_a_full_width_captions_broken_last_word_goes_on_in_the_column_below():
     assert not [e for e in parsed.elements if e.text.startswith("tion embeddings")]
     assert join_lines(["the align-", "ment of the two"]) == "the alignment of the two"
     assert join_lines(["a self-", "supervised model"]) == "a self-supervised model"  # no suffix: the hyphen stays
+
+
+@pytest.mark.skipif(not list(CORPUS.glob("2501.10120*.pdf")) or not list(CORPUS.glob("doc_disney*.pdf")),
+                    reason="../shared corpus (PaSa, the Disney release) not present")
+def test_a_figures_big_words_are_not_the_title_and_a_title_in_capitals_keeps_its_second_line():
+    """Newcomer 16: PaSa was titled "Paper Search" (19.9 pt words of its teaser figure, below the 14.3 pt title
+    line at the top) and Disney's earnings release "THE WALT DISNEY COMPANY REPORTS" (its second line's box
+    overlaps the first one's by a fraction of a point)."""
+    pasa = _parse(next(CORPUS.glob("2501.10120*.pdf")))
+    assert pasa.title == "PaSa: An LLM Agent for Comprehensive Academic Paper Search"
+    disney = _parse(next(CORPUS.glob("doc_disney*.pdf")))
+    assert disney.title == "THE WALT DISNEY COMPANY REPORTS FIRST QUARTER EARNINGS FOR FISCAL 2025"

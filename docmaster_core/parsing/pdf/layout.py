@@ -435,7 +435,10 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
                     break  # "BETWEEN / THE JOHNS HOPKINS UNIVERSITY": the parties; "(WQHT HD2)": a parenthetical
                 # a line ending on a connective ("ADDENDUM TO") goes on below, even double-spaced
                 gap = (2.5 if _OPEN_END_RE.search(run[-1].text) else 1.2) * max(l.size, 1.0)
-                if caps and qt.isupper() and 0 <= q.y0 - run[-1].y1 < gap and len(qt.split()) <= 10 \
+                # (line boxes of tight leading overlap a little: "THE WALT DISNEY COMPANY REPORTS" / "FIRST QUARTER
+                # EARNINGS FOR FISCAL 2025")
+                if caps and qt.isupper() and -0.3 * max(l.size, 1.0) <= q.y0 - run[-1].y1 < gap \
+                        and len(qt.split()) <= 10 \
                         and not _LEGEND_RE.search(qt):
                     run.append(q)
                 elif not caps and re.match(r"(?:to|of|and|for|between)\s", qt) and len(qt.split()) <= 10 \
@@ -478,7 +481,8 @@ def document_vocabulary(pages: list[PageInfo]) -> Callable[[], set[str]]:
 
 def document_title(doc, pages: list[PageInfo], body: float) -> str:
     """The document's title: the largest text in the upper part of page 1 (marked
-    ``doctitle``); else, in a document set in one size, its title line
+    ``doctitle``; a longer large line at the top rather than a few bigger words below it, a
+    figure's); else, in a document set in one size, its title line
     (:func:`_title_line`); else the PDF metadata title; else ``""``. Its lines are joined
     by :func:`~docmaster_core.parsing.base.join_lines` ("VIA AB-" / "STRACTION" gives
     "VIA ABSTRACTION" in a document that uses "abstraction")."""
@@ -489,6 +493,13 @@ def document_title(doc, pages: list[PageInfo], body: float) -> str:
         cand = [l for l in p.lines if not l.role and l.y0 < 0.5 * p.height and l.nchars >= 3]
         if cand:
             mx = max(l.size for l in cand)
+            large = sorted((l for l in cand if l.size >= 1.25 * body), key=lambda l: (l.y0, l.x0))
+            biggest = max(cand, key=lambda l: l.size)
+            if large and large[0] is not biggest and len(biggest.text.split()) <= 3 \
+                    and len(large[0].text.split()) >= 4 and abs(large[0].size - mx) >= 0.6:
+                # a few big words lower on the page (a teaser figure's "Paper Search") under a longer large line
+                # at the top (PaSa's "PaSa: An LLM Agent for Comprehensive Academic Paper Search"): the top one
+                mx = large[0].size
             if mx >= 1.25 * body:
                 tl = sorted((l for l in cand if abs(l.size - mx) < 0.6), key=lambda l: (l.y0, l.x0))
                 # keep the first run of adjacent lines
