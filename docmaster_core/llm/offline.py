@@ -84,11 +84,12 @@ GROUP_DISTANCE = 0.56
 DECIDE_THRESHOLD = 0.43
 #: Evidence sentences below this cosine to the question are not quoted in answers.
 ANSWER_MIN_COS = 0.25
-#: An answer quotes, beside its best sentence and its passage's, only sentences covering at least this share of
-#: the best's weighted question terms (:func:`~docmaster_core.text.answer_units.rank_answer_units`): a contract's
-#: parties paragraph, which holds only the names the question was routed by, is no answer beside its notice
-#: clause (newcomer 15 read such a sentence first, the answer being in reading order). Not for a question about
-#: several documents, whose sentences are chosen per document (``SEVERAL_RELATIVE_COVERAGE``).
+#: An answer quotes, beside its best sentence and those of its passage and the adjacent ones, only sentences
+#: covering at least this share of the best's weighted question terms
+#: (:func:`~docmaster_core.text.answer_units.rank_answer_units`): a contract's parties paragraph, which holds only
+#: the names the question was routed by, is no answer beside its notice clause (newcomer 15 read such a sentence
+#: first, the answer being in reading order). Not for a question about several documents, whose sentences are
+#: chosen per document (``SEVERAL_RELATIVE_COVERAGE``).
 ANSWER_RELATIVE_COVERAGE = 0.25
 
 NO_ANSWER_TEXT = "The retrieved passages contain no sentence that answers this question (offline extractive mode)."
@@ -607,7 +608,7 @@ class OfflineLLM:
             # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted;
             # v72-73 a list item after a bullet and a formula's "where T is ..." are whole sentences, a word broken at
             # a passage's end is joined; v74-75 an end date answers "how long does the agreement last"
-            "answer_version": 80,
+            "answer_version": 81,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -646,9 +647,18 @@ class OfflineLLM:
         words = 0
         from ..text.answer_units import rank_answer_units, refers_back  # support order: coverage, type, cosine
 
+        # adjacent passages of one document (a paragraph split across nodes) are one context for the coverage floor
+        chain = sorted(range(len(evidence)), key=lambda j: (evidence[j].doc_id, evidence[j].node_id))
+        group, g = [0] * len(evidence), 0
+        for a, b in zip([None] + chain, chain):
+            if a is not None and (evidence[a].doc_id != evidence[b].doc_id
+                                  or evidence[b].node_id - evidence[a].node_id > 1):
+                g += 1
+            group[b] = g
         ranked = [int(i) for i in rank_answer_units(question, units, [evidence[int(j)].node_type for j in owner], cos,
                                                     owner, min_cos=self.answer_min_cos,
-                                                    relative_coverage=None if several else ANSWER_RELATIVE_COVERAGE)]
+                                                    relative_coverage=None if several else ANSWER_RELATIVE_COVERAGE,
+                                                    context=[group[int(j)] for j in owner])]
         # prose is quoted in whole sentences: a piece of prose cut from its sentence (a paragraph split across
         # nodes) or a table-of-contents line only when nothing else answers; table rows, form fields and
         # formulas are no prose

@@ -1031,7 +1031,7 @@ def refers_back(units: Sequence[str], owner: Sequence[int], i: int) -> bool:
 
 def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[str], cosine: np.ndarray,
                       owner: Sequence[int] | None = None, min_cos: float | None = None,
-                      relative_coverage: float | None = None) -> np.ndarray:
+                      relative_coverage: float | None = None, context: Sequence[int] | None = None) -> np.ndarray:
     """Order answer sentences by support: ``0.3 cos + 0.45 coverage + 0.25 type`` plus
     ``0.15 * (1 - passage rank / passages)`` (the passages come best first), with term
     weights from the sentences themselves (their own background).
@@ -1050,12 +1050,14 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
             half of the question's term weight (or, for a hardware question, naming
             hardware) are returned (a table row only when it shares a term with the
             question itself).
-        relative_coverage: When given, only units of the best unit's passage and units of other
-            passages covering at least this share of the best unit's term coverage are returned:
-            a sentence elsewhere that holds none of the question's terms while the best does
-            ("Agreement made ... Between: Co-Diagnostics, Inc. ...", which holds only the names
-            the question was routed by) is not quoted beside it; the best one's neighbours ("The
-            entire computation finishes in 933 seconds") may be.
+        relative_coverage: When given, only units of the best unit's context (``context``) and
+            units elsewhere covering at least this share of the best unit's term coverage are
+            returned: a sentence elsewhere that holds none of the question's terms while the best
+            does ("Agreement made ... Between: Co-Diagnostics, Inc. ...", which holds only the
+            names the question was routed by) is not quoted beside it; the best one's neighbours
+            ("The entire computation finishes in 933 seconds", the paragraph's next node) may be.
+        context: int (n,) context of each unit for ``relative_coverage``: units of one passage,
+            or of adjacent passages of one document, share it (None: the passage, ``owner``).
 
     Returns:
         int64 (m,) unit indices, best first (m = n without ``min_cos``).
@@ -1097,5 +1099,6 @@ def rank_answer_units(question: str, units: Sequence[str], node_types: Sequence[
         order = order[ok[order]]
     if relative_coverage is not None and order.size:
         best = float(sc.coverage[order[0]])
-        order = order[(sc.coverage[order] >= relative_coverage * best) | (own[order] == own[order[0]])]
+        ctx_of = own if context is None else np.asarray(context)
+        order = order[(sc.coverage[order] >= relative_coverage * best) | (ctx_of[order] == ctx_of[order[0]])]
     return order
