@@ -28,7 +28,8 @@ from ..model import DocumentTree, Node, NodeType
 from ..protocols import LLM
 from ..text.words import count_words, normalize_ws, split_sentences, truncate_words
 
-__all__ = ["summarize_tree", "leaf_text", "table_summary", "root_sources", "is_front_junk"]
+__all__ = ["summarize_tree", "leaf_text", "table_summary", "root_sources", "is_front_junk", "is_party_boilerplate",
+           "has_furniture", "without_furniture"]
 
 logger = logging.getLogger(__name__)
 
@@ -170,10 +171,10 @@ def without_furniture(text: str) -> str:
 
 def _without_party_names(node: Node, max_words: int) -> str:
     """A ROOT source's summary with the sentences of :func:`is_party_boilerplate` and the filing
-    furniture (:func:`without_furniture`) left out; when
-    nothing else is left (a preamble summarised by its "referred to as a "Party"" sentence), its
-    first other sentences up to ``max_words`` words ("This Master Services Agreement ... is entered
-    into by ..."); ``""`` when it has none."""
+    furniture (:func:`without_furniture`) left out; when nothing else is left (a preamble
+    summarised by its "referred to as a "Party"" sentence), its first other sentences up to
+    ``max_words`` words ("This Master Services Agreement ... is entered into by ..."); ``""`` when
+    it has none."""
     furniture = has_furniture(node.summary)
     sents = split_sentences(without_furniture(node.summary) if furniture else node.summary)
     kept = [x for x in sents if not is_party_boilerplate(x)]
