@@ -169,6 +169,13 @@ def test_a_question_for_a_named_measure_needs_a_passage_that_gives_it_with_a_num
     assert v.found, v.reason
     v = verdict(q, bg, passages + ["We train it with a learning rate of 1e-4 for 40 epochs."])
     assert v.found, v.reason
+    # a value in words gives the measure too (newcomer 16: U-Net's "reduce the batch to a single image" was declined
+    # as "no passage gives a value of "batch size""); "one of" is no value
+    b = profile_question("What batch size was used to train the U-Net?")
+    for value, found in (("hence reduce the batch to a single image", True), ("leave it at one of its defaults", False)):
+        ps = passages + [f"We favor large input tiles over a large batch size and {value}."]
+        v = verdict(b, Background(10, Counter(t for p in ps for t in set(terms_of(p)))), ps)
+        assert v.found is found, (value, v.reason)
 
 
 def test_a_sentence_whose_subject_is_a_pronoun_is_covered_and_quoted_with_the_one_before_it(embedder):

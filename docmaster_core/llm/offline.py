@@ -608,7 +608,7 @@ class OfflineLLM:
             # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted;
             # v72-73 a list item after a bullet and a formula's "where T is ..." are whole sentences, a word broken at
             # a passage's end is joined; v74-75 an end date answers "how long does the agreement last"
-            "answer_version": 81,
+            "answer_version": 82,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -435,12 +435,20 @@ def asked_measure(profile: QuestionProfile) -> list[str]:
     return terms_of(m.group(1)) if m else []
 
 
+# a value written in words: "reduce the batch to a single image", "two GPUs" (not "one of", "one another")
+_NUMBER_WORD = re.compile(r"\b(?:a single|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|sixteen|twenty|"
+                          r"thirty|forty|fifty|hundred|thousand|million|billion|"
+                          r"one(?! of\b| another\b| or\b| such\b| who\b| that\b| may\b| can\b))\b")
+
+
 def gives_measure(profile: QuestionProfile, measure: Sequence[str], text: str) -> bool:
     """Whether a sentence (or table row) of ``text`` writes every stem of ``measure`` and a
-    number the question does not give (element labels and reference marks aside)."""
+    number the question does not give (element labels and reference marks aside), in digits or
+    in words ("reduce the batch to a single image" gives a batch size)."""
     for u in split_sentences(text, max_words=60):
         low = _LABEL_NUM.sub(" ", u.lower())
-        if set(measure) <= set(terms_of(low)) and any(n not in profile.numbers for n in _NUM.findall(low)):
+        if set(measure) <= set(terms_of(low)) and (any(n not in profile.numbers for n in _NUM.findall(low))
+                                                   or _NUMBER_WORD.search(low)):
             return True
     return False
 
