@@ -26,6 +26,7 @@ __all__ = [
     "is_caption",
     "CAPTION_RE",
     "SENTENCE_END_RE",
+    "BROKEN_END",
     "unreadable_note",
 ]
 
@@ -145,7 +146,8 @@ def unreadable_note(per_page: dict[int, int], min_chars: int = 10) -> str:
             "for them (often digits), so they are missing from the text; the page images show them")
 
 
-_BROKEN_END = re.compile(r"([A-Za-z]+)-$")
+#: A line ending in a word broken at a hyphen ("the segmenta-"): the word goes on on the next line.
+BROKEN_END = re.compile(r"([A-Za-z]+)-$")
 _BROKEN_START = re.compile(r"^([A-Za-z]+)")
 _NUMBER_START = re.compile(r"^\d+(?:\b|[A-Za-z])")
 
@@ -175,7 +177,7 @@ def join_lines(lines: Sequence[str], vocabulary: Callable[[], set[str]] | None =
         t = str(raw or "").strip()
         if not t:
             continue
-        m, n = _BROKEN_END.search(out), _BROKEN_START.match(t)
+        m, n = BROKEN_END.search(out), _BROKEN_START.match(t)
         if out and m and _NUMBER_START.match(t):  # "ResNet-" / "34 ...": a name and its number, one word
             out += t
         elif out and m and n and t.split()[0].lower() not in ("and", "or", "to"):

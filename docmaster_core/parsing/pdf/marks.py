@@ -8,12 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import SENTENCE_END_RE, heading_numbering, is_caption
+from ..base import BROKEN_END, SENTENCE_END_RE, heading_numbering, is_caption
 from .common import EQNUM_RE, MATH_CHARS, Line, overlap_x, PageInfo
-
-
-# a line ending in a word broken by a hyphen ("the segmenta-"): the next line goes on with it
-_BROKEN_WORD_END = re.compile(r"[a-z]-$")
 
 
 def mark_captions(p: PageInfo, body: float) -> None:
@@ -48,7 +44,7 @@ def mark_captions(p: PageInfo, body: float) -> None:
         for q in lines[i + 1:]:
             if q.role:
                 continue
-            if q.col != l.col and not (-1 in (q.col, l.col) and _BROKEN_WORD_END.search(last.text)
+            if q.col != l.col and not (-1 in (q.col, l.col) and BROKEN_END.search(last.text)
                                        and q.text[:1].islower()):
                 continue  # (a full-width caption's word broken at its line end goes on in a column: BERT's Fig. 2)
             if q.y0 < last.y1 - 0.5 * min(q.h, last.h):
