@@ -588,6 +588,33 @@ def test_document_titles_after_a_legend_above_parties_under_a_larger_word_and_th
     assert parse(echoed) == "FIRST AMENDMENT TO DISTRIBUTOR AGREEMENT"
 
 
+def test_a_forms_fields_are_not_the_title(tmp_path):
+    """cuad-021 opens with a form: "Agreement Number: CW251207" and "Addendum Effective Date
+    March 3, 2011", centred, name a kind of document but are a field and its value, not the
+    title; the title line below them is the title, and with none the document has no title. A
+    bold field label ("Supplier Telephone:") is no heading either."""
+    parse = lambda p: PyMuPDFParser().parse(p).title  # noqa: E731
+    fields = [("Agreement Number: CW251207", 9, "centre"), ("Addendum Effective Date March 3, 2011", 9, "centre")]
+    assert parse(_one_page(tmp_path / "form.pdf", fields)) == ""
+    titled = _one_page(tmp_path / "titled.pdf", fields + [("Maintenance Agreement", 9, "centre")])
+    assert parse(titled) == "Maintenance Agreement"
+    # cuad-021's title: two bold lines set off-centre above the form, the first ending on a comma
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((150, 60), "SCHEDULE TO Software License,", fontname="cobo", fontsize=9)
+    page.insert_text((130, 71), "Customization and Maintenance Agreement", fontname="cobo", fontsize=9)
+    page.insert_text((72, 95), "Supplier Telephone:", fontname="cobo", fontsize=9)
+    page.insert_text((300, 95), "Agreement Number: CW251207", fontname="cour", fontsize=9)
+    y = 120.0
+    for line in textwrap.wrap(BODY * 8, 86)[:30]:
+        page.insert_text((72, y), line, fontname="cour", fontsize=9)
+        y += 11.5
+    doc.save(tmp_path / "schedule.pdf")
+    parsed = PyMuPDFParser().parse(tmp_path / "schedule.pdf")
+    assert parsed.title == "SCHEDULE TO Software License, Customization and Maintenance Agreement"
+    assert not [e.text for e in parsed.elements if e.type == NodeType.TITLE and "Telephone" in e.text]
+
+
 def test_a_contract_title_printed_again_on_every_page_is_the_title(tmp_path):
     """cuad-039 prints its title at the top of every page: the lines are running headers,
     but on page 1 it is the title (the parenthetical under it is not part of it)."""

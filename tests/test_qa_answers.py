@@ -542,3 +542,43 @@ def test_question_frame_words_the_document_never_uses_do_not_decide_not_found():
         assert verdict(profile_question(q), bg, passages).found, q
     assert not verdict(profile_question("What insurance must the developer carry under the deal?"), bg, passages).found
 
+
+
+def test_a_sentence_stating_a_bound_answers_a_question_asking_for_one():
+    """"What is the *cap* on each party's damages?" over a contract that writes "LIABILITY FOR
+    DAMAGES HEREUNDER SHALL NOT EXCEED $1,000,000" (own 17, VerticalNet / Neoforma): the sentence
+    states the upper bound asked for, so the contract answers and that sentence ranks first; a
+    bound about something else ("at least sixty days" notice of non-renewal for "the *minimum*
+    insurance") neither answers nor ranks, and a contract with no bound on damages still says
+    it has none."""
+    import numpy as np
+
+    from docmaster_core.text.answer_units import Background, rank_answer_units, states_bound, terms_of, verdict
+
+    cap = profile_question("What is the cap on each party's damages under the co-branding agreement?")
+    assert (cap.bound, cap.bound_terms) == ("upper", ["cap"])
+    assert profile_question("What is the most either side can owe the other?").bound == "upper"
+    assert profile_question("What minimum insurance must each party carry?").bound == "lower"
+    assert profile_question("What is the term of the agreement?").bound == ""
+    assert states_bound("shall not be lower than RMB1 million", "lower")
+    assert not states_bound("shall not be lower than RMB1 million", "upper")
+    contract = ["15.3 Limitation of Liability. IN NO EVENT SHALL EITHER PARTY BE LIABLE FOR INDIRECT DAMAGES. EACH "
+                "PARTY'S LIABILITY FOR DAMAGES HEREUNDER SHALL NOT EXCEED $1,000,000.",
+                "11.1 Renewal. This Agreement renews each year unless a party notifies the other party at least "
+                "sixty (60) days before the end of the term.",
+                "12.4 Costs. Each party will bear its own attorneys' fees and damages awarded against it.",
+                "This Co-Branding Agreement (the \"Agreement\") is made by and between the parties below."]
+    bg = Background(len(contract), Counter(t for p in contract for t in set(terms_of(p))))
+    v = verdict(cap, bg, contract)
+    assert v.found and "cap" not in v.missing_terms
+    units = ["IN NO EVENT SHALL EITHER PARTY BE LIABLE FOR INDIRECT DAMAGES.",
+             "EACH PARTY'S LIABILITY FOR DAMAGES HEREUNDER SHALL NOT EXCEED $1,000,000.",
+             "Each party will bear its own attorneys' fees and damages awarded against it."]
+    order = rank_answer_units(cap.text, units, ["TEXT"] * 3, np.zeros(3))
+    assert int(order[0]) == 1
+    no_cap = contract[1:]
+    bg2 = Background(len(no_cap), Counter(t for p in no_cap for t in set(terms_of(p))))
+    assert "cap" in verdict(cap, bg2, no_cap).missing_terms
+    minimum = profile_question("What minimum insurance must each party carry?")
+    assert not verdict(minimum, bg2, no_cap).found
+    assert "minimum" in verdict(minimum, bg2, no_cap).missing_terms

@@ -48,6 +48,10 @@ PAGENUM_RE = re.compile(
     re.IGNORECASE,
 )
 EQNUM_RE = re.compile(r"\(\s*(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})?[a-z]?\s*\)\s*$")
+# a form's field, alone or with its value ("Agreement Number: CW251207", "Supplier Telephone:"): a label
+# naming a kind of entry (a number, name, date, address ...) before a colon, neither a title nor a heading
+FORM_FIELD_RE = re.compile(r"^(?:[\w.\-]+\s+){0,3}(?:number|no\.?|name|date|address|telephone|phone|fax|e-?mail|"
+                           r"id|code|reference|ref\.?)\s*:", re.IGNORECASE)
 BULLET_RE = re.compile(r"^(?:[•◦▪▫●○■□►▸‣⁃∙·\-–—*]|\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\))\s")
 WORD_RE = re.compile(r"[A-Za-z]{3,}")
 TABLE_HINT_RE = re.compile(r"^\s*(?:Table|TABLE|Tab\.)\s*[A-Z]?[0-9IVX]")

@@ -6,7 +6,7 @@ import re
 from collections import Counter, defaultdict
 
 from ..base import SENTENCE_END_RE, clean_text, heading_numbering, normalize_heading, numbering_level
-from .common import BULLET_RE, FRONT_BACK_MATTER, Line, overlap_x, PageInfo
+from .common import BULLET_RE, FORM_FIELD_RE, FRONT_BACK_MATTER, Line, overlap_x, PageInfo
 from .figures import graphics_clusters
 from .marks import heading_features
 
@@ -157,6 +157,7 @@ def detect_headings(pages: list[PageInfo], body: float, doc=None) -> None:
             elif f["num"] is None and rare and (styled_size or styled_bold or (styled_caps and l.bold >= 0.5)) \
                     and standalone and starts and not bad_end and f["words"] <= 14 \
                     and (not t.endswith(":") or (styled_bold and f["words"] <= 6 and _title_like(t[:-1])
+                                                 and not FORM_FIELD_RE.match(t)
                                                  and colon_labels[normalize_heading(l.text)] == 1
                                                  and nxt is not None and len(nxt.text.split()) >= 6)) \
                     and (t[:1].isupper() or t[:1].isdigit() or f["ratio"] >= 1.3):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...text.words import letters_key
 from ..base import clean_text, heading_numbering, is_caption, join_lines
-from .common import EQNUM_RE, PAGENUM_RE, Line, PageInfo
+from .common import EQNUM_RE, FORM_FIELD_RE, PAGENUM_RE, Line, PageInfo
 from .spans import merge_pieces
 
 
@@ -415,10 +415,10 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
             opening = opening or " ".join(q.text for q in lines[i:i + 3])
             break
         if not t or FILING_LABEL_RE.match(t) or PAGENUM_RE.match(t) or sum(ch.isalpha() for ch in t) < 4 \
-                or _LEGEND_RE.search(t):
+                or _LEGEND_RE.search(t) or FORM_FIELD_RE.match(t):
             continue
-        if re.search(r"\b(19|20)\d\d\b", t) and len(words) <= 4:
-            continue  # a date line
+        if re.search(r"\b(19|20)\d\d\b", t) and (len(words) <= 4 or re.search(r"\bdate\b", t, re.IGNORECASE)):
+            continue  # a date line, or a form's date field ("Addendum Effective Date March 3, 2011")
         if re.fullmatch(r"\(.*\)", t):
             continue  # "(WQHT HD2)": a parenthetical under the title, not the title
         if re.match(r"^\d{1,3}(?:\.\d{1,3})*[.)]\s", t):
@@ -427,6 +427,8 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
         titled = all(w[:1].isupper() or w.lower() in ("of", "and", "the", "for", "to", "in", "on", "a", "an", "by")
                      or len(w) <= 2  # "Amendment n° 01"
                      for w in re.findall(r"[A-Za-z][\w'’\-]*", t))
+        # a bold first line stands for a centred one ("SCHEDULE TO Software License," over a form set off-centre)
+        centred = centred or (not found and i == 0 and l.bold >= 0.8)
         if (caps and 2 <= len(words) <= 16) or (centred and titled and 2 <= len(words) <= 10 and _KIND_RE.search(t)):
             run = [l]
             for q in lines[i + 1:i + 3]:  # a title wrapped over two lines
@@ -445,6 +447,10 @@ def _title_line(p: PageInfo, kind_only: bool = False, headers: bool = False,
                         and 0 <= q.y0 - run[-1].y1 < 2.5 * max(l.size, 1.0) \
                         and abs((q.x0 + q.x1) / 2 - (l.x0 + l.x1) / 2) < 0.1 * max(1.0, right - left):
                     run.append(q)  # "Amendment n° 01" / "to the Global Maintenance Agreement", centred
+                elif not caps and run[-1].text.rstrip().endswith(",") and q.bold >= 0.8 and l.bold >= 0.8 \
+                        and len(qt.split()) <= 10 \
+                        and -0.3 * max(l.size, 1.0) <= q.y0 - run[-1].y1 < 1.2 * max(l.size, 1.0):
+                    run.append(q)  # "SCHEDULE TO Software License," / "Customization and Maintenance Agreement", bold
                 else:
                     break
             found.append(run)
