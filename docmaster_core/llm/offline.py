@@ -607,8 +607,9 @@ class OfflineLLM:
             # asks a number;
             # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted;
             # v72-73 a list item after a bullet and a formula's "where T is ..." are whole sentences, a word broken at
-            # a passage's end is joined; v74-75 an end date answers "how long does the agreement last"
-            "answer_version": 82,
+            # a passage's end is joined; v74-75 an end date answers "how long does the agreement last"; v83-87 a
+            # sentence stating a bound ("shall not exceed $1,000,000") answers a question asking for one ("the cap")
+            "answer_version": 87,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -303,6 +303,17 @@ class QuestionProfile:
         counted: Stems of the noun a "how many / how large" question counts or
             measures ("datasets" in "how many datasets are included", "database" in "how
             large is the retrieval database"): a number written beside that noun answers it.
+        bound: ``"upper"`` when the question asks for an upper bound ("the *cap* on each
+            party's damages", "the *maximum* liability", "the *limit* of the licensor's
+            liability"), else ``""`` (:func:`states_bound`). Not for a lower bound ("the
+            *minimum* insurance"): contracts write "at least" of notice periods in the
+            same sentences as what they bound, and the documents mostly say "minimum"
+            themselves (measured: one answer lost, none gained; docs/results/qa.md).
+        bound_terms: The question's terms that name the bound ("cap", "maximum", "limit",
+            "ceiling"): a sentence that states an upper bound on the bounded quantity
+            covers them (the contract says "shall not exceed $1,000,000", not "cap").
+        bounded: Stems of the quantity the bound is on (:func:`bounded_quantity`: "damag" in
+            "the cap on each party's damages", "liability" in "the liability cap").
     """
 
     text: str
@@ -314,6 +325,9 @@ class QuestionProfile:
     soft_units: list[str] = field(default_factory=list)
     class_terms: list[str] = field(default_factory=list)
     counted: list[str] = field(default_factory=list)
+    bound: str = ""
+    bound_terms: list[str] = field(default_factory=list)
+    bounded: list[str] = field(default_factory=list)
 
 
 def profile_question(question: str) -> QuestionProfile:
@@ -389,7 +403,73 @@ def profile_question(question: str) -> QuestionProfile:
             noun = []
         noun = [w.lower() for w in (noun[:plural + 1] if plural is not None else noun)]
         counted = [_stem(noun[-1])] if noun else []
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted)
+    bound = "upper" if _UPPER_BOUND_Q.search(core) else ""
+    bound_terms = [t for t in terms if t in _BOUND_WORDS] if bound else []
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted, bound,
+                           bound_terms, bounded_quantity(q) if bound_terms else [])
+
+
+# A question asking for an upper bound: "What is the *cap* on each party's damages?", "the *maximum*
+# liability", "the *limit* of the licensor's liability", "What is the *most* either side can owe?"
+_UPPER_BOUND_Q = re.compile(r"\b(?:caps?|capped|ceilings?|maximum|max|upper limit|limit(?:s|ed)?\s+(?:of|on|to)|"
+                            r"at most|(?:what|how much)(?:'s|\s+is|\s+was)?\s+the\s+most)\b", re.I)
+# ... and the question's words that name the bound, stemmed ("cap", "ceiling", "maximum", "limit")
+_BOUND_WORDS = {t for w in ("cap", "caps", "capped", "ceiling", "maximum", "max", "limit") for t in terms_of(w)}
+# A sentence that states an upper bound: "shall not exceed $1,000,000", "limited to the amount of all fees actually
+# received", "up to $250,000", "to a maximum of", "in excess of", "in no event more than"
+_UPPER_BOUND_S = re.compile(r"\b(?:exceed(?:s|ed|ing)?|in excess of|(?:up|limited|capped|restricted) to|at most|"
+                            r"(?:no|not)(?: \w+)? (?:more|greater|higher) than|maximum|cap(?:ped)?|ceiling)\b", re.I)
+
+
+def states_bound(text: str, bound: str) -> bool:
+    """Whether ``text`` states a bound of direction ``bound`` (``"upper"``: "shall not exceed",
+    "limited to", "up to", "a maximum of", "in no event more than"); False for any other
+    ``bound``."""
+    return bound == "upper" and bool(_UPPER_BOUND_S.search(text))
+
+
+# words between a bound and the quantity it bounds ("the cap on *each party's total* liability") and words
+# that end the quantity's noun phrase ("the minimum insurance *under* the agreement")
+_QUANTITY_SKIP = {"the", "a", "an", "each", "either", "any", "its", "their", "his", "her", "our", "total", "overall",
+                  "aggregate", "annual", "yearly", "monthly", "amount", "level"}
+_QUANTITY_END = {"under", "in", "for", "of", "on", "to", "that", "which", "who", "does", "do", "did", "must", "can",
+                 "could", "may", "is", "are", "was", "will", "would", "shall", "should", "before", "after", "between",
+                 "with", "per", "if", "when", "and", "or", "by", "from", "at"}
+
+
+def bounded_quantity(question: str) -> list[str]:
+    """The quantity a question asks the upper bound of, stemmed: the head noun of the phrase
+    after the bound word ("the cap on each party's *damages*", "the maximum product liability
+    *insurance*", "the limit of the licensor's *liability*") or the noun before it ("the
+    *liability* cap"); ``[]`` when there is none ("Is there a cap?")."""
+    low = [t.lower() for t in re.findall(r"[A-Za-z][\w'’\-]*", question)]
+    words = ("cap", "ceiling", "limit", "maximum", "max")
+    for i, t in enumerate(low):
+        if t.rstrip("s") not in words:
+            continue
+        k = i + 1 + (i + 1 < len(low) and low[i + 1] in ("on", "of", "for", "to"))
+        head = ""
+        for w in low[k:k + 6]:
+            if w in _QUANTITY_END or (head and w.endswith("ed")):  # "the maximum gap *allowed* between ..."
+                break
+            if w in _QUANTITY_SKIP or w.endswith(("'s", "’s", "s'")) or w.rstrip("s") in words:
+                continue  # "the maximum aggregate liability *cap*": liability
+            if not terms_of(w):  # a stop word ends it: "the maximum volume *it* may order"
+                break
+            head = w
+        if not head and i > 0 and low[i - 1] not in _QUANTITY_SKIP and low[i - 1] not in _QUANTITY_END:
+            head = low[i - 1]  # "the liability cap"
+        if head:
+            return list(terms_of(head))
+    return []
+
+
+def states_asked_bound(profile: QuestionProfile, text: str) -> bool:
+    """Whether the sentence ``text`` states the bound ``profile`` asks for (:func:`states_bound`)
+    on the quantity it asks about (``profile.bounded``, which ``text`` must name). "EACH PARTY'S
+    LIABILITY FOR DAMAGES HEREUNDER SHALL NOT EXCEED $1,000,000" states the cap on damages; "no
+    appearance shall exceed a total of two (2) hours" states no cap on liability."""
+    return bool(profile.bounded) and states_bound(text, profile.bound) and set(profile.bounded) <= set(terms_of(text))
 
 
 # "which language model is used ...", "what optimizer was used": the answer names a model, mostly versioned
@@ -754,6 +834,9 @@ def score_units(profile: QuestionProfile, units: Sequence[str], node_types: Sequ
         tm[i] = type_match(profile, u, node_types[i] if i < len(node_types) else "TEXT")
         if profile.class_terms and tm[i] >= 1.0:  # "Indiana" answers "which jurisdiction"
             present.update(profile.class_terms)
+        if profile.bound and states_asked_bound(profile, u):  # "shall not exceed $1,000,000" answers "the cap"
+            present.update(profile.bound_terms)
+            tm[i] = max(tm[i], 1.0)
         if profile.terms:
             cov[i] = float(sum(wt for t, wt in zip(profile.terms, w) if t in present)) / total
     cos = np.zeros(n) if cosine is None else np.asarray(cosine, dtype=np.float64)
@@ -931,6 +1014,10 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     GPU hours", "how much does A pay B": an amount of money or a percentage) that none of the
     passages gives.
 
+    A passage with a sentence that states the bound the question asks for on the quantity it asks
+    about (:func:`states_asked_bound`: "LIABILITY FOR DAMAGES ... SHALL NOT EXCEED $1,000,000" for
+    "the *cap* on each party's damages") uses the bound's words.
+
     The asker's own words (:func:`askers_words`) and the qualifiers the documents never use
     (``_QUALIFIERS``: "the *total* fee" over a contract that states its one fee; the verb of "until
     what date does it *run*"; the asker's name for the document, ``_DOCUMENT_KIND_WORDS``: "their
@@ -960,12 +1047,19 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     # "near White Plains, *Alabama*" over a report that writes "White Plains, AL": a state or province that the
     # passages write by its postal code is named there
     coded = set(terms_of(" ".join(region_names_coded(profile.text, passage_texts)))) & set(terms)
-    used = {t for t in terms if bg.has(t)} | (set(profile.class_terms) if any(placed) else set()) | coded
+    # a passage with a sentence that states the bound asked about on the quantity asked about covers the bound's
+    # words ("the cap on each party's damages": "EACH PARTY'S LIABILITY FOR DAMAGES HEREUNDER SHALL NOT EXCEED
+    # $1,000,000"; an appearance that "shall not exceed a total of two hours" does not)
+    bound = set(profile.bound_terms) & set(terms)
+    bounded = [bool(bound) and any(states_asked_bound(profile, u) for u in split_sentences(p, max_words=60))
+               for p in passage_texts]
+    used = {t for t in terms if bg.has(t)} | (set(profile.class_terms) if any(placed) else set()) | coded | (
+        bound if any(bounded) else set())
     missing = [t for t in terms if t not in used]
     doc_cov = float(sum(wt for t, wt in zip(terms, w) if t in used)) / total
     best = 0.0
-    for p, pl in zip(passage_texts, placed):
-        present = set(terms_of(p)) | (set(profile.class_terms) if pl else set()) | coded
+    for p, pl, bd in zip(passage_texts, placed, bounded):
+        present = set(terms_of(p)) | (set(profile.class_terms) if pl else set()) | coded | (bound if bd else set())
         best = max(best, float(sum(wt for t, wt in zip(terms, w) if t in present)) / total)
     unit_found, redacted = True, False
     if profile.units:
