@@ -37,7 +37,8 @@ from .words import normalize_ws, split_sentences
 
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
-           "rank_answer_units", "names_place", "names_hardware", "askers_words", "question_names", "range_holds"]
+           "rank_answer_units", "names_place", "names_hardware", "askers_words", "question_names", "range_holds",
+           "states_bound", "bounded_quantity", "states_asked_bound"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
