@@ -414,8 +414,9 @@ def profile_question(question: str) -> QuestionProfile:
 # liability", "the *limit* of the licensor's liability", "What is the *most* either side can owe?"
 _UPPER_BOUND_Q = re.compile(r"\b(?:caps?|capped|ceilings?|maximum|max|upper limit|limit(?:s|ed)?\s+(?:of|on|to)|"
                             r"at most|(?:what|how much)(?:'s|\s+is|\s+was)?\s+the\s+most)\b", re.I)
-# ... and the question's words that name the bound, stemmed ("cap", "ceiling", "maximum", "limit")
-_BOUND_WORDS = {t for w in ("cap", "caps", "capped", "ceiling", "maximum", "max", "limit") for t in terms_of(w)}
+# ... and the question's words that name the bound ("cap", "ceiling", "maximum", "limit"; stemmed in _BOUND_WORDS)
+_BOUND_NOUNS = ("cap", "ceiling", "limit", "maximum", "max")
+_BOUND_WORDS = {t for w in _BOUND_NOUNS + ("caps", "capped") for t in terms_of(w)}
 # A sentence that states an upper bound: "shall not exceed $1,000,000", "limited to the amount of all fees actually
 # received", "up to $250,000", "to a maximum of", "in excess of", "in no event more than"
 _UPPER_BOUND_S = re.compile(r"\b(?:exceed(?:s|ed|ing)?|in excess of|(?:up|limited|capped|restricted) to|at most|"
@@ -444,16 +445,15 @@ def bounded_quantity(question: str) -> list[str]:
     *insurance*", "the limit of the licensor's *liability*") or the noun before it ("the
     *liability* cap"); ``[]`` when there is none ("Is there a cap?")."""
     low = [t.lower() for t in re.findall(r"[A-Za-z][\w'’\-]*", question)]
-    words = ("cap", "ceiling", "limit", "maximum", "max")
     for i, t in enumerate(low):
-        if t.rstrip("s") not in words:
+        if t.rstrip("s") not in _BOUND_NOUNS:
             continue
         k = i + 1 + (i + 1 < len(low) and low[i + 1] in ("on", "of", "for", "to"))
         head = ""
         for w in low[k:k + 6]:
             if w in _QUANTITY_END or (head and w.endswith("ed")):  # "the maximum gap *allowed* between ..."
                 break
-            if w in _QUANTITY_SKIP or w.endswith(("'s", "’s", "s'")) or w.rstrip("s") in words:
+            if w in _QUANTITY_SKIP or w.endswith(("'s", "’s", "s'")) or w.rstrip("s") in _BOUND_NOUNS:
                 continue  # "the maximum aggregate liability *cap*": liability
             if not terms_of(w):  # a stop word ends it: "the maximum volume *it* may order"
                 break
