@@ -289,14 +289,16 @@ runs = shown_runs
 
 # ---------------------------------------------------------------- export
 # the files are written when a button is pressed, not on every run of the page (the JSON of 88 documents' evidence
-# took most of a reopened Filter page's script time)
+# took most of a reopened Filter page's script time); pressing one does not rerun the page, so the button's file id
+# stays the one the browser holds (Streamlit revokes a deferred download's id on the next run)
 exp1, exp2, _ = st.columns([1, 1, 4])
 with exp1:
     st.download_button("Export CSV", partial(export_csv, runs), file_name=export_file_name(runs, "csv"),
-                       mime="text/csv", icon=":material/download:", help=EXPORT_HELP)
+                       mime="text/csv", icon=":material/download:", help=EXPORT_HELP, on_click="ignore")
 with exp2:
     st.download_button("Export JSON", partial(export_json, runs), file_name=export_file_name(runs, "json"),
-                       mime="application/json", icon=":material/download:", help=EXPORT_HELP)
+                       mime="application/json", icon=":material/download:", help=EXPORT_HELP,
+                       on_click="ignore")
 
 # ---------------------------------------------------------------- the user as the oracle (issue 33)
 render_review(dm, next(iter(state.get(state.FILTER_RUNS).values())), by_id)

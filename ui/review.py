@@ -266,10 +266,10 @@ def _answers_table(dm: Any, condition: str, rv: Any, by_id: dict[str, Any]) -> N
                 st.rerun()
         st.download_button("Export answers (cases TSV for docmaster eval filter)", dm.export_answers(condition),
                            file_name="docmaster_review_cases.tsv", mime="text/tab-separated-values",
-                           icon=":material/download:", key="w_review_export")
+                           icon=":material/download:", key="w_review_export", on_click="ignore")
         st.download_button("Export the condition (conditions TSV)",
                            "condition\ttext\nC1\t" + " ".join(condition.split()) + "\n",
                            file_name="docmaster_review_conditions.tsv", mime="text/tab-separated-values",
-                           icon=":material/download:", key="w_review_export_cond")
+                           icon=":material/download:", key="w_review_export_cond", on_click="ignore")
         st.caption("Evaluate the filter against your answers: `docmaster eval filter --cases "
                    "docmaster_review_cases.tsv --conditions docmaster_review_conditions.tsv`.")
