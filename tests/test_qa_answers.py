@@ -562,7 +562,7 @@ def test_a_sentence_stating_a_bound_answers_a_question_asking_for_one():
     assert profile_question("What is the term of the agreement?").bound == ""
     # the quantity bounded: the head of the phrase after the bound word, or the noun before it
     assert cap.bounded == ["damag"]
-    assert profile_question("What is the liability cap in the agreement?").bounded == ["liability"]
+    assert profile_question("What is the liability cap in the agreement?").bounded == ["liabl"]
     assert profile_question("What is the maximum annual purchase volume it may order?").bounded == ["volum"]
     assert profile_question("Is there a cap?").bounded == []
     assert states_bound("in no event more than $250,000", "upper")
@@ -589,3 +589,69 @@ def test_a_sentence_stating_a_bound_answers_a_question_asking_for_one():
     hours = ["(d) No appearance shall exceed a total of two (2) hours.", "The bank's liability is set out below."]
     bg3 = Background(len(hours), Counter(t for p in hours for t in set(terms_of(p))))
     assert "cap" in verdict(liability, bg3, hours).missing_terms
+
+
+def test_how_much_notice_is_answered_by_the_number_beside_notice():
+    """"How much notice does the licensee need to terminate the agreement?" over the termination
+    clause of a trademark licence (own 1, New Mountain Capital, cuad-101): the sentence giving
+    "sixty (60) days' written notice by the Licensee" ranks before one giving "twenty-four (24)
+    months following termination ... such other notice" (the number beside the noun whose amount
+    is asked), and "terminable" covers "terminate" (an -able adjective shares its verb's stem)."""
+    import numpy as np
+
+    from docmaster_core.text.answer_units import beside_number, rank_answer_units, terms_of
+
+    notice = profile_question("How much notice does the licensee need to terminate the agreement?")
+    assert notice.amount_of == ["notic"] and notice.counted == []
+    assert profile_question("How much at most can the distributor be liable for?").amount_of == []
+    assert profile_question("How many units must the distributor buy?").amount_of == []
+    assert terms_of("terminable") == terms_of("terminate") == terms_of("termination")
+    assert terms_of("assignable") == terms_of("assign") and terms_of("liability") == terms_of("liable")
+    assert terms_of("capable") != terms_of("cap")  # the verb must have 4+ letters
+    # the asker's light verbs and prepositions are no terms to find ("go after", "goes through a change of control")
+    terms = profile_question("If the licensee goes through a change of control, can the licensor go after it?").terms
+    assert not {"goe", "go", "through"} & set(terms) and {"chang", "control", "licensor"} <= set(terms)
+    assert "keep" in profile_question("What percentage of ad revenue does the publisher keep?").terms
+    assert beside_number("upon written notice of thirty (30) days", ["notic"], of=True)
+    assert not beside_number("upon written notice of thirty (30) days", ["notic"])
+    units = ["For twenty-four (24) months following termination of this Agreement, the Licensee shall specify "
+             "on all materials that it is no longer associated with the Licensor, or such other notice as the "
+             "Licensor may deem necessary.",
+             "This Agreement shall be terminable by the Licensee upon sixty (60) days' written notice by the "
+             "Licensee to the Licensor.",
+             "The license granted to the Licensee under this Agreement shall continue perpetually."]
+    order = rank_answer_units(notice.text, units, ["TEXT"] * 3, np.full(3, 0.5))
+    assert int(order[0]) == 1
+
+
+def test_a_sentence_cut_at_a_node_break_is_quoted_whole_from_both_passages():
+    """A clause the parser cut at a page break (own14, Kitov / Dexcel, cuad-079: "... or 5.3 in the
+    event of a Change of Control, the Party which was not subject to the Change of Control may" |
+    "terminate this Agreement upon six (6) months advance written notification.") is one answer
+    sentence when both nodes are given, and each piece is cited from its own passage; pieces of
+    nodes that do not follow each other, or a passage that ends its sentence, are left alone."""
+    from docmaster_core.llm.offline import join_cut_sentences
+    from docmaster_core.model import Evidence
+    from docmaster_core.text.words import is_whole_sentence
+
+    def ev(eid, node, text, doc="d1"):
+        return Evidence(evidence_id=eid, doc_id=doc, node_id=node, strategy="semantic", score=0.5, text=text,
+                        page=9, bbox=None, section_path=["5 Term and Termination"], node_type="TEXT")
+
+    a = ("5.2 This Agreement may be terminated by either Party upon written notice; or 5.3 in the event of a Change "
+         "of Control, the Party which was not subject to the Change of Control may")
+    b = "terminate this Agreement upon six (6) months advance written notification."
+    evidence = [ev("E1", 75, b), ev("E2", 74, a), ev("E3", 76, "The Parties shall meet once a year.")]
+    units = ["5.2 This Agreement may be terminated by either Party upon written notice;",
+             "or 5.3 in the event of a Change of Control, the Party which was not subject to the Change of Control may",
+             b]
+    owner = [1, 1, 0]  # passage order: E2's units, then E1's (joined in node order, whatever the passage order)
+    got_units, got_owner, parts = join_cut_sentences(evidence, units[:2] + units[2:], owner)
+    # E1 (node 75) follows E2 (node 74): E2's last unit and E1's first are one sentence
+    assert got_units == [units[0], f"{units[1]} {b}"] and got_owner == [1, 1]
+    assert parts == {1: [(1, units[1]), (0, b)]}
+    assert is_whole_sentence(got_units[1]) and not is_whole_sentence(units[1])
+    # a passage that ends its sentence, or nodes apart, are not joined
+    assert join_cut_sentences(evidence, [units[0], b], [1, 0])[2] == {}
+    far = [ev("E1", 80, b), ev("E2", 74, a)]
+    assert join_cut_sentences(far, units[1:], [1, 0])[2] == {}

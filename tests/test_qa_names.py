@@ -112,6 +112,15 @@ CONTRACTS.append(("ex10_harbourlinecominc-20001114_hosting-agreement.pdf", "Host
 ]))
 
 
+# a party whose name starts with a number (cuad-001: "2TheMart.com")
+CONTRACTS.append(("cobrand-larkspur.pdf", "Co-Branding Agreement", [
+    (None, ["This Co-Branding Agreement is made on March 1, 1999 by and between 4Sight Media, Inc. (\"4Sight\") and "
+            "Larkspur Escrow Inc. (\"Larkspur\")."]),
+    ("1. Co-Branding", ["4Sight shall display the Larkspur escrow service on its auction pages."]),
+    ("2. Term", ["This Agreement continues for two years from the Effective Date."]),
+]))
+
+
 @pytest.fixture(scope="module")
 def dm(tmp_path_factory, embedder):
     ws = build_toy_workspace(tmp_path_factory.mktemp("named"), embedder, CONTRACTS)
@@ -674,3 +683,13 @@ def test_cli_follow_up_continues_with_the_last_named_contract(dm, monkeypatch, c
     d = json.loads(out.out)
     assert d["doc_source"] == "follow-up" and d["scope"].startswith("dist-delta.pdf")
     assert any("48 months" in c["quote"] for c in d["answer"]["citations"])
+
+
+def test_a_company_name_that_starts_with_a_number_names_its_contract(dm):
+    """"... under its co-branding agreement with 4Sight?" routes to 4Sight Media's contract (cuad-001's
+    "2TheMart" was no name candidate: a word with a digit counted only as a file name); an
+    identifier such as "8K" or "GSM8K" still names nothing."""
+    view = dm.retriever().view
+    r = route_by_names("How long does the co-branding agreement with 4Sight last?", view)
+    assert r is not None and _files(dm, r.doc_ids) == ["cobrand-larkspur.pdf"] and "4Sight" in r.names
+    assert route_by_names("How many problems of GSM8K does the 8K model solve?", view) is None

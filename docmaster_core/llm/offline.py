@@ -119,6 +119,56 @@ def several_coverage(question: str, units: Sequence[str]) -> np.ndarray:
     return has.astype(float) @ w / float(w.sum())
 
 
+def join_cut_sentences(evidence: Sequence[Evidence], units: list[str], owner: list[int]
+                       ) -> tuple[list[str], list[int], dict[int, list[tuple[int, str]]]]:
+    """Join a sentence the parser cut at a page or node break: the last unit of a passage that
+    does not end like a sentence ("... the Party which was not subject to the Change of Control
+    may") and the first unit of the document's next node, when that is given too and starts in
+    lower case ("terminate this Agreement upon six (6) months advance written notification.").
+
+    Args:
+        evidence: The passages (``doc_id``, ``node_id``).
+        units: Answer units in passage order, length n.
+        owner: Evidence index of each unit, length n (a passage's units next to each other).
+
+    Returns:
+        The units and owners with each such pair joined into one unit (owned by the first
+        passage), and ``{unit index: [(evidence index, piece), (evidence index, piece)]}`` for
+        the joined units.
+    """
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, j in enumerate(owner):
+        first.setdefault(j, i)
+        last[j] = i
+    at = {(e.doc_id, e.node_id): j for j, e in enumerate(evidence)}
+    joined: dict[int, int] = {}  # last unit of a passage -> first unit of the next node's passage
+    for j, e in enumerate(evidence):
+        k = at.get((e.doc_id, e.node_id + 1))
+        if j not in last or k is None or k not in first:
+            continue
+        a, b = units[last[j]], units[first[k]]
+        head = b.lstrip("\"'\u201c\u2018")  # not "(": "(f) is materially false" is an item of a list
+        if not a.rstrip("\"'\u201d\u2019)]").endswith((".", "!", "?", ";", ":")) and head[:1].islower():
+            joined[last[j]] = first[k]
+    if not joined:
+        return units, owner, {}
+    taken = set(joined.values())
+    out_u: list[str] = []
+    out_o: list[int] = []
+    parts: dict[int, list[tuple[int, str]]] = {}
+    for i, (u, j) in enumerate(zip(units, owner)):
+        if i in taken:  # quoted with the piece before it
+            continue
+        if i in joined:
+            b = joined[i]
+            parts[len(out_u)] = [(j, u), (owner[b], units[b])]
+            u = f"{u} {units[b]}"
+        out_u.append(u)
+        out_o.append(j)
+    return out_u, out_o, parts
+
+
 class OfflineLLM:
     """The LLM facade without a server: extractive and embedding-based (SPEC F8).
 
@@ -461,12 +511,19 @@ class OfflineLLM:
                 owner.append(j)
         return units, np.asarray(owner, dtype=np.int64)
 
-    def _answer_units(self, evidence: Sequence[Evidence]) -> tuple[list[str], np.ndarray]:
+    def _answer_units(self, evidence: Sequence[Evidence]
+                      ) -> tuple[list[str], np.ndarray, dict[int, list[tuple[int, str]]]]:
         """Like :meth:`_units`, for answers (sentences within each paragraph: a passage given
         with what its last paragraph announces holds several): a passage's leading line that is just its
         section heading (a TITLE node's heading above its summary, or the heading run
         into the first sentence) is not quoted, and a bare heading is no answer
-        sentence (unless no passage has anything else)."""
+        sentence (unless no passage has anything else). A sentence the parser cut at a page or
+        node break is one unit when both passages are given (:func:`join_cut_sentences`).
+
+        Returns:
+            The units, int64 (n_units,) evidence index of each, and ``{unit: [(evidence
+            index, piece), ...]}`` for units joined from pieces of two passages.
+        """
         units, owner = [], []
         for j, e in enumerate(evidence):
             text = e.text or ""
@@ -486,8 +543,10 @@ class OfflineLLM:
                     units.append(s)
                     owner.append(j)
         if not units:
-            return self._units(evidence)
-        return units, np.asarray(owner, dtype=np.int64)
+            units, own = self._units(evidence)
+            return units, own, {}
+        units, owner, parts = join_cut_sentences(evidence, units, owner)
+        return units, np.asarray(owner, dtype=np.int64), parts
 
     def decide(self, condition: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Decision:
         """Score-threshold filter decision (0 calls).
@@ -608,8 +667,10 @@ class OfflineLLM:
             # v71 no reference-list entry (unless citations are asked), the sentence quoted for a pronoun not counted;
             # v72-73 a list item after a bullet and a formula's "where T is ..." are whole sentences, a word broken at
             # a passage's end is joined; v74-75 an end date answers "how long does the agreement last"; v83-87 a
-            # sentence stating a bound ("shall not exceed $1,000,000") answers a question asking for one ("the cap")
-            "answer_version": 87,
+            # sentence stating a bound ("shall not exceed $1,000,000") answers a question asking for one ("the cap");
+            # v88-89 "how much notice": the number beside the noun; -able words share their verb's stem; light verbs
+            # are no terms; a sentence cut at a node break is quoted whole from both passages
+            "answer_version": 89,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),
@@ -638,7 +699,7 @@ class OfflineLLM:
 
     def _answer(self, question: str, evidence: Sequence[Evidence], one_document: bool = False,
                 several: bool = False) -> dict[str, Any]:
-        units, owner = self._answer_units(evidence)
+        units, owner, parts = self._answer_units(evidence)
         if not units:
             return {"text": NO_ANSWER_TEXT, "citations": []}
         emb = self._encode([normalize_ws(question)] + units)
@@ -728,11 +789,13 @@ class OfflineLLM:
         for r, i in enumerate(picked):
             first_doc.setdefault(evidence[int(owner[i])].doc_id, r)
         picked.sort(key=lambda i: (first_doc[evidence[int(owner[i])].doc_id], evidence[int(owner[i])].node_id, i))
-        text = " ".join(f"{units[i]} [{evidence[int(owner[i])].evidence_id}]" for i in picked)
+        text = " ".join(f"{units[i]} " + " ".join(f"[{evidence[j].evidence_id}]" for j, _ in parts.get(
+            i, [(int(owner[i]), "")])) for i in picked)
         cites: dict[tuple[str, int], list[str]] = {}
         for i in picked:  # a passage's quote: the sentences the answer took from it on one page, in reading order
-            e = evidence[int(owner[i])]
-            cites.setdefault((e.evidence_id, e.page_of(units[i])), []).append(units[i])
+            for j, piece in parts.get(i, [(int(owner[i]), units[i])]):  # a joined sentence: each piece its passage
+                e = evidence[j]
+                cites.setdefault((e.evidence_id, e.page_of(piece)), []).append(piece)
         return {"text": text, "citations": [[k[0], truncate_words(" ".join(v), 150)] for k, v in cites.items()]}
 
     def answer_stream(self, question: str, evidence: list[Evidence], *, doc_id: str | None = None) -> Iterator[str]:

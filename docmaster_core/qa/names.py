@@ -242,6 +242,10 @@ def _looks_like_name(word: str) -> bool:
     return bool(core) and (core[:1].isupper() or (core[:1].isdigit() and any(c.isupper() for c in core)))
 
 
+#: A name that starts with a number and goes on in a capitalised word: "2TheMart", "7-Eleven".
+_DIGIT_LED_NAME = re.compile(r"^\d+-?[A-Z][a-z]")
+
+
 def _candidates(question: str, nf: NameFields, rare_docs: int) -> list[tuple[str, str]]:
     """``(word as written, token)`` of the question's name candidates: written like a name
     (not as the first word), or rare (in at most ``rare_docs`` documents' text, of a
@@ -254,8 +258,9 @@ def _candidates(question: str, nf: NameFields, rare_docs: int) -> list[tuple[str
         if not core:
             continue
         looks = i > 0 and _looks_like_name(core)
-        # a word with a digit names a document only as (part of) a file name: "cuad-077", not "top-1"
-        ref = any(c.isdigit() for c in core) and core.lower() in nf.file_df
+        # a word with a digit names a document only as (part of) a file name: "cuad-077", not "top-1", or as a
+        # company's name that starts with a number ("2TheMart", "7-Eleven"; not "8K", "GSM8K")
+        ref = any(c.isdigit() for c in core) and (core.lower() in nf.file_df or bool(_DIGIT_LED_NAME.match(core)))
         # "Stamps.com's agreement": the possessive is no part of the name
         for t in dict.fromkeys(name_tokens(core) + name_tokens(_POSSESSIVE.sub("", core))):
             if len(t) < 2 or t in STOP or t.isdigit() and len(t) < 3:

@@ -61,7 +61,11 @@ document documents article work study authors author section figure table main s
 typically normally now happen happens happened latest earliest
 if whether unless until upon within before after during while
 nobody anybody anyone someone somebody everyone everybody something anything everything up
-""".split())
+go goes going went gone come comes coming came let lets letting put puts putting
+through throughout across along toward towards via among around
+""".split())  # the last lines: light verbs, as "get", "make", "take" ("go after", "come up with"; not "keep",
+# which may ask what a party retains: "What percentage does Kubient keep?"), and prepositions ("goes *through* a change
+# of control")
 
 # words that qualify what is asked ("the *total* fee") but never carry it: a document that never uses
 # them may still answer (its fee clause gives the one fee); a document that does use them is preferred
@@ -220,9 +224,40 @@ def _stem(w: str) -> str:
         if w.endswith(suf) and len(w) - len(suf) >= 3:
             w = w[: len(w) - len(suf)] + rep
             break
+    else:
+        w = _able_base(w)
     if w.endswith("e") and len(w) > 3:
         w = w[:-1]
     return w
+
+
+def _able_base(w: str) -> str:
+    """An adjective in -able / -ible (and its noun in -ability / -ibility) to the verb it comes
+    from, when English has that verb (simplemma's dictionary, Barbaresi 2021): "terminable" ->
+    "terminate" (as "termination"), "assignable" -> "assign", "enforceable" -> "enforce";
+    "liability" -> "liable"; ``w`` itself otherwise ("capable" keeps its ending: the base must
+    have 4+ letters)."""
+    for suf, rep in (("ability", "able"), ("ibility", "ible")):
+        if w.endswith(suf) and len(w) - len(suf) >= 2:
+            w = w[: len(w) - len(suf)] + rep
+            break
+    if not w.endswith(("able", "ible")) or len(w) - 4 < 4:
+        return w
+    base = w[:-4]
+    for verb in (base + "ate", base):  # not base + "e": "responsible" is no "response", "possible" no "posse"
+        if _known(verb):
+            return verb[:-1] if verb.endswith("ate") else verb
+    return w
+
+
+@functools.lru_cache(maxsize=4096)
+def _known(word: str) -> bool:
+    """Whether simplemma's English dictionary holds ``word`` (False when simplemma is missing)."""
+    try:
+        import simplemma
+    except ImportError:  # pragma: no cover - a pinned dependency (requirements.txt)
+        return False
+    return bool(simplemma.is_known(word, lang="en"))
 
 
 def _lemma(word: str) -> str:
@@ -304,6 +339,12 @@ class QuestionProfile:
         counted: Stems of the noun a "how many / how large" question counts or
             measures ("datasets" in "how many datasets are included", "database" in "how
             large is the retrieval database"): a number written beside that noun answers it.
+        amount_of: Stems of the noun a "how much" question asks the amount of ("notice" in
+            "how much notice must the licensee give"): a number written beside that noun
+            ("sixty (60) days' written notice") answers it before a number of something else
+            ("for twenty-four (24) months following termination ... such other notice"). Unlike
+            ``counted``, a document without such a number is not "not found" for it
+            (contracts write "ninety days' notice" in words too).
         bound: ``"upper"`` when the question asks for an upper bound ("the *cap* on each
             party's damages", "the *maximum* liability", "the *limit* of the licensor's
             liability"), else ``""`` (:func:`states_bound`). Not for a lower bound ("the
@@ -326,6 +367,7 @@ class QuestionProfile:
     soft_units: list[str] = field(default_factory=list)
     class_terms: list[str] = field(default_factory=list)
     counted: list[str] = field(default_factory=list)
+    amount_of: list[str] = field(default_factory=list)
     bound: str = ""
     bound_terms: list[str] = field(default_factory=list)
     bounded: list[str] = field(default_factory=list)
@@ -404,10 +446,20 @@ def profile_question(question: str) -> QuestionProfile:
             noun = []
         noun = [w.lower() for w in (noun[:plural + 1] if plural is not None else noun)]
         counted = [_stem(noun[-1])] if noun else []
+    amount = _AMOUNT_OF_Q.search(q) if atype == "number" and not counted else None
+    amount_of = [_stem(amount.group(1).lower())] if amount and amount.group(1).lower() not in _AMOUNT_GENERIC else []
     bound = "upper" if _UPPER_BOUND_Q.search(core) else ""
     bound_terms = [t for t in terms if t in _BOUND_WORDS] if bound else []
-    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted, bound,
-                           bound_terms, bounded_quantity(q) if bound_terms else [])
+    return QuestionProfile(q, terms, atype, units, set(_NUM.findall(q)), words, soft, classes, counted, amount_of,
+                           bound, bound_terms, bounded_quantity(q) if bound_terms else [])
+
+
+# "how much *notice* must ...", "how much *compensation* is ...": the noun whose amount is asked (one lower-case
+# word before a verb or a preposition; not "how much at most", "how much is the fee")
+_AMOUNT_OF_Q = re.compile(r"\bhow much (?-i:([a-z][a-z\-]+))(?= (?:does|do|did|is|are|was|were|must|shall|should|can|"
+                          r"could|will|would|may|has|have|had|in|of|per|for|on|to|with|under|before|after)\b|\?)", re.I)
+# ... not a word that says only "an amount" ("how much money", "how much more")
+_AMOUNT_GENERIC = {"money", "more", "less", "time", "longer", "each", "total", "further"}
 
 
 # A question asking for an upper bound: "What is the *cap* on each party's damages?", "the *maximum*
@@ -534,14 +586,17 @@ def gives_measure(profile: QuestionProfile, measure: Sequence[str], text: str) -
     return False
 
 
-def beside_number(low: str, counted: Sequence[str]) -> bool:
+def beside_number(low: str, counted: Sequence[str], of: bool = False) -> bool:
     """Whether a number stands at most three words before a counted noun ("18 diverse
     datasets", "a 2 trillion token database") or right after it as a table cell
-    ("#Database tokens: 4B").
+    ("#Database tokens: 4B"); with ``of``, also in the phrase after it ("notice of thirty (30)
+    days", "a fee equal to $500").
 
     Args:
         low: The lower-cased text.
-        counted: Stems of the counted noun (:attr:`QuestionProfile.counted`).
+        counted: Stems of the counted noun (:attr:`QuestionProfile.counted`,
+            :attr:`QuestionProfile.amount_of`).
+        of: Also a number after the noun and "of" / "equal to" / "in the amount of".
     """
     toks = re.findall(r"[a-z0-9][a-z0-9,.%]*|:", low)
     for i, t in enumerate(toks):
@@ -551,6 +606,8 @@ def beside_number(low: str, counted: Sequence[str]) -> bool:
             return True
         after = toks[i + 1:i + 4]
         if ":" in after and any(x[0].isdigit() for x in after[after.index(":") + 1:]):
+            return True
+        if of and after[:1] in (["of"], ["equal"], ["in"]) and any(x[0].isdigit() for x in toks[i + 2:i + 7]):
             return True
     return False
 
@@ -793,8 +850,9 @@ def type_match(profile: QuestionProfile, unit: str, node_type: str = "TEXT") -> 
             return 0.0
         if profile.units or profile.soft_units:
             return 1.0 if any(_has_unit(low, u) for u in profile.units + profile.soft_units) else 0.4
-        if profile.counted:  # "how many datasets": "18 diverse datasets" over a number of something else
-            return 1.0 if beside_number(low, profile.counted) else 0.6
+        if profile.counted or profile.amount_of:  # "how many datasets": "18 diverse datasets" over a number of
+            # something else; "how much notice": "sixty (60) days' written notice"
+            return 1.0 if beside_number(low, profile.counted or profile.amount_of, of=not profile.counted) else 0.6
         return 1.0
     if profile.answer_type == "formula":
         if node_type == "EQUATION" or "=" in unit or re.search(r"[\u2200-\u22ff\u0391-\u03c9]|softmax|exp\(|log\(", low):

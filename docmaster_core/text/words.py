@@ -94,7 +94,7 @@ def split_sentences(text: str | None, max_words: int = 60) -> list[str]:
 
 _ENUM = re.compile(r"^(?:\(?(?:[a-z]|[ivxlc]{1,5}|\d{1,3}(?:\.\d{1,3})*)[.)]|§\s*\d+[.\d]*)\s+", re.I)
 _ITEM = re.compile(r"^\((?:[a-z]|[ivxlc]{1,5})\)\s", re.I)
-_LAST_ITEM = re.compile(r"^(?:and|or)\s+(?=\((?:[a-z]|[ivxlc]{1,5})\)\s)", re.I)
+_LAST_ITEM = re.compile(r"^(?:and|or)\s+(?=\((?:[a-z]|[ivxlc]{1,5})\)\s|\d{1,3}(?:\.\d{1,3})+\s)", re.I)
 _CLAUSE = re.compile(r"(?<=[;\u037e])\s+")  # U+037E (Greek question mark) is how some PDFs write ";"
 _NUMBER_END = re.compile(r"[a-z,]\s+\d{1,2}(?:\.\d{1,2})*\.$")  # "March 18." / "Sections 1.3." ending a piece
 
@@ -114,7 +114,8 @@ def is_whole_sentence(text: str | None) -> bool:
     (``.``, ``!``, ``?``, ``;`` or ``:``, closing quotes and brackets aside): not a piece cut
     out of a sentence. An item of a clause list opened by a bracketed letter or roman enumerator is whole
     whatever the case of its first word ("(ii) all offers ... have been effected ...;"), and so
-    is the list's last item after its "and" / "or" ("and (b) product liability insurance ...")."""
+    is the list's last item after its "and" / "or" ("and (b) product liability insurance ...", "or 5.3 in the
+    event of a Change of Control, ...")."""
     t = normalize_ws(text).rstrip("\"'\u201d\u2019)]")
     if not t:
         return False
