@@ -165,3 +165,19 @@ def test_a_one_passage_topic_of_names_is_named_by_its_section():
     assert "licensee" in cluster_names(one, labels, sections=["x"] * 4)[1]
     with pytest.raises(ValueError, match="section titles"):
         cluster_names(texts, labels, sections=["x"])
+
+
+def test_clusters_named_alike_each_get_a_word_of_their_own():
+    """Two one-passage topics of names (a signature block, an author line) were both named
+    "a list of names" in a newcomer's collection; each now adds a word of its own, as written
+    ("Whitworth", "Ashby"), and clusters named differently keep their names."""
+    from docmaster_core.index.cluster_names import NAMES_TOPIC
+
+    texts = ["Kathy Whitworth Square Two Golf", "Rowan Ashby Pinecrest Golfers"] + TERMINATION + PAYMENT
+    labels = [0, 1] + [2] * 4 + [3] * 4
+    names = cluster_names(texts, labels)
+    assert names[0][0] == NAMES_TOPIC == names[1][0]
+    assert len(names[0]) == len(names[1]) == 2 and names[0] != names[1]
+    assert {names[0][1], names[1][1]} <= {"Kathy", "Whitworth", "Square", "Two", "Golf", "Rowan", "Ashby",
+                                          "Pinecrest", "Golfers"}
+    assert names[2] == cluster_names(TERMINATION + PAYMENT, [2] * 4 + [3] * 4)[2]

@@ -227,12 +227,41 @@ def cluster_names(texts: Sequence[str], labels: Sequence[int], n_terms: int = 3,
         unnamed = ~(shared > 0).any(axis=1)
         w = np.where(unnamed[:, None], w, shared)
     terms = vec.get_feature_names_out()
-    out = {}
+    out, more = {}, {}
     for i, c in enumerate(clusters):
-        best = np.argsort(-w[i], kind="stable")[:n_terms]
-        out[c] = [str(terms[j]) for j in best if w[i, j] > 0]
+        ranked = np.argsort(-w[i], kind="stable")
+        out[c] = [str(terms[j]) for j in ranked[:n_terms] if w[i, j] > 0]
+        # the next terms, and any of the cluster's own words, to tell apart two clusters named alike
+        more[c] = [str(terms[j]) for j in ranked[n_terms:n_terms + 8] if w[i, j] > 0] + [
+            str(terms[j]) for j in np.argsort(-tf[i], kind="stable")[:8] if tf[i, j] > 0]
     out = _by_section(out, labels, sections, lower)
-    return {c: [_as_written(t, lower, forms) for t in words] for c, words in out.items()}
+    named = {c: [_as_written(t, lower, forms) for t in words] for c, words in out.items()}
+    return _distinct(named, more, lower, forms)
+
+
+def _distinct(names: dict[int, list[str]], more: dict[int, list[str]], lower: dict[str, int],
+              forms: dict[str, Counter]) -> dict[int, list[str]]:
+    """Clusters named alike (two one-passage topics both "a list of names", two topics of one
+    section, two with the same terms) each get one more word of their own: the best next term
+    that no other of them took, as the passages write it when they never write it in lower
+    case (a name: "Whitworth"). A cluster whose words are all taken keeps its name."""
+    alike: dict[tuple[str, ...], list[int]] = {}
+    for c, words in names.items():
+        if words:
+            alike.setdefault(tuple(words), []).append(c)
+    for group in alike.values():
+        if len(group) < 2:
+            continue
+        taken: set[str] = set()
+        for c in group:
+            for t in dict.fromkeys(more.get(c, [])):
+                shown = forms[t].most_common(1)[0][0] if not lower.get(t, 0) and t in forms else t
+                if shown.lower() in taken or t in names[c] or shown in names[c]:
+                    continue
+                taken.add(shown.lower())
+                names[c] = names[c] + [shown]
+                break
+    return names
 
 
 #: Longest word in capitals shown in capitals (an acronym: "ROFR", "ACDBE"); a longer one is a
