@@ -655,3 +655,32 @@ def test_a_sentence_cut_at_a_node_break_is_quoted_whole_from_both_passages():
     assert join_cut_sentences(evidence, [units[0], b], [1, 0])[2] == {}
     far = [ev("E1", 80, b), ev("E2", 74, a)]
     assert join_cut_sentences(far, units[1:], [1, 0])[2] == {}
+
+
+def test_clipped_words_numbered_words_and_ality_nouns_share_terms_with_the_full_words():
+    """Held-out paper questions declined for words the document writes in full or joined to a
+    number (papers9): "the JWT *spec*" over RFC 7519's "specification", "embedding
+    *dimensionality*" over "16-dimensional user and item embedding"; and "confidentiality" is
+    "confidential" (a contract's "Confidential Information")."""
+    from docmaster_core.text.answer_units import terms_of
+
+    assert terms_of("the JWT spec") == terms_of("the JWT specification")
+    assert terms_of("promo") == terms_of("promotion") and terms_of("info") == terms_of("information")
+    assert terms_of("dimensionality") == terms_of("dimensional") and "dimensional" in terms_of("16-dimensional")
+    assert terms_of("confidentiality") == terms_of("confidential")
+    assert terms_of("12-layer decoder")[:2] == ["12", "layer"] and terms_of("version 3.2.1") == ["version", "3.2.1"]
+
+
+def test_how_large_is_not_declined_for_want_of_a_number_beside_its_noun():
+    """"How large was one phase of the computation in C++?" over "approximately 3800 lines of C++
+    code" (MapReduce, papers9) was declined "no passage gives a number of "phase""; only a "how
+    many" question is declined that way ("how many parameters ...")."""
+    from docmaster_core.text.answer_units import Background, terms_of, verdict
+
+    passages = ["The indexing code is simpler: one phase of the computation dropped from approximately 3800 lines "
+                "of C++ code to approximately 700 lines when expressed using MapReduce."]
+    bg = Background(1, Counter(t for p in passages for t in set(terms_of(p))))
+    large = profile_question("How large was one phase of the computation in C++ before the rewrite?")
+    assert large.counted and verdict(large, bg, passages).found
+    many = profile_question("How many phases of the computation were rewritten?")
+    assert not verdict(many, bg, passages).found

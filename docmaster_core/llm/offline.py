@@ -670,7 +670,7 @@ class OfflineLLM:
             # sentence stating a bound ("shall not exceed $1,000,000") answers a question asking for one ("the cap");
             # v88-89 "how much notice": the number beside the noun; -able words share their verb's stem; light verbs
             # are no terms; a sentence cut at a node break is quoted whole from both passages
-            "answer_version": 89,
+            "answer_version": 90,
             "meta": [[e.node_type, list(e.section_path)] for e in evidence],
             **({"one_document": True} if one_document else {}),
             **({"several": True} if several else {}),

@@ -38,7 +38,7 @@ from .words import normalize_ws, split_sentences
 __all__ = ["QuestionProfile", "profile_question", "terms_of", "Background", "doc_background", "table_rows",
            "passage_units", "UnitScores", "score_units", "Verdict", "verdict", "NOT_FOUND_PREFIX",
            "rank_answer_units", "names_place", "names_hardware", "askers_words", "question_names", "range_holds",
-           "states_bound", "bounded_quantity", "states_asked_bound"]
+           "states_bound", "bounded_quantity", "states_asked_bound", "CLIPPINGS"]
 
 NOT_FOUND_PREFIX = "The documents do not say"
 
@@ -197,7 +197,19 @@ _UNIT_CANON = {"usd": "dollar", "tons": "tonne", "ton": "tonne", "kilowatt": "kw
 
 # derivational endings that make a noun of a verb: "termination" / "terminate", "renewal" / "renew",
 # "payment" / "pay", "insurance" / "insured" share a stem
-_DERIV = (("ation", "at"), ("ment", ""), ("ance", ""), ("ence", ""), ("wal", "w"), ("val", "v"), ("sal", "s"))
+_DERIV = (("ation", "at"), ("ment", ""), ("ance", ""), ("ence", ""), ("wal", "w"), ("val", "v"), ("sal", "s"),
+          ("ality", "al"))  # "confidentiality" / "confidential", "dimensionality" / "16-dimensional"
+
+#: A number joined to a word: "16-dimensional", "12-layer" (its parts are terms, as a compound's)
+_NUMBERED_WORD = re.compile(r"\d+(?:\.\d+)?-[a-z][a-z\-]*")
+
+#: Clipped words and the words they clip ("spec" for "specification"): an asker writes the short form, a
+#: document the long one (or the other way round); both give the long word's stem.
+CLIPPINGS = {"spec": "specification", "specs": "specifications", "info": "information", "config": "configuration",
+             "configs": "configurations", "repo": "repository", "repos": "repositories", "stats": "statistics",
+             "param": "parameter", "params": "parameters", "promo": "promotion", "promos": "promotions",
+             "ads": "advertisements", "admin": "administration", "dept": "department", "govt": "government",
+             "mgmt": "management", "intl": "international", "corp": "corporation", "approx": "approximately"}
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -300,17 +312,17 @@ def terms_of(text: str, keep_stop: bool = False) -> list[str]:
     """Stemmed content words of a text, in order (lower-cased; hyphenated words also
     give their parts; stop words and question words, and their plurals ("types"), dropped unless
     ``keep_stop``; a number is one term however its thousands and decimals are written: "$250,000"
-    and "$250,000.00" give "250000")."""
+    and "$250,000.00" give "250000"; a clipped word as the word it clips, :data:`CLIPPINGS`)."""
     out: list[str] = []
     for tok in _WORD.findall(_GROUPED_NUM.sub(_plain_number, (text or "").lower())):
         # a compound ("bert-base", "phc-u373") counts by its parts; a number keeps its dots
-        parts = [tok] if (tok[0].isdigit() or ("-" not in tok and "." not in tok)) else [
-            p for p in re.split(r"[.\-]", tok) if p]
+        parts = [tok] if ((tok[0].isdigit() and not _NUMBERED_WORD.fullmatch(tok)) or ("-" not in tok and "." not in tok)
+                          ) else [p for p in re.split(r"[.\-]", tok) if p]  # "16-dimensional": "16", "dimensional"
         for p in parts:
             if not keep_stop and (p in _STOP or (p[-1:] == "s" and p[:-1] in _STOP) or (len(p) < 2 and not p.isdigit())
                                   or (p.endswith("ly") and len(p) > 5)):
                 continue
-            out.append(_stem(p))
+            out.append(_stem(CLIPPINGS.get(p, p)))
     return out
 
 
@@ -454,6 +466,7 @@ def profile_question(question: str) -> QuestionProfile:
                            bound, bound_terms, bounded_quantity(q) if bound_terms else [])
 
 
+_HOW_MANY = re.compile(r"\bhow many\b", re.I)
 # "how much *notice* must ...", "how much *compensation* is ...": the noun whose amount is asked (one lower-case
 # word before a verb or a preposition; not "how much at most", "how much is the fee")
 _AMOUNT_OF_Q = re.compile(r"\bhow much (?-i:([a-z][a-z\-]+))(?= (?:does|do|did|is|are|was|were|must|shall|should|can|"
@@ -1147,10 +1160,12 @@ def verdict(profile: QuestionProfile, bg: Background, passage_texts: Sequence[st
     if best < MIN_BEST_COVERAGE:
         why = f"no passage covers the question's terms (the best covers {best:.0%} of their weight)"
         return Verdict(False, why, doc_cov, best, missing, unit_found)
-    if profile.counted and profile.answer_type == "number" and not profile.units and not any(
+    if profile.counted and _HOW_MANY.search(profile.text) and profile.answer_type == "number" and not profile.units \
+            and not any(
             beside_number(_LABEL_NUM.sub(" ", u.lower()), profile.counted)
             for p in passage_texts for u in split_sentences(p, max_words=60)):
-        # "how many parameters does the largest model have": no passage writes a number beside "parameters"
+        # "how many parameters does the largest model have": no passage writes a number beside "parameters" (not
+        # for "how large was one phase": "approximately 3800 lines of C++ code" gives its size in other words)
         why = f'no passage gives a number of "{profile.words.get(profile.counted[0], profile.counted[0])}"'
         return Verdict(False, why, doc_cov, best, missing, unit_found)
     measure = asked_measure(profile)
