@@ -67,6 +67,7 @@ __all__ = [
     "extractive_summary",
     "join_sentences",
     "condition_core",
+    "join_cut_sentences",
 ]
 
 #: Version of the offline algorithms; part of every offline cache key.
